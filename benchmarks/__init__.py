@@ -1,0 +1,1 @@
+"""Benchmark scripts printing measured figures side by side (run with `python -m benchmarks.<name>`)."""

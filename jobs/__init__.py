@@ -1,0 +1,1 @@
+"""Job entry points (`python -m jobs.<name>`): only wiring; nothing imports `jobs`."""

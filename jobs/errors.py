@@ -1,0 +1,29 @@
+"""Errors a job reports to the user as one clear line (exit status 2) instead of a traceback."""
+
+from __future__ import annotations
+
+
+class JobError(Exception):
+    """Base of the jobs' own errors."""
+
+
+class JobInputError(JobError, ValueError):
+    """A job input (label file, dataset, option) is unusable; the message names the file, subject and field."""
+
+
+class JobSettingsMismatch(JobError):
+    """The output directory holds a run made with different result-determining settings (resuming would mix them)."""
+
+
+def job_user_errors() -> tuple[type[BaseException], ...]:
+    """Every exception class whose message alone tells the user what to fix."""
+    from trajonco.errors import user_errors
+
+    extra: list[type[BaseException]] = [JobError]
+    try:
+        from vista.llm import LLMConfigError
+
+        extra.append(LLMConfigError)
+    except ImportError:  # pragma: no cover - the gateway is part of the project
+        pass
+    return (*user_errors(), *extra)

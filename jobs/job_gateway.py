@@ -1,0 +1,243 @@
+"""The gateway the pipeline sees inside a job's actor: the actor's `LLMGateway`, plus per-task usage and routing.
+
+* **Usage per task.** Each call's `CallRecord` (tokens, cost, cache hit, attempts) is added to the `TaskUsage` of
+  the task that made it, found through a context variable, so patients running concurrently in one actor never
+  mix their bills (asyncio copies the variable into every sub-task of a patient). The actor's own ledger keeps no
+  records (`NullLedger`): a long-lived actor serving 10,000 patients must not grow with them.
+* **Routing.** In the two-stage variant, calls of one agent role (the preprocessors) are sent to a separate actor
+  pool (`jobs.preprocess_pool`) instead of this actor's model, so one patient's chunks are filtered in parallel
+  across the cluster; the answer comes back as the same `LLMResult`, with its usage record.
+
+Response models cross process boundaries by reference (`ModelRef`), never pickled: the agents' compact models are
+made at run time by pydantic's ``create_model`` and are rebuilt from their limits on the other side.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import importlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from pydantic import BaseModel
+
+from vista.llm import CallRecord, LLMCallError, LLMGateway, LLMResult, Message, UsageLedger
+from vista.llm.errors import ErrorKind
+from vista.llm.gateway import parse_answer
+
+if TYPE_CHECKING:
+    from jobs.preprocess_pool import PreprocessorPool
+
+
+@dataclass(slots=True)
+class TaskUsage:
+    """What one task's LLM calls cost: calls, cache hits, failures, tokens and dollars."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    failed_calls: int = 0
+    attempts: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    remote_calls: int = 0  # calls answered by another actor pool (the two-stage preprocessors)
+
+    def add(self, record: CallRecord, *, remote: bool = False) -> None:
+        self.calls += 1
+        self.cache_hits += record.cache_hit
+        self.failed_calls += not record.ok
+        self.attempts += record.attempts
+        self.retries += record.retries
+        self.prompt_tokens += record.prompt_tokens
+        self.completion_tokens += record.completion_tokens
+        self.remote_calls += remote
+        if record.cost_usd is None:
+            self.unpriced_calls += 1
+        else:
+            self.cost_usd += record.cost_usd
+
+
+_CURRENT_USAGE: contextvars.ContextVar[TaskUsage | None] = contextvars.ContextVar("jobs_task_usage", default=None)
+
+
+@contextmanager
+def usage_scope() -> Iterator[TaskUsage]:
+    """Attribute every call made inside the block (and its asyncio sub-tasks) to a fresh `TaskUsage`."""
+    usage = TaskUsage()
+    token = _CURRENT_USAGE.set(usage)
+    try:
+        yield usage
+    finally:
+        _CURRENT_USAGE.reset(token)
+
+
+def record_usage(record: CallRecord, *, remote: bool = False) -> None:
+    """Add ``record`` to the current task's usage (no-op outside a `usage_scope`)."""
+    usage = _CURRENT_USAGE.get()
+    if usage is not None:
+        usage.add(record, remote=remote)
+
+
+class NullLedger(UsageLedger):
+    """A ledger that keeps nothing: jobs account usage per task instead (bounded memory in long-lived actors)."""
+
+    def add(self, record: CallRecord) -> None:
+        return None
+
+
+# ------------------------------------------------------------------------------------------- response models
+@dataclass(frozen=True, slots=True)
+class ModelRef:
+    """How to find a response model class in another process: an importable class, or an agent role + limits."""
+
+    module: str
+    name: str
+    limits: str | None = None  # set for the agents' models built from `trajonco.agents.schemas.OutputLimits`
+
+
+_ROLES = ("worker", "manager", "preprocessor")
+
+
+def _known_limits() -> dict[str, object]:
+    from trajonco.agents.schemas import COMPACT_LIMITS, STANDARD_LIMITS
+
+    return {limits.name: limits for limits in (STANDARD_LIMITS, COMPACT_LIMITS)}
+
+
+def model_ref(model: type[BaseModel]) -> ModelRef:
+    """A `ModelRef` for ``model`` (raises TypeError when it cannot be found again by name)."""
+    module = importlib.import_module(model.__module__)
+    if getattr(module, model.__qualname__, None) is model:
+        return ModelRef(model.__module__, model.__qualname__)
+    from trajonco.agents.schemas import output_models
+
+    for name, limits in _known_limits().items():
+        models = output_models(limits)  # type: ignore[arg-type]
+        for role in _ROLES:
+            if getattr(models, role) is model:
+                return ModelRef("trajonco.agents.schemas", role, name)
+    raise TypeError(f"response model {model.__qualname__} cannot be shipped to another process: it is neither importable "
+                    "by name nor one of the agents' output models")
+
+
+def resolve_model(ref: ModelRef) -> type[BaseModel]:
+    """The class a `ModelRef` names."""
+    if ref.limits is None:
+        found = getattr(importlib.import_module(ref.module), ref.name)
+    else:
+        from trajonco.agents.schemas import output_models
+
+        found = getattr(output_models(_known_limits()[ref.limits]), ref.name)  # type: ignore[arg-type]
+    if not (isinstance(found, type) and issubclass(found, BaseModel)):
+        raise TypeError(f"{ref} does not name a pydantic model")
+    return found
+
+
+# ------------------------------------------------------------------------------------------- remote calls
+@dataclass(frozen=True, slots=True)
+class RemoteCall:
+    """One gateway call to run in another actor."""
+
+    messages: tuple[Message, ...]
+    model: ModelRef
+    agent: str
+    patient_id: str | None
+    max_tokens: int | None = None
+    use_cache: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteAnswer:
+    """What a remote gateway call gave: the answer's JSON text (validated there) or the error, and its usage."""
+
+    content: str | None
+    error: LLMCallError | None
+    record: CallRecord
+
+    @classmethod
+    def from_result(cls, result: LLMResult) -> RemoteAnswer:
+        content = result.output.model_dump_json() if result.output is not None else None
+        return cls(content, result.error, result.usage)
+
+    def to_result(self, model: type[BaseModel]) -> LLMResult:
+        """The `LLMResult` this answer stands for (re-validated here; a mismatch becomes an invalid-output error)."""
+        if self.error is not None or self.content is None:
+            error = self.error or LLMCallError(ErrorKind.INVALID_OUTPUT, "remote call returned neither answer nor error")
+            return LLMResult(None, error, self.record, self.content)
+        value, problem = parse_answer(self.content, model)
+        if value is None:
+            return LLMResult(None, LLMCallError(ErrorKind.INVALID_OUTPUT, f"remote answer does not validate here: {problem}"),
+                             self.record, self.content)
+        return LLMResult(value, None, self.record, self.content)
+
+
+class RemoteCompleter(Protocol):
+    """Something that runs a `RemoteCall` elsewhere (the preprocessor actor pool)."""
+
+    async def complete(self, call: RemoteCall) -> RemoteAnswer: ...
+
+
+class JobGateway:
+    """`LLMGateway`'s interface over an actor's gateway, with per-task usage and optional routing of one role."""
+
+    def __init__(self, gateway: LLMGateway, *, remote: RemoteCompleter | PreprocessorPool | None = None,
+                 remote_agent: str = "preprocessor"):
+        self.gateway = gateway
+        self.remote = remote
+        self.remote_agent = remote_agent
+
+    @property
+    def config(self):  # the pipeline reads the model name and answer budget from here
+        return self.gateway.config
+
+    @property
+    def ledger(self) -> UsageLedger:
+        return self.gateway.ledger
+
+    @property
+    def context_tokens(self) -> int | None:
+        return self.gateway.context_tokens
+
+    async def discover_context_tokens(self) -> int | None:
+        return await self.gateway.discover_context_tokens()
+
+    def schema_for(self, response_model: type[BaseModel]):
+        return self.gateway.schema_for(response_model)
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        response_model: type[BaseModel],
+        *,
+        agent: str,
+        patient_id: str | int | None = None,
+        max_tokens: int | None = None,
+        use_cache: bool = True,
+    ) -> LLMResult:
+        """`LLMGateway.complete`, run here or (for ``remote_agent`` calls) in the remote pool; usage goes to the task."""
+        messages = tuple(_as_message(m) for m in messages)
+        remote = self.remote is not None and agent == self.remote_agent
+        if remote:
+            call = RemoteCall(messages, model_ref(response_model), agent, None if patient_id is None else str(patient_id),
+                              max_tokens, use_cache)
+            result = (await self.remote.complete(call)).to_result(response_model)
+        else:
+            result = await self.gateway.complete(messages, response_model, agent=agent, patient_id=patient_id,
+                                                 max_tokens=max_tokens, use_cache=use_cache)
+        record_usage(result.usage, remote=remote)
+        return result
+
+    async def aclose(self) -> None:
+        await self.gateway.aclose()
+
+
+def _as_message(message: Message | dict) -> Message:
+    if isinstance(message, Message):
+        return message
+    if isinstance(message, dict):
+        return Message(message["role"], message["content"])
+    raise TypeError(f"messages must be vista.llm.Message (or role/content dicts), not {type(message).__name__}")

@@ -1,0 +1,164 @@
+"""What the driver sees of a running job: one small status row per finished task, a progress line and an ETA.
+
+Actors return a `STATUS_SCHEMA` row for every task they finish (never the outputs themselves, which they write to
+disk); the driver consumes that stream from Ray Data, counts, and prints a progress line every few seconds to its
+stdout — which is also what ``ray job logs`` shows for a submitted job.
+
+>>> tracker = ProgressTracker("predict", to_run=4, skipped_before=2, clock=iter([0.0, 60.0, 60.0]).__next__)
+>>> tracker.update(status_table([StatusRow(1, None, "ok", None, 3, 0, 1200, 300, 0.01, 0, 2.0),
+...                              StatusRow(2, None, "error", "data", 0, 0, 0, 0, 0.0, 0, 0.1)]))
+>>> print(tracker.line())
+[predict] 2/4 (ok 1, error 1) · skipped 2 · 1,500 tokens · $0.0100 · 2.0 patients/min · ETA 1m00s
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TextIO
+
+import pyarrow as pa
+
+STATUS_SCHEMA = pa.schema([
+    pa.field("subject_id", pa.int64()),
+    pa.field("prediction_time", pa.timestamp("us")),
+    pa.field("status", pa.string()),  # ok | partial | failed | error | skipped (already had an output)
+    pa.field("error_kind", pa.string()),
+    pa.field("llm_calls", pa.int64()),
+    pa.field("cache_hits", pa.int64()),
+    pa.field("prompt_tokens", pa.int64()),
+    pa.field("completion_tokens", pa.int64()),
+    pa.field("cost_usd", pa.float64()),
+    pa.field("unpriced_calls", pa.int64()),
+    pa.field("wall_s", pa.float64()),
+])
+"""The row an actor returns for each task it finishes (or skips because its output already exists)."""
+
+STATUS_ORDER = ("ok", "partial", "failed", "error")
+
+
+@dataclass(frozen=True, slots=True)
+class StatusRow:
+    """One finished task as the driver counts it."""
+
+    subject_id: int
+    prediction_time: datetime | None
+    status: str
+    error_kind: str | None
+    llm_calls: int
+    cache_hits: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    unpriced_calls: int
+    wall_s: float
+
+
+def status_table(rows: list[StatusRow]) -> pa.Table:
+    return pa.Table.from_pylist([{f: getattr(r, f) for f in STATUS_SCHEMA.names} for r in rows], schema=STATUS_SCHEMA)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+class ProgressTracker:
+    """Counts finished tasks, tokens and cost from status rows; formats the progress line (thread-safe)."""
+
+    def __init__(self, job: str, *, to_run: int, skipped_before: int = 0, clock: Callable[[], float] = time.monotonic):
+        self.job = job
+        self.to_run = to_run
+        self.skipped_before = skipped_before
+        self._clock = clock
+        self._started = clock()
+        self._lock = threading.Lock()
+        self.by_status: Counter[str] = Counter()
+        self.by_reason: Counter[str] = Counter()
+        self.skipped_in_run = 0
+        self.llm_calls = self.cache_hits = self.prompt_tokens = self.completion_tokens = 0
+        self.cost_usd = 0.0
+        self.unpriced_calls = 0
+
+    def update(self, table: pa.Table) -> None:
+        """Count a batch of status rows."""
+        data = table.select(STATUS_SCHEMA.names).to_pydict()
+        with self._lock:
+            for i, status in enumerate(data["status"]):
+                if status == "skipped":
+                    self.skipped_in_run += 1
+                    continue
+                self.by_status[status] += 1
+                if status in ("failed", "error"):
+                    self.by_reason[data["error_kind"][i] or "unknown"] += 1
+                self.llm_calls += data["llm_calls"][i] or 0
+                self.cache_hits += data["cache_hits"][i] or 0
+                self.prompt_tokens += data["prompt_tokens"][i] or 0
+                self.completion_tokens += data["completion_tokens"][i] or 0
+                self.cost_usd += data["cost_usd"][i] or 0.0
+                self.unpriced_calls += data["unpriced_calls"][i] or 0
+
+    @property
+    def finished(self) -> int:
+        """Tasks of this run's plan that have an output now (computed, or found done when an actor retried)."""
+        return sum(self.by_status.values()) + self.skipped_in_run
+
+    @property
+    def elapsed_s(self) -> float:
+        return self._clock() - self._started
+
+    def rate_per_minute(self) -> float:
+        elapsed = self.elapsed_s
+        return 60.0 * self.finished / elapsed if elapsed > 0 else 0.0
+
+    def line(self) -> str:
+        with self._lock:
+            finished = self.finished
+            statuses = ", ".join(f"{s} {self.by_status[s]}" for s in STATUS_ORDER if self.by_status[s])
+            tokens = self.prompt_tokens + self.completion_tokens
+            cost = f"${self.cost_usd:.4f}" + (f" (+{self.unpriced_calls:,} unpriced calls)" if self.unpriced_calls else "")
+            skipped = self.skipped_before + self.skipped_in_run
+        rate = self.rate_per_minute()
+        remaining = max(self.to_run - finished, 0)
+        eta = _duration(60.0 * remaining / rate) if rate > 0 and remaining else ("0m00s" if not remaining else "?")
+        parts = [f"[{self.job}] {finished}/{self.to_run}" + (f" ({statuses})" if statuses else "")]
+        if skipped:
+            parts.append(f"skipped {skipped}")
+        parts += [f"{tokens:,} tokens", cost, f"{rate:.1f} patients/min", f"ETA {eta}"]
+        return " · ".join(parts)
+
+
+class ProgressPrinter:
+    """Prints the tracker's line every ``interval_s`` seconds on a daemon thread, and once more at the end."""
+
+    def __init__(self, tracker: ProgressTracker, *, interval_s: float = 10.0, stream: TextIO | None = None):
+        self.tracker = tracker
+        self.interval_s = interval_s
+        self.stream = stream or sys.stdout
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="jobs-progress", daemon=True)
+
+    def _print(self) -> None:
+        print(self.tracker.line(), file=self.stream, flush=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._print()
+
+    def __enter__(self) -> ProgressPrinter:
+        if self.interval_s > 0:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        self._print()

@@ -1,0 +1,95 @@
+"""The end-of-run summary: what this run did (done, failed by reason, skipped, tokens, cost, speed) and where the
+consolidated outputs are; printed as a table and written to ``summary.json`` (and ``runs/<run_id>.json``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+from rich.console import Console
+from rich.table import Table
+
+from jobs.outputs import atomic_write_text
+from jobs.progress import STATUS_ORDER, ProgressTracker
+
+
+class RunSummary(BaseModel):
+    """One run of a job."""
+
+    job: str
+    run_id: str
+    started_at: datetime
+    finished_at: datetime
+    wall_s: float
+    selected: int = Field(description="tasks the command selected (after --limit/--sample)")
+    skipped: int = Field(description="selected tasks that already had an output before this run (not run again)")
+    retried: int = Field(0, description="failed tasks run again because of --retry-failed")
+    ran: int = Field(description="tasks this run computed")
+    by_status: dict[str, int] = Field(description="tasks this run computed, per status")
+    failed_by_reason: dict[str, int] = Field(description="failed and error rows of this run, per reason")
+    skipped_in_run: int = Field(0, description="tasks found already done when an actor retried a batch")
+    llm_calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_calls: int = Field(0, description="calls whose model has no price in the table (not in cost_usd)")
+    patients_per_minute: float = 0.0
+    complete: bool = Field(description="every selected task has an output")
+    outputs: dict[str, str] = Field(default_factory=dict, description="consolidated files written by this run")
+    totals: dict[str, int] = Field(default_factory=dict, description="status counts over every selected task's output")
+
+    @classmethod
+    def from_tracker(cls, tracker: ProgressTracker, *, run_id: str, started_at: datetime, selected: int, skipped: int,
+                     retried: int, complete: bool, outputs: dict[str, str], totals: dict[str, int]) -> RunSummary:
+        ran = sum(tracker.by_status.values())
+        wall = tracker.elapsed_s
+        return cls(
+            job=tracker.job, run_id=run_id, started_at=started_at, finished_at=datetime.now().astimezone(), wall_s=round(wall, 3),
+            selected=selected, skipped=skipped, retried=retried, ran=ran,
+            by_status={s: tracker.by_status[s] for s in STATUS_ORDER if tracker.by_status[s]},
+            failed_by_reason=dict(sorted(tracker.by_reason.items())), skipped_in_run=tracker.skipped_in_run,
+            llm_calls=tracker.llm_calls, cache_hits=tracker.cache_hits,
+            prompt_tokens=tracker.prompt_tokens, completion_tokens=tracker.completion_tokens,
+            cost_usd=round(tracker.cost_usd, 6), unpriced_calls=tracker.unpriced_calls,
+            patients_per_minute=round(60.0 * ran / wall, 2) if wall > 0 else 0.0,
+            complete=complete, outputs=outputs, totals=totals,
+        )
+
+    def write(self, root: Path) -> None:
+        text = self.model_dump_json(indent=2)
+        atomic_write_text(root / "summary.json", text)
+        atomic_write_text(root / "runs" / f"{self.run_id}.json", text)
+
+    def table(self) -> Table:
+        table = Table(title=f"{self.job} run {self.run_id}" + ("" if self.complete else " (incomplete)"))
+        table.add_column("")
+        table.add_column("value", justify="right")
+        rows = [
+            ("selected", f"{self.selected:,}"),
+            ("skipped (done before)", f"{self.skipped:,}"),
+            ("ran", f"{self.ran:,}"),
+        ]
+        rows += [(f"  {status}", f"{count:,}") for status, count in self.by_status.items()]
+        rows += [(f"  failed: {reason}", f"{count:,}") for reason, count in self.failed_by_reason.items()]
+        if self.retried:
+            rows.append(("retried (--retry-failed)", f"{self.retried:,}"))
+        if self.skipped_in_run:
+            rows.append(("skipped on actor retry", f"{self.skipped_in_run:,}"))
+        rows += [
+            ("LLM calls (cache hits)", f"{self.llm_calls:,} ({self.cache_hits:,})"),
+            ("tokens in / out", f"{self.prompt_tokens:,} / {self.completion_tokens:,}"),
+            ("cost", f"${self.cost_usd:.4f}" + (f" (+{self.unpriced_calls:,} unpriced calls)" if self.unpriced_calls else "")),
+            ("wall time", f"{self.wall_s:.1f} s"),
+            ("patients / minute", f"{self.patients_per_minute:.1f}"),
+        ]
+        rows += [(f"all outputs: {status}", f"{count:,}") for status, count in self.totals.items()]
+        rows += [(name, path) for name, path in self.outputs.items()]
+        for name, value in rows:
+            table.add_row(name, value)
+        return table
+
+    def print(self, console: Console | None = None) -> None:
+        (console or Console(width=110)).print(self.table())

@@ -1,0 +1,187 @@
+"""What a cohort job works on: one task per (subject, prediction time), read from a label file or a MEDS dataset.
+
+A job's plan is decided once, on the driver, from the task keys alone (two int/timestamp columns, a few MB for
+100,000 patients): which tasks are selected (``--limit`` takes the first N in key order, ``--sample`` a seeded
+random N), which already have an output (skipped) and which are left to run. The same command therefore selects
+the same patients on every restart.
+
+>>> keys = [TaskKey(s, datetime(2020, 1, 1)) for s in (5, 3, 9, 1)]
+>>> plan = plan_tasks(keys, done={TaskKey(3, datetime(2020, 1, 1)): "ok"}, limit=3)
+>>> [k.subject_id for k in plan.selected], [k.subject_id for k in plan.todo], plan.skipped
+([1, 3, 5], [1, 5], 1)
+>>> TaskKey(42, datetime(2019, 3, 5, 9, 30)).name
+'42_20190305T093000'
+>>> TaskKey.from_name("42_20190305T093000") == TaskKey(42, datetime(2019, 3, 5, 9, 30)), TaskKey.from_name("7")
+(True, TaskKey(subject_id=7, prediction_time=None))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from jobs.errors import JobInputError
+
+SUBJECT_ID = "subject_id"
+PREDICTION_TIME = "prediction_time"
+BOOLEAN_VALUE = "boolean_value"
+LABEL_COLUMNS = (SUBJECT_ID, PREDICTION_TIME, BOOLEAN_VALUE)
+
+TASK_SCHEMA = pa.schema([
+    pa.field(SUBJECT_ID, pa.int64(), nullable=False),
+    pa.field(PREDICTION_TIME, pa.timestamp("us"), nullable=True),
+    pa.field(BOOLEAN_VALUE, pa.bool_(), nullable=True),
+])
+"""The columns a task row carries through Ray Data (``prediction_time`` null: the whole record)."""
+
+_TIME_FORMAT = "%Y%m%dT%H%M%S"
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class TaskKey:
+    """One unit of work and of output: a subject at a prediction time (None: every event of the record)."""
+
+    subject_id: int
+    prediction_time: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.prediction_time is not None and self.prediction_time.tzinfo is not None:
+            raise ValueError(f"subject {self.subject_id}: prediction_time must be naive (MEDS times are), not {self.prediction_time}")
+
+    def sort_key(self) -> tuple[int, datetime]:
+        return self.subject_id, self.prediction_time or datetime.min
+
+    @property
+    def name(self) -> str:
+        """A file-name-safe, unique, reversible name (``<subject>_<YYYYmmddTHHMMSS>``; microseconds are kept when set)."""
+        if self.prediction_time is None:
+            return str(self.subject_id)
+        stamp = self.prediction_time.strftime(_TIME_FORMAT)
+        if self.prediction_time.microsecond:
+            stamp += f".{self.prediction_time.microsecond:06d}"
+        return f"{self.subject_id}_{stamp}"
+
+    @classmethod
+    def from_name(cls, name: str) -> TaskKey:
+        subject, sep, stamp = name.partition("_")
+        if not sep:
+            return cls(int(subject))
+        main, _, micro = stamp.partition(".")
+        when = datetime.strptime(main, _TIME_FORMAT)
+        return cls(int(subject), when.replace(microsecond=int(micro)) if micro else when)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPlan:
+    """The tasks a run selected, those already done (skipped) and those it will run, in key order."""
+
+    selected: list[TaskKey]
+    todo: list[TaskKey]
+    skipped: int = 0
+    retried: int = field(default=0, metadata={"doc": "failed tasks selected again because of --retry-failed"})
+    outside_selection: int = field(default=0, metadata={"doc": "outputs present for tasks this run did not select"})
+
+
+def plan_tasks(
+    keys: Iterable[TaskKey],
+    done: Mapping[TaskKey, str],
+    *,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    retry_failed: bool = False,
+    failed_statuses: frozenset[str] = frozenset({"failed", "error"}),
+) -> TaskPlan:
+    """Select tasks (first ``limit`` in key order, or a seeded random ``sample``), then drop those already done.
+
+    ``done`` maps each task with an output to its status; with ``retry_failed`` tasks whose status is in
+    ``failed_statuses`` run again.
+    """
+    if limit is not None and sample is not None:
+        raise ValueError("choose either limit or sample, not both")
+    ordered = sorted(set(keys), key=TaskKey.sort_key)
+    if limit is not None:
+        if limit < 1:
+            raise ValueError(f"limit must be positive, not {limit}")
+        ordered = ordered[:limit]
+    elif sample is not None:
+        if sample < 1:
+            raise ValueError(f"sample must be positive, not {sample}")
+        if sample < len(ordered):
+            picked = np.random.default_rng(seed).choice(len(ordered), size=sample, replace=False)
+            ordered = [ordered[i] for i in sorted(picked.tolist())]
+    todo: list[TaskKey] = []
+    skipped = retried = 0
+    for key in ordered:
+        status = done.get(key)
+        if status is None:
+            todo.append(key)
+        elif retry_failed and status in failed_statuses:
+            todo.append(key)
+            retried += 1
+        else:
+            skipped += 1
+    selected = set(ordered)
+    outside = sum(1 for key in done if key not in selected)
+    return TaskPlan(ordered, todo, skipped, retried, outside)
+
+
+def read_label_tasks(path: Path) -> pa.Table:
+    """The task columns of a MEDS label file (``subject_id``, ``prediction_time``, ``boolean_value``), checked.
+
+    Raises `JobInputError` naming the file and the field for a missing file or column, nulls, or duplicate keys.
+    """
+    if not path.is_file():
+        raise JobInputError(f"{path}: label file not found")
+    try:
+        names = pq.read_schema(path).names
+        present = [c for c in LABEL_COLUMNS if c in names]
+        table = pq.read_table(path, columns=present)
+    except (OSError, pa.ArrowException) as exc:
+        raise JobInputError(f"{path}: not a readable parquet label file ({exc})") from None
+    for column in (SUBJECT_ID, PREDICTION_TIME):
+        if column not in table.column_names:
+            raise JobInputError(f"{path}: field {column!r}: missing from the label file (need {', '.join(LABEL_COLUMNS[:2])})")
+    if BOOLEAN_VALUE not in table.column_names:
+        table = table.append_column(BOOLEAN_VALUE, pa.nulls(table.num_rows, pa.bool_()))
+    try:
+        table = table.select(list(LABEL_COLUMNS)).cast(TASK_SCHEMA.remove_metadata(), safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise JobInputError(f"{path}: label columns have unexpected types ({exc})") from None
+    for column in (SUBJECT_ID, PREDICTION_TIME):
+        nulls = table.column(column).null_count
+        if nulls:
+            raise JobInputError(f"{path}: field {column!r}: {nulls} null value(s)")
+    keys = pa.table({SUBJECT_ID: table.column(SUBJECT_ID), PREDICTION_TIME: table.column(PREDICTION_TIME)})
+    distinct = keys.group_by([SUBJECT_ID, PREDICTION_TIME]).aggregate([([], "count_all")])
+    repeated = distinct.filter(pc.greater(distinct.column("count_all"), 1))
+    if repeated.num_rows:
+        first = repeated.slice(0, 1).to_pylist()[0]
+        raise JobInputError(
+            f"{path}: subject {first[SUBJECT_ID]}: field 'prediction_time': {repeated.num_rows} (subject, prediction_time) "
+            f"pair(s) appear more than once (first: {first[PREDICTION_TIME]}); a label file must list each task once"
+        )
+    return table
+
+
+def task_keys(table: pa.Table) -> list[TaskKey]:
+    """The `TaskKey` of every row of a task table."""
+    subjects = table.column(SUBJECT_ID).to_pylist()
+    times = table.column(PREDICTION_TIME).to_pylist() if PREDICTION_TIME in table.column_names else [None] * len(subjects)
+    return [TaskKey(int(s), t) for s, t in zip(subjects, times)]
+
+
+def keys_table(keys: Iterable[TaskKey]) -> pa.Table:
+    """Task keys as a two-column arrow table (for broadcasting a plan to Ray workers)."""
+    keys = list(keys)
+    return pa.table({
+        SUBJECT_ID: pa.array([k.subject_id for k in keys], pa.int64()),
+        PREDICTION_TIME: pa.array([k.prediction_time for k in keys], pa.timestamp("us")),
+    })

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Run the whole test suite (unit, slow, real-model and Ray tests). pytest's exit 5 (no tests) is a failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export RAY_USAGE_STATS_ENABLED=0 RAY_AUTH_MODE=disabled RAY_DATA_DISABLE_PROGRESS_BARS=1
+.venv/bin/python -m pytest "$@"
+rc=$?
+if [[ $rc -eq 5 ]]; then echo "pytest collected no tests: failing" >&2; exit 1; fi
+exit $rc

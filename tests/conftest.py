@@ -1,0 +1,128 @@
+"""Session-wide test fixtures: one local Ray head for every Ray test (started once, stopped at the end).
+
+The head is started with ``ray start --head`` from the venv (the dashboard on, so ``ray job submit`` works) on
+127.0.0.1, on free ports and in its own temp dir, and stopped in teardown by ending exactly the processes that
+run under that temp dir (never ``ray stop``, which would end other Ray instances on the machine).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+TEST_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled", "RAY_DATA_DISABLE_PROGRESS_BARS": "1"}
+for _name, _value in TEST_ENV.items():
+    os.environ.setdefault(_name, _value)
+
+RAY = Path(sys.executable).with_name("ray")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Pids of live processes whose command line contains ``text`` (this process excluded)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def end_processes(pids: list[int], *, grace_s: float = 5.0) -> None:
+    """SIGTERM the given pids, then SIGKILL those still alive after ``grace_s``."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace_s
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [p for p in alive if _alive(p)]
+    for pid in alive:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@dataclass(frozen=True)
+class RayHead:
+    """A running local head: where to reach it and what identifies its processes."""
+
+    gcs_address: str
+    dashboard_url: str
+    temp_dir: Path
+    cpus: int
+
+    def env(self) -> dict[str, str]:
+        """Environment for a subprocess that should talk to this head (jobs, `ray job` commands)."""
+        return {**os.environ, **TEST_ENV, "RAY_ADDRESS": self.gcs_address}
+
+
+@pytest.fixture(scope="session")
+def ray_head() -> Iterator[RayHead]:
+    """A local Ray head with the dashboard (2 CPUs), for the whole session."""
+    temp_dir = Path(tempfile.mkdtemp(prefix="rayjobs_", dir="/tmp"))
+    port, dashboard = free_port(), free_port()
+    cmd = [
+        str(RAY), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
+        "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
+        f"--ray-client-server-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
+        f"--dashboard-agent-grpc-port={free_port()}", f"--metrics-export-port={free_port()}",
+        f"--runtime-env-agent-port={free_port()}", f"--temp-dir={temp_dir}", "--disable-usage-stats",
+    ]
+    env = {**os.environ, **TEST_ENV}
+    env.pop("RAY_ADDRESS", None)
+    started = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    if started.returncode != 0:
+        end_processes(processes_mentioning(str(temp_dir)))
+        pytest.fail(f"ray start failed ({started.returncode}):\n{started.stdout}\n{started.stderr}")
+    head = RayHead(f"127.0.0.1:{port}", f"http://127.0.0.1:{dashboard}", temp_dir, cpus=2)
+    try:
+        yield head
+    finally:
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+        end_processes(processes_mentioning(str(temp_dir)))
+
+
+@pytest.fixture(scope="session")
+def ray_session(ray_head: RayHead) -> Iterator[RayHead]:
+    """This test process connected to the session's head as a Ray driver."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=ray_head.gcs_address, log_to_driver=False)
+    yield ray_head

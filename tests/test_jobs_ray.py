@@ -1,0 +1,350 @@
+"""The Ray jobs end to end on the session's local head: predict (killed and resumed, an actor killed, two-stage with
+its preprocessor pool, the embedded model), build-graphs through `ray job submit`.
+
+The LLM is the synthetic OpenAI-compatible endpoint of `jobs.synthetic_llm` on 127.0.0.1 (schema-valid answers that
+depend only on the request), so every run's outputs are comparable and the endpoint counts what was asked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from jobs.outputs import MarkerStore
+from jobs.prediction_rows import RUN_DEPENDENT_COLUMNS
+from jobs.synthetic_llm import SyntheticLLMServer
+from jobs.tasks import TaskKey
+
+pytestmark = pytest.mark.ray
+
+N_PATIENTS = 40
+MISSING_SUBJECT = 10_000_000  # in the labels, not in the dataset: a bad-data error row
+
+
+# ------------------------------------------------------------------------------------------------ fixtures
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory) -> dict[str, Path | int]:
+    """A synthetic MEDS dataset, its lung cohort, and a label file of 40 patients plus one unknown subject."""
+    from trajonco.cohorts import build_cohort, load_definition
+    from vista.synth import SynthConfig, generate
+
+    root = tmp_path_factory.mktemp("jobs_cohort")
+    dataset = root / "meds"
+    generate(SynthConfig(n_subjects=1500, seed=3, workers=1), dataset, progress=False)
+    build_cohort(dataset, load_definition("lung"), root / "lung")
+    labels = pl.read_parquet(root / "lung" / "labels" / "train.parquet").sort("subject_id").head(N_PATIENTS)
+    failing = int(labels["subject_id"][7])
+    extra = labels.head(1).with_columns(pl.lit(MISSING_SUBJECT, pl.Int64).alias("subject_id"))
+    pq.write_table(pl.concat([labels, extra]).to_arrow(), root / "labels.parquet")
+    return {"dataset": dataset, "labels": root / "labels.parquet", "failing": failing, "root": root}
+
+
+@pytest.fixture(scope="module")
+def llm(cohort, tmp_path_factory):
+    """The synthetic endpoint; every prompt about the failing subject is rejected (HTTP 400)."""
+    log = tmp_path_factory.mktemp("llm") / "requests.log"
+    with SyntheticLLMServer(fail_markers=[f'<patient id="{cohort["failing"]}" '], request_log=log) as server:
+        yield server
+
+
+def predict_args(cohort, llm, out: Path, *extra: str) -> list[str]:
+    return [
+        "--labels", str(cohort["labels"]), "--dataset", str(cohort["dataset"]), "--out", str(out),
+        "--backend", "openai", "--base-url", llm.base_url, "--model", "synthetic", "--context-tokens", "32768",
+        "--actors", "2", "--patients-per-actor", "2", "--progress-every", "1", *extra,
+    ]
+
+
+def run_in_process(module, argv: list[str]):
+    """A job's `run` in this process (already a driver of the session's head)."""
+    return module.run(module.build_parser().parse_args(argv))
+
+
+def job_command(module: str, argv: list[str]) -> list[str]:
+    return [sys.executable, "-m", module, *argv]
+
+
+def digests(server: SyntheticLLMServer) -> Counter[str]:
+    with server._lock:
+        return Counter(server.stats.digests)
+
+
+def content_columns(path: Path) -> pl.DataFrame:
+    frame = pl.read_parquet(path)
+    return frame.drop(list(RUN_DEPENDENT_COLUMNS)).sort("subject_id", "prediction_time")
+
+
+def cache_entries(out: Path) -> int:
+    return sum(1 for _ in (out / "llm_cache").glob("??/*.json"))
+
+
+def wait_for_markers(out: Path, at_least: int, process: subprocess.Popen, timeout_s: float = 300) -> int:
+    store = MarkerStore(out, "patients")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = len(store.scan())
+        if found >= at_least:
+            return found
+        if process.poll() is not None:
+            pytest.fail(f"the job ended before it could be interrupted (exit {process.returncode})")
+        time.sleep(0.05)
+    pytest.fail(f"fewer than {at_least} outputs after {timeout_s} s")
+
+
+@pytest.fixture(scope="module")
+def reference(cohort, llm, ray_session, tmp_path_factory):
+    """An uninterrupted predict run (fresh cache) and the requests it made."""
+    from jobs import predict
+
+    out = tmp_path_factory.mktemp("reference")
+    before = digests(llm)
+    summary = run_in_process(predict, predict_args(cohort, llm, out))
+    asked = digests(llm) - before
+    return {"out": out, "summary": summary, "asked": asked}
+
+
+# ------------------------------------------------------------------------------------------------ predict
+def test_uninterrupted_run_gives_every_patient_one_row_and_isolates_failures(cohort, reference):
+    summary = reference["summary"]
+    assert summary.complete and summary.selected == N_PATIENTS + 1 and summary.ran == N_PATIENTS + 1
+    assert summary.by_status == {"ok": N_PATIENTS - 1, "failed": 1, "error": 1}
+    assert summary.failed_by_reason == {"data": 1, "llm_call_failed": 1}
+    frame = pl.read_parquet(reference["out"] / "predictions.parquet")
+    assert frame.height == N_PATIENTS + 1 and frame.select("subject_id", "prediction_time").is_unique().all()
+    bad = frame.filter(pl.col("subject_id") == MISSING_SUBJECT).row(0, named=True)
+    assert (bad["status"], bad["error_kind"]) == ("error", "data") and "not in the dataset" in bad["error"]
+    failed = frame.filter(pl.col("subject_id") == cohort["failing"]).row(0, named=True)
+    assert failed["status"] == "failed" and failed["risk_score"] is None and "http_error" in failed["error"]
+    ok = frame.filter(pl.col("status") == "ok")
+    assert ok["risk_score"].is_between(1, 10).all()
+    assert (ok["predicted_boolean_probability"] == ok["risk_score"] / 10).all()
+    assert (ok["llm_calls"] > 0).all() and (ok["cache_hits"] == 0).all()
+    events = [e for text in ok["events"] for e in json.loads(text)]
+    linked = [s for e in events for s in e["sources"]]
+    assert linked and all(s["shard"].startswith("data/") and s["row"] >= 0 for s in linked)
+    assert sum(reference["asked"].values()) == len(reference["asked"]) == cache_entries(reference["out"])
+    assert summary.llm_calls == ok["llm_calls"].sum() + failed["llm_calls"]
+
+
+def test_driver_killed_mid_run_then_resumed_recomputes_nothing(cohort, llm, ray_session, reference, tmp_path):
+    out = tmp_path / "killed"
+    argv = predict_args(cohort, llm, out, "--address", ray_session.gcs_address)
+    before_kill = digests(llm)
+    llm.latency_s = 0.3  # slow answers, so the run is caught halfway
+    log = (tmp_path / "killed.log").open("w")
+    try:
+        process = subprocess.Popen(job_command("jobs.predict", argv), stdout=log, stderr=subprocess.STDOUT,
+                                   env=ray_session.env(), cwd=Path(__file__).parents[1])
+        wait_for_markers(out, 8, process)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        llm.latency_s = 0.0
+        log.close()
+    time.sleep(5)  # the job's actors die with their driver; nothing more may be written
+    done_at_kill = MarkerStore(out, "patients").scan()
+    time.sleep(3)
+    assert MarkerStore(out, "patients").scan() == done_at_kill
+    assert 8 <= len(done_at_kill) < N_PATIENTS + 1
+    assert not (out / "predictions.parquet").exists()
+    cached_at_kill = cache_entries(out)
+    asked_before_kill = digests(llm) - before_kill
+
+    resumed = subprocess.run(job_command("jobs.predict", argv), env=ray_session.env(), cwd=Path(__file__).parents[1],
+                             capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    asked_on_resume = digests(llm) - before_kill - asked_before_kill
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["skipped"] == len(done_at_kill)
+    assert summary["ran"] + summary["skipped_in_run"] == N_PATIENTS + 1 - len(done_at_kill)
+    assert "[predict]" in resumed.stdout and "patients/min" in resumed.stdout
+
+    # every patient ends exactly once, with the same content as the uninterrupted run
+    markers = sorted((out / "patients").rglob("*.json"))
+    assert len(markers) == N_PATIENTS + 1 and not list((out / "patients").rglob("*.tmp"))
+    assert content_columns(out / "predictions.parquet").equals(content_columns(reference["out"] / "predictions.parquet"))
+    # nothing paid twice: the resumed run asked exactly the requests whose answers were not cached when the driver died
+    reference_asked = set(reference["asked"])
+    assert set(asked_before_kill) | set(asked_on_resume) == reference_asked
+    assert len(asked_on_resume) == len(reference_asked) - cached_at_kill
+    assert sum(asked_on_resume.values()) == len(asked_on_resume)
+    assert len(set(asked_before_kill) & set(asked_on_resume)) == len(asked_before_kill) - cached_at_kill
+
+
+def test_an_actor_killed_mid_run_is_replaced_and_its_batch_resumed(cohort, llm, ray_session, reference, tmp_path):
+    from ray.util.state import list_actors
+
+    out = tmp_path / "actor_killed"
+    argv = predict_args(cohort, llm, out, "--address", ray_session.gcs_address)
+    before = digests(llm)
+    llm.latency_s = 0.3
+    log = (tmp_path / "actor.log").open("w")
+    try:
+        process = subprocess.Popen(job_command("jobs.predict", argv), stdout=log, stderr=subprocess.STDOUT,
+                                   env=ray_session.env(), cwd=Path(__file__).parents[1])
+        wait_for_markers(out, 6, process)
+        actors = [a for a in list_actors(filters=[("state", "=", "ALIVE")], limit=1000)
+                  if "PredictActor" in a.class_name]
+        assert actors, "no predict actor found"
+        os.kill(actors[0].pid, signal.SIGKILL)
+        llm.latency_s = 0.0
+        assert process.wait(timeout=600) == 0, (tmp_path / "actor.log").read_text()[-3000:]
+    finally:
+        llm.latency_s = 0.0
+        log.close()
+        if process.poll() is None:
+            process.kill()
+    asked = digests(llm) - before
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] and summary["skipped"] == 0
+    assert summary["ran"] + summary["skipped_in_run"] == N_PATIENTS + 1
+    assert content_columns(out / "predictions.parquet").equals(content_columns(reference["out"] / "predictions.parquet"))
+    assert set(asked) == set(reference["asked"])
+    in_flight = 2 * 2 * 4  # patients per actor x actor calls x gateway concurrency: the most a killed actor held
+    assert sum(asked.values()) - len(asked) <= in_flight
+
+
+def test_two_stage_sends_chunk_filters_to_the_preprocessor_pool(cohort, llm, ray_session, tmp_path):
+    from jobs import predict
+    from trajonco.pipeline import PipelineConfig, run_patient_sync
+    from vista.llm import LLMConfig, LLMGateway
+    from vista.meds.reader import MedsDataset
+
+    out = tmp_path / "two_stage"
+    summary = run_in_process(predict, predict_args(cohort, llm, out, "--variant", "two_stage", "--limit", "6",
+                                                   "--chunk-tokens", "1500", "--actors", "1", "--preprocess-actors", "2"))
+    assert summary.complete and summary.by_status == {"ok": 6}
+    frame = pl.read_parquet(out / "predictions.parquet").sort("subject_id")
+    assert (frame["n_chunks_reduced"] <= frame["n_chunks"]).all() and frame["n_chunks"].max() > 1
+    dataset = MedsDataset(cohort["dataset"])
+    config = PipelineConfig(variant="two_stage", chunk_tokens=1500, context_tokens=32768)
+    for row in frame.iter_rows(named=True):
+        saved = json.loads(MarkerStore(out, "patients").read(TaskKey(row["subject_id"], row["prediction_time"])))
+        assert saved["usage"]["remote_calls"] == row["n_chunks"] == saved["result"]["usage"]["preprocessor"]["calls"]
+        record = dataset.load_patients([row["subject_id"]])[row["subject_id"]]
+        gateway = LLMGateway(LLMConfig(backend="openai", base_url=llm.base_url, model="synthetic"))
+        local = run_patient_sync(record, dataset.code_catalog(), gateway, config, prediction_time=row["prediction_time"])
+        assert (local.risk_score, local.chunks.n_chunks_reduced) == (row["risk_score"], row["n_chunks_reduced"])
+        assert json.dumps([e.model_dump(mode="json") for e in local.events]) == row["events"]
+
+
+# ------------------------------------------------------------------------------------------------ build-graphs
+def test_build_graphs_submitted_with_ray_job_submit(cohort, ray_session, tmp_path):
+    from ray.job_submission import JobStatus, JobSubmissionClient
+
+    from jobs import build_graphs
+    from vista.meds.reader import MedsDataset
+
+    out = tmp_path / "graphs"
+    entrypoint = " ".join(job_command("jobs.build_graphs", [
+        "--dataset", str(cohort["dataset"]), "--labels", str(cohort["labels"]), "--out", str(out), "--limit", "5",
+        "--progress-every", "1",
+    ]))
+    submitted = subprocess.run(
+        [str(Path(sys.executable).with_name("ray")), "job", "submit", "--address", ray_session.dashboard_url,
+         "--submission-id", f"graphs-{os.getpid()}", "--no-wait", "--", entrypoint],
+        env=ray_session.env(), capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[1],
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    client = JobSubmissionClient(ray_session.dashboard_url)
+    job_id = f"graphs-{os.getpid()}"
+    deadline = time.monotonic() + 300
+    while client.get_job_status(job_id) not in {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED}:
+        assert time.monotonic() < deadline, "the submitted job did not finish in time"
+        time.sleep(1)
+    logs = subprocess.run([str(Path(sys.executable).with_name("ray")), "job", "logs", "--address",
+                           ray_session.dashboard_url, job_id], env=ray_session.env(), capture_output=True, text=True,
+                          timeout=120).stdout
+    assert client.get_job_status(job_id) == JobStatus.SUCCEEDED, logs[-3000:]
+    assert "[build-graphs] 5/5 (ok 5)" in logs
+
+    index = pq.read_table(out / "timelines.parquet").to_pylist()
+    assert [row["status"] for row in index] == ["ok"] * 5
+    dataset = MedsDataset(cohort["dataset"])
+    for row in index:
+        record = dataset.load_patients([row["subject_id"]])[row["subject_id"]]
+        xml = (out / row["xml_file"]).read_text()
+        assert xml.startswith(f'<patient id="{row["subject_id"]}"')
+        provenance = pq.read_table(out / row["provenance_file"])
+        assert provenance.num_rows == row["n_events"] > 0
+        for event_id, shard, source_row in zip(*(provenance.column(c).to_pylist() for c in ("event_id", "shard", "row"))):
+            assert f'id="{event_id}"' in xml
+            assert record.provenance(event_id) == type(record.provenance(event_id))(shard, source_row)
+        times = [t for t in provenance.column("time").to_pylist() if t is not None]
+        assert max(times) < row["prediction_time"]
+
+    again = run_in_process(build_graphs, ["--dataset", str(cohort["dataset"]), "--labels", str(cohort["labels"]),
+                                          "--out", str(out), "--limit", "5"])
+    assert (again.skipped, again.ran, again.complete) == (5, 0, True)
+
+
+def test_build_graphs_over_a_whole_dataset(cohort, ray_session, tmp_path):
+    from jobs import build_graphs
+
+    out = tmp_path / "all"
+    summary = run_in_process(build_graphs, ["--dataset", str(cohort["dataset"]), "--out", str(out), "--sample", "12",
+                                            "--batch-size", "4"])
+    assert summary.complete and summary.by_status == {"ok": 12}
+    index = pq.read_table(out / "timelines.parquet")
+    assert index.num_rows == 12 and index.column("prediction_time").null_count == 12
+
+
+# ------------------------------------------------------------------------------------------------ the real model
+def _short_patients(cohort, n: int, max_tokens: int = 1400) -> Path:
+    """A label file of ``n`` patients whose timeline fits one embedded-model chunk."""
+    from vista.meds.reader import MedsDataset
+    from vista.timeline import render_timeline
+
+    labels = pl.read_parquet(cohort["labels"]).filter(pl.col("subject_id") != MISSING_SUBJECT)
+    dataset = MedsDataset(cohort["dataset"])
+    records = dataset.load_patients(labels["subject_id"].to_list())
+    keep = []
+    for row in labels.iter_rows(named=True):
+        tokens = render_timeline(records[row["subject_id"]], dataset.code_catalog(), row["prediction_time"]).n_tokens()
+        if tokens <= max_tokens and row["subject_id"] != cohort["failing"]:
+            keep.append(row["subject_id"])
+        if len(keep) == n:
+            break
+    path = cohort["root"] / f"short_{n}.parquet"
+    pq.write_table(labels.filter(pl.col("subject_id").is_in(keep)).to_arrow(), path)
+    return path
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+def test_embedded_model_predicts_and_resumes_from_its_cache(cohort, ray_session, tmp_path):
+    from jobs import predict
+
+    labels = _short_patients(cohort, 2)
+    out = tmp_path / "embedded"
+    argv = ["--labels", str(labels), "--dataset", str(cohort["dataset"]), "--out", str(out), "--backend", "embedded",
+            "--actors", "1", "--actor-cpus", "1", "--patients-per-actor", "1", "--llm", "max_tokens=384"]
+    first = run_in_process(predict, argv)
+    assert first.complete and first.ran == 2 and first.llm_calls >= 4 and first.cache_hits == 0
+    frame = pl.read_parquet(out / "predictions.parquet")
+    assert frame["status"].to_list() == ["ok", "ok"] and frame["model"].to_list() == ["smollm2-135m-instruct-q4_1"] * 2
+
+    store = MarkerStore(out, "patients")
+    redo = TaskKey(frame["subject_id"][0], frame["prediction_time"][0])
+    store.path(redo, failed=False).unlink()
+    second = run_in_process(predict, argv)
+    assert (second.skipped, second.ran) == (1, 1)
+    assert second.cache_hits == second.llm_calls > 0 and second.prompt_tokens == second.completion_tokens == 0
+    assert content_columns(out / "predictions.parquet").equals(content_columns_from(frame))
+
+
+def content_columns_from(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.drop(list(RUN_DEPENDENT_COLUMNS)).sort("subject_id", "prediction_time")

@@ -1,0 +1,386 @@
+"""The jobs' parts without Ray: planning, markers, manifests, rows, usage per task, routing, progress, CLI options."""
+
+from __future__ import annotations
+
+import asyncio
+import doctest
+import importlib
+import json
+import os
+import pickle
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from jobs.consolidate import consolidate
+from jobs.driver import keep_planned
+from jobs.errors import JobError, JobInputError, JobSettingsMismatch
+from jobs.job_gateway import JobGateway, ModelRef, RemoteAnswer, RemoteCall, TaskUsage, model_ref, resolve_model, usage_scope
+from jobs.manifest import check_manifest
+from jobs.outputs import MarkerStore, OutputLock, atomic_write_bytes
+from jobs.prediction_rows import (
+    PREDICTION_SCHEMA,
+    RUN_DEPENDENT_COLUMNS,
+    RowContext,
+    patient_json,
+    row_from_failure,
+    row_from_json,
+    row_from_result,
+    rows_to_table,
+)
+from jobs.progress import ProgressTracker, StatusRow, status_table
+from jobs.resources import plan_resources
+from jobs.summary import RunSummary
+from jobs.synthetic_llm import SchemaAnswerer, synthetic_content
+from jobs.tasks import TaskKey, keys_table, plan_tasks, read_label_tasks, task_keys
+from test_agents_patients import CATALOG, lung_patient
+from trajonco.agents.schemas import COMPACT_LIMITS, STANDARD_LIMITS, output_models
+from trajonco.pipeline import PipelineConfig, run_patient
+from vista.llm import LLMConfig, LLMGateway, ScriptedBackend, response_schema
+from vista.meds.errors import MedsSubjectNotFoundError
+
+T0 = datetime(2020, 1, 1)
+PREDICTION = datetime(2019, 1, 1)
+
+JOB_MODULES = ["jobs.tasks", "jobs.outputs", "jobs.manifest", "jobs.progress", "jobs.resources", "jobs.synthetic_llm"]
+
+
+@pytest.mark.parametrize("name", JOB_MODULES)
+def test_docstring_examples(name):
+    failures, tried = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert tried > 0 and failures == 0
+
+
+# ------------------------------------------------------------------------------------------------ planning
+def test_plan_limit_and_sample_are_deterministic_and_skip_done_tasks():
+    keys = [TaskKey(s, T0) for s in range(100, 0, -1)]
+    limited = plan_tasks(keys, {}, limit=10)
+    assert [k.subject_id for k in limited.selected] == list(range(1, 11))
+    first = plan_tasks(keys, {}, sample=10, seed=3)
+    assert first.selected == plan_tasks(keys, {}, sample=10, seed=3).selected
+    assert first.selected != plan_tasks(keys, {}, sample=10, seed=4).selected
+    assert first.selected == sorted(first.selected, key=TaskKey.sort_key)
+    done = {first.selected[0]: "done", first.selected[1]: "failed", TaskKey(999, T0): "done"}
+    resumed = plan_tasks(keys, done, sample=10, seed=3)
+    assert resumed.skipped == 2 and len(resumed.todo) == 8 and resumed.outside_selection == 1
+    retried = plan_tasks(keys, done, sample=10, seed=3, retry_failed=True)
+    assert retried.skipped == 1 and retried.retried == 1 and first.selected[1] in retried.todo
+    with pytest.raises(ValueError, match="either limit or sample"):
+        plan_tasks(keys, {}, limit=1, sample=1)
+    assert len(plan_tasks(keys, {}, sample=500).selected) == 100
+
+
+def test_task_names_round_trip_and_sort_whole_records_first():
+    keys = [TaskKey(3, datetime(2021, 5, 6, 7, 8, 9, 123)), TaskKey(3), TaskKey(2, T0)]
+    assert [TaskKey.from_name(k.name) for k in keys] == keys
+    assert sorted(keys, key=TaskKey.sort_key)[:2] == [TaskKey(2, T0), TaskKey(3)]
+
+
+def _write_labels(path: Path, **columns) -> Path:
+    pq.write_table(pa.table(columns), path)
+    return path
+
+
+def test_label_file_problems_name_the_file_and_field(tmp_path):
+    with pytest.raises(JobInputError, match="label file not found"):
+        read_label_tasks(tmp_path / "nope.parquet")
+    no_time = _write_labels(tmp_path / "a.parquet", subject_id=pa.array([1], pa.int64()))
+    with pytest.raises(JobInputError, match="a.parquet: field 'prediction_time': missing"):
+        read_label_tasks(no_time)
+    twice = _write_labels(tmp_path / "b.parquet", subject_id=[1, 1, 2], prediction_time=[T0, T0, T0],
+                          boolean_value=[True, False, True])
+    with pytest.raises(JobInputError, match="b.parquet: subject 1: field 'prediction_time': 1 .* more than once"):
+        read_label_tasks(twice)
+    nulls = _write_labels(tmp_path / "c.parquet", subject_id=[1, 2], prediction_time=pa.array([T0, None], pa.timestamp("us")))
+    with pytest.raises(JobInputError, match="c.parquet: field 'prediction_time': 1 null"):
+        read_label_tasks(nulls)
+    unlabeled = _write_labels(tmp_path / "d.parquet", subject_id=[5, 4], prediction_time=[T0, T0], cancer=["lung", "lung"])
+    table = read_label_tasks(unlabeled)
+    assert table.column_names == ["subject_id", "prediction_time", "boolean_value"]
+    assert table.column("boolean_value").null_count == 2 and task_keys(table) == [TaskKey(5, T0), TaskKey(4, T0)]
+
+
+def test_keep_planned_filters_label_rows_to_the_plan():
+    batch = pa.table({"subject_id": pa.array([1, 2, 2, 3], pa.int32()),
+                      "prediction_time": pa.array([T0, T0, PREDICTION, T0], pa.timestamp("ms")),
+                      "boolean_value": [True, False, True, None], "cancer": ["lung"] * 4})
+    kept = keep_planned(batch, keys_table([TaskKey(2, PREDICTION), TaskKey(3, T0)]))
+    assert sorted(task_keys(kept)) == [TaskKey(2, PREDICTION), TaskKey(3, T0)]
+    assert kept.schema.field("subject_id").type == pa.int64() and "cancer" not in kept.column_names
+    subjects = pa.table({"subject_id": pa.array([7, 8, 9], pa.int64())})
+    assert task_keys(keep_planned(subjects, keys_table([TaskKey(8)]))) == [TaskKey(8)]
+
+
+# ------------------------------------------------------------------------------------------------ markers
+def test_markers_keep_one_file_per_task_and_ignore_interrupted_writes(tmp_path):
+    store = MarkerStore(tmp_path, "patients")
+    key = TaskKey(123, T0)
+    store.write(key, b"error", failed=True)
+    assert store.status(key) == "failed"
+    store.write(key, b"result", failed=False)
+    assert store.status(key) == "done" and store.read(key) == b"result"
+    assert not store.path(key, failed=True).exists()
+    stale = store.bucket(key) / ".123_x.json.abc.tmp"
+    stale.write_bytes(b"half")
+    (store.bucket(key) / "notes.json").write_text("{}")  # not a task name: ignored
+    assert store.scan() == {key: "done"}
+    assert store.remove_stale_temporaries() == 1 and not stale.exists()
+
+
+def test_atomic_write_leaves_the_old_file_when_the_write_fails(tmp_path, monkeypatch):
+    target = tmp_path / "x.json"
+    atomic_write_bytes(target, b"old")
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write_bytes(target, b"new")
+    assert target.read_bytes() == b"old" and list(tmp_path.glob(".*.tmp")) == []
+
+
+def test_output_directory_lock_is_exclusive(tmp_path):
+    with OutputLock(tmp_path):
+        with pytest.raises(JobError, match="another run is writing"):
+            with OutputLock(tmp_path):
+                pass
+    with OutputLock(tmp_path):  # released on exit
+        pass
+
+
+def test_manifest_refuses_to_mix_settings_or_jobs(tmp_path):
+    check_manifest(tmp_path, "predict", {"model": "m", "pipeline": {"chunk_tokens": 1500}})
+    check_manifest(tmp_path, "predict", {"model": "m", "pipeline": {"chunk_tokens": 1500}})
+    with pytest.raises(JobSettingsMismatch, match=r"pipeline: \{'chunk_tokens': 1500\} -> \{'chunk_tokens': 4000\}"):
+        check_manifest(tmp_path, "predict", {"model": "m", "pipeline": {"chunk_tokens": 4000}})
+    with pytest.raises(JobSettingsMismatch, match="outputs of the 'predict' job"):
+        check_manifest(tmp_path, "build-graphs", {})
+
+
+# ------------------------------------------------------------------------------------------------ gateway + rows
+def synthetic_backend() -> ScriptedBackend:
+    """Schema-valid, prompt-dependent answers (the synthetic endpoint's, without HTTP)."""
+    return ScriptedBackend(lambda request: synthetic_content(request.payload()), context_window=8192)
+
+
+def gateway(backend: ScriptedBackend | None = None, **config) -> LLMGateway:
+    return LLMGateway(LLMConfig(backend="openai", base_url="http://unused", model="synthetic", **config),
+                      backend=backend or synthetic_backend())
+
+
+def test_synthetic_answers_validate_against_every_agent_model():
+    prompt = '<events time="2020-01-05 09:00"><lab id="e3" code="LOINC//718-7">Hb</lab><visit id="e7">x</visit></events>'
+    for limits in (STANDARD_LIMITS, COMPACT_LIMITS):
+        models = output_models(limits)
+        for model in (models.worker, models.manager, models.preprocessor):
+            value = SchemaAnswerer().answer(response_schema(model), prompt)
+            parsed = model.model_validate(value)
+            assert parsed == model.model_validate(SchemaAnswerer().answer(response_schema(model), prompt))
+    ids = output_models(STANDARD_LIMITS).preprocessor.model_validate(
+        SchemaAnswerer().answer(response_schema(output_models(STANDARD_LIMITS).preprocessor), prompt)).relevant_event_ids
+    assert ids and set(ids) <= {"e3", "e7"}
+
+
+def test_usage_is_attributed_to_the_task_that_made_each_call():
+    backend = synthetic_backend()
+
+    async def main():
+        gw = JobGateway(gateway(backend))
+        model = output_models(COMPACT_LIMITS).preprocessor
+
+        async def task(n: int) -> TaskUsage:
+            with usage_scope() as usage:
+                await asyncio.gather(*(gw.complete([{"role": "user", "content": f'task {n} call {i} id="e{i}"'}], model,
+                                                   agent="preprocessor", patient_id=n) for i in range(n)))
+                return usage
+
+        return await asyncio.gather(task(1), task(3), task(5))
+
+    usages = asyncio.run(main())
+    assert [u.calls for u in usages] == [1, 3, 5]
+    assert [u.prompt_tokens for u in usages] == [10, 30, 50]  # the scripted backend reports 10 prompt tokens a call
+    assert len(backend.requests) == 9
+
+
+class InProcessRemote:
+    """Stands in for the preprocessor actor pool: runs calls on another gateway, through the same shipping types."""
+
+    def __init__(self, gw: LLMGateway):
+        self.gateway = gw
+        self.calls: list[RemoteCall] = []
+
+    async def complete(self, call: RemoteCall) -> RemoteAnswer:
+        call = pickle.loads(pickle.dumps(call))  # what crossing a process boundary does to it
+        self.calls.append(call)
+        result = await self.gateway.complete(call.messages, resolve_model(call.model), agent=call.agent,
+                                             patient_id=call.patient_id)
+        return pickle.loads(pickle.dumps(RemoteAnswer.from_result(result)))
+
+
+def test_model_refs_find_the_agents_runtime_models_again():
+    for limits in (STANDARD_LIMITS, COMPACT_LIMITS):
+        models = output_models(limits)
+        for model in (models.worker, models.manager, models.preprocessor):
+            ref = pickle.loads(pickle.dumps(model_ref(model)))
+            assert resolve_model(ref) is model
+    assert model_ref(PipelineConfig) == ModelRef("trajonco.pipeline", "PipelineConfig")
+
+
+def test_two_stage_with_remote_preprocessors_gives_the_in_process_result():
+    record = lung_patient(n_visits=12)
+    config = PipelineConfig(variant="two_stage", chunk_tokens=400, context_tokens=8192)
+    local = asyncio.run(run_patient(record, CATALOG, gateway(), config, prediction_time=T0))
+    remote = InProcessRemote(gateway())
+
+    async def routed():
+        with usage_scope() as usage:
+            result = await run_patient(record, CATALOG, JobGateway(gateway(), remote=remote), config, prediction_time=T0)
+            return result, usage
+
+    result, usage = asyncio.run(routed())
+    assert local.chunks.n_chunks > 1 and len(remote.calls) == local.chunks.n_chunks
+    assert {c.agent for c in remote.calls} == {"preprocessor"}
+    assert _timeless(result) == _timeless(local)
+    assert usage.calls == sum(u.calls for u in local.usage.values())
+
+
+def _timeless(result) -> dict:
+    """A result without its timings (wall-clock latencies and seconds spent waiting on the model)."""
+    data = result.model_dump(exclude={"latency"})
+    for usage in data["usage"].values():
+        usage.pop("model_seconds")
+    return data
+
+
+def _result_row(tmp_path_threshold: float = 0.5):
+    record = lung_patient(n_visits=6)
+    context = RowContext(cancer="lung", variant="one_stage", model="synthetic", threshold=tmp_path_threshold, run_id="r1")
+
+    async def main():
+        with usage_scope() as usage:
+            result = await run_patient(record, CATALOG, JobGateway(gateway()), PipelineConfig(context_tokens=8192),
+                                       prediction_time=T0)
+            return result, usage
+
+    result, usage = asyncio.run(main())
+    return record, result, row_from_result(TaskKey(record.subject_id, T0), True, result, usage, context, wall_s=1.5)
+
+
+def test_a_result_row_carries_the_meds_dev_columns_evidence_and_usage():
+    record, result, row = _result_row(0.5)
+    assert row.status == "ok" and row.risk_score == result.risk_score
+    assert row.predicted_boolean_probability == pytest.approx(result.risk_score / 10)
+    assert row.predicted_boolean_value == (result.risk_score >= 5)
+    events = json.loads(row.events)
+    assert events and all(e["sources"] for e in events)
+    for event in events:
+        for source in event["sources"]:
+            assert (source["shard"], source["row"]) == (record.shard, record.provenance(source["event_id"]).row)
+    assert len(json.loads(row.risk_trajectory)) == result.chunks.n_chunks
+    assert row.llm_calls == sum(u.calls for u in result.usage.values()) and row.prompt_tokens > 0
+    table = rows_to_table([row])
+    assert table.schema == PREDICTION_SCHEMA and table.column_names[:5] == [
+        "subject_id", "prediction_time", "boolean_value", "predicted_boolean_value", "predicted_boolean_probability"]
+    again = row_from_json(patient_json(row, result), "x.json")
+    assert again == row and set(RUN_DEPENDENT_COLUMNS) <= set(PREDICTION_SCHEMA.names)
+
+
+def test_an_exception_becomes_an_error_row_with_its_reason():
+    context = RowContext(cancer="lung", variant="one_stage", model="m", run_id="r1")
+    missing = MedsSubjectNotFoundError("/data", "1 requested subject is not in the dataset: 9", field="subject_id")
+    row = row_from_failure(TaskKey(9, T0), False, missing, TaskUsage(), context, wall_s=0.1)
+    assert (row.status, row.error_kind, row.risk_score, row.scored) == ("error", "data", None, False)
+    assert "not in the dataset: 9" in row.error
+    timeout = row_from_failure(TaskKey(9, T0), None, TimeoutError("subject 9: not finished"), TaskUsage(), context, wall_s=1)
+    assert timeout.error_kind == "timeout"
+    assert row_from_failure(TaskKey(9, T0), None, KeyError("x"), TaskUsage(), context, wall_s=1).error_kind == "internal"
+    with pytest.raises(ValueError, match="bad.json: not a per-patient prediction file"):
+        row_from_json(b'{"rows": 1}', "bad.json")
+
+
+def test_consolidation_writes_one_row_per_task_with_an_output(tmp_path):
+    _, result, row = _result_row()
+    store = MarkerStore(tmp_path, "patients")
+    keys = [TaskKey(s, T0) for s in (3, 1, 2)]
+    context = RowContext(cancer="lung", variant="one_stage", model="m", run_id="r1")
+    store.write(keys[0], patient_json(row.model_copy(update={"subject_id": 3}), result), failed=False)
+    error = row_from_failure(keys[1], None, ValueError("bad"), TaskUsage(), context, wall_s=0)
+    store.write(keys[1], patient_json(error, None), failed=True)
+    report = consolidate(store, keys, tmp_path / "predictions.parquet", parse=row_from_json, to_table=rows_to_table,
+                         schema=PREDICTION_SCHEMA, status_of=lambda r: r.status, chunk_rows=1)
+    table = pq.read_table(tmp_path / "predictions.parquet")
+    assert table.column("subject_id").to_pylist() == [1, 3] and table.schema == PREDICTION_SCHEMA
+    assert report.missing == [TaskKey(2, T0)] and not report.complete and dict(report.statuses) == {"ok": 1, "error": 1}
+
+
+# ------------------------------------------------------------------------------------------------ progress, summary
+def test_progress_and_summary_count_statuses_reasons_tokens_and_skips(tmp_path):
+    clock = iter([0.0, 30.0, 30.0, 30.0, 30.0]).__next__
+    tracker = ProgressTracker("predict", to_run=4, skipped_before=5, clock=clock)
+    tracker.update(status_table([
+        StatusRow(1, T0, "ok", None, 4, 1, 1000, 100, 0.5, 0, 2.0),
+        StatusRow(2, T0, "failed", "llm_call_failed", 3, 0, 0, 0, 0.0, 3, 1.0),
+        StatusRow(3, T0, "error", "data", 0, 0, 0, 0, 0.0, 0, 0.1),
+        StatusRow(4, T0, "skipped", None, 0, 0, 0, 0, 0.0, 0, 0.0),
+    ]))
+    line = tracker.line()
+    assert line.startswith("[predict] 4/4 (ok 1, failed 1, error 1) · skipped 6 · 1,100 tokens · $0.5000 (+3 unpriced")
+    summary = RunSummary.from_tracker(tracker, run_id="r", started_at=datetime.now(timezone.utc), selected=9, skipped=5,
+                                      retried=0, complete=True, outputs={}, totals={"ok": 6})
+    assert summary.by_status == {"ok": 1, "failed": 1, "error": 1}
+    assert summary.failed_by_reason == {"data": 1, "llm_call_failed": 1} and summary.skipped_in_run == 1
+    assert summary.patients_per_minute == pytest.approx(6.0)
+    summary.write(tmp_path)
+    assert json.loads((tmp_path / "summary.json").read_text())["cache_hits"] == 1
+    assert (tmp_path / "runs" / "r.json").is_file()
+
+
+def test_resource_defaults_and_overrides():
+    embedded = plan_resources(cluster_cpus=16, backend="embedded", two_stage=True, llm_concurrency=4)
+    assert (embedded.actors, embedded.actor_cpus, embedded.model_threads, embedded.preprocess_actors) == (15, 1.0, 1, 15)
+    custom = plan_resources(cluster_cpus=2, backend="openai", two_stage=False, llm_concurrency=4, actors=1,
+                            actor_cpus=0.5, patients_per_actor=3, batch_size=6)
+    assert (custom.actors, custom.actor_cpus, custom.patients_per_actor, custom.batch_size, custom.cpus_needed) == (1, 0.5, 3, 6, 0.5)
+    with pytest.raises(ValueError, match="actors must be at least 1"):
+        plan_resources(cluster_cpus=2, backend="openai", two_stage=False, llm_concurrency=4, actors=0)
+
+
+# ------------------------------------------------------------------------------------------------ command lines
+def test_help_documents_every_option(capsys):
+    from jobs import build_graphs, predict
+
+    for module in (predict, build_graphs):
+        parser = module.build_parser()
+        with pytest.raises(SystemExit):
+            parser.parse_args(["--help"])
+        text = capsys.readouterr().out
+        for action in parser._actions:
+            if action.option_strings and action.dest != "help":
+                assert action.help, f"{module.__name__}: {action.option_strings} has no help"
+                assert action.option_strings[-1] in text
+
+
+def test_llm_settings_precedence(tmp_path):
+    from jobs.predict import build_parser, llm_config
+
+    base = ["--labels", "l.parquet", "--dataset", "d", "--out", str(tmp_path / "out")]
+    args = build_parser().parse_args(base)
+    default = llm_config(args, env={})
+    assert default.backend == "embedded" and default.cache_dir == (tmp_path / "out" / "llm_cache").resolve()
+    cluster = llm_config(args, env={"TRAJONCO_LLM_BASE_URL": "http://h:8000/v1", "TRAJONCO_LLM_MODEL": "m1"})
+    assert (cluster.backend, cluster.base_url, cluster.model) == ("openai", "http://h:8000/v1", "m1")
+    explicit = build_parser().parse_args(base + ["--model", "m2", "--no-cache", "--llm", "qps=3"])
+    chosen = llm_config(explicit, env={"TRAJONCO_LLM_MODEL": "m1", "VISTA_LLM_MAX_TOKENS": "300"})
+    assert (chosen.model, chosen.cache_dir, chosen.qps, chosen.max_tokens) == ("m2", None, 3.0, 300)
+
+
+def test_bad_inputs_exit_with_one_clear_line(tmp_path, capsys):
+    from jobs.predict import main
+
+    code = main(["--labels", str(tmp_path / "none.parquet"), "--dataset", str(tmp_path), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err

@@ -1,0 +1,27 @@
+"""The runnable examples in the vista.llm docstrings stay true."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "vista.llm.messages",
+    "vista.llm.answers",
+    "vista.llm.schema",
+    "vista.llm.config",
+    "vista.llm.retry",
+    "vista.llm.prices",
+    "vista.llm.cache",
+    "vista.llm.usage",
+    "vista.llm.scripted",
+    "vista.llm.embedded",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name):
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.failed == 0 and result.attempted > 0

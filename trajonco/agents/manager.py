@@ -1,0 +1,95 @@
+"""The manager agent: reads the last worker's answer and the whole long-term memory; gives the final score.
+
+When the memory does not fit the model's context (long records on a small model), its oldest events are left
+out of the prompt and the result says so. The manager's final events are cleaned of ids that are not in the
+timeline, deduplicated and put in date order by code (`LongTermMemory`), whatever order the model wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from trajonco.agents.budget import BudgetError, ContextBudget, oldest_to_drop
+from trajonco.agents.calls import AgentCall, call_agent
+from trajonco.agents.evidence import SourceIndex, clean_event
+from trajonco.agents.memory import LongTermMemory, MemoryEvent, render_events
+from trajonco.agents.prompts import PromptContext, render_pair
+from trajonco.agents.results import Stage
+from trajonco.agents.schemas import ExtractedEvent, ManagerOutput, WorkerOutput
+from vista.tokens import count_tokens
+from vista.llm import LLMGateway
+
+
+@dataclass(frozen=True, slots=True)
+class FinalEvents:
+    """A final answer's events after cleaning: unique, chronological, only known ids."""
+
+    events: tuple[MemoryEvent, ...]
+    dropped_ids: int
+
+
+def consolidate(reported: list[ExtractedEvent], allowed: Collection[str], sources: SourceIndex | None = None) -> FinalEvents:
+    """Clean, deduplicate (the memory's rules) and sort an agent's final event list."""
+    memory = LongTermMemory()
+    dropped = 0
+    cleaned = []
+    for event in reported:
+        item, n = clean_event(event, allowed=allowed, chunk_index=-1, sources=sources)
+        cleaned.append(item)
+        dropped += n
+    memory.add(cleaned)
+    return FinalEvents(tuple(memory.events()), dropped)
+
+
+@dataclass(frozen=True, slots=True)
+class ManagerStep:
+    """The manager's call, its cleaned final events, and how many memory events its prompt left out."""
+
+    call: AgentCall[ManagerOutput]
+    final: FinalEvents
+    memory_left_out: int
+
+
+def manager_prompts(
+    ctx: PromptContext, last_output: WorkerOutput, memory: list[MemoryEvent], budget: ContextBudget | None, *, subject_id: int
+) -> tuple[str, str, int]:
+    """The (system, user) prompts and the number of oldest memory events left out to fit ``budget``."""
+    lines = [e.render() + "\n" for e in memory]
+    worker_json = last_output.model_dump_json()
+    left_out = 0
+    if budget is not None:
+        system, user = render_pair("manager", ctx, final_worker_output=worker_json, memory_events="", memory_note=" (older events left out)")
+        available = budget.input_tokens - count_tokens(system) - count_tokens(user)
+        if available < 0:
+            raise BudgetError(
+                f"subject {subject_id}: the manager prompt needs {budget.input_tokens - available} tokens without memory, "
+                f"more than the {budget.input_tokens} planned for a {budget.context_tokens}-token context"
+            )
+        left_out = oldest_to_drop(lines, available)
+    note = f" (the {left_out} oldest events were left out to fit the context)" if left_out else ""
+    system, user = render_pair(
+        "manager", ctx, final_worker_output=worker_json, memory_events=render_events(memory[left_out:]), memory_note=note
+    )
+    return system, user, left_out
+
+
+async def run_manager(
+    gateway: LLMGateway,
+    ctx: PromptContext,
+    last_output: WorkerOutput,
+    memory: list[MemoryEvent],
+    allowed_ids: Collection[str],
+    *,
+    response_model: type[ManagerOutput],
+    patient_id: int,
+    budget: ContextBudget | None,
+    sources: SourceIndex | None = None,
+) -> ManagerStep:
+    """Call the manager and consolidate its final events."""
+    system, user, left_out = manager_prompts(ctx, last_output, memory, budget, subject_id=patient_id)
+    call = await call_agent(
+        gateway, agent=Stage.MANAGER.value, system=system, user=user, response_model=response_model, patient_id=patient_id
+    )
+    final = consolidate(call.output.final_events, allowed_ids, sources) if call.output is not None else FinalEvents((), 0)
+    return ManagerStep(call, final, left_out)

@@ -1,0 +1,158 @@
+"""The typed result of one patient's assessment (and of the any-cancer max pooling), ready for JSON.
+
+``probability`` is ``risk_score / 10``: a monotone, probability-like ranking score in (0, 1] for AUROC/AUPRC and for
+MEDS-DEV's ``predicted_boolean_probability`` column. It is not calibrated: a 7 does not mean a 70 % chance.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from trajonco.agents.schemas import RiskLevel
+
+
+class Variant(StrEnum):
+    """How a patient is assessed."""
+
+    ONE_STAGE = "one_stage"
+    TWO_STAGE = "two_stage"
+    SINGLE_AGENT = "single_agent"
+
+
+class Stage(StrEnum):
+    """Timed stages of an assessment (also the agent names given to the gateway)."""
+
+    PREPROCESS = "preprocessor"
+    WORKERS = "worker"
+    MANAGER = "manager"
+    SINGLE = "single_agent"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AgentError(_Frozen):
+    """One failed agent call, kept in the result instead of being dropped."""
+
+    agent: str = Field(description="preprocessor, worker, manager or single_agent")
+    chunk_index: int | None = Field(description="the chunk the agent was reading (None for the manager)")
+    kind: str = Field(description="the gateway's error kind (invalid_output, timeout, ...) or 'skipped'")
+    message: str = Field(description="what went wrong, as reported by the gateway")
+
+
+class AgentUsage(_Frozen):
+    """Calls and tokens of one agent role for one patient, summed from the gateway's per-call usage."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    failed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    attempts: int = Field(0, description="requests sent to the model, re-asks and retries included (0 for cache hits)")
+    model_seconds: float = Field(0.0, description="the gateway's latency of the calls, summed (waits and retries included)")
+
+
+class ChunkRisk(_Frozen):
+    """A worker's step of the per-chunk risk trajectory."""
+
+    chunk_index: int
+    start_time: datetime | None
+    end_time: datetime | None
+    risk_level: RiskLevel | None = Field(description="None when the worker's call failed")
+    new_events: int = Field(0, description="events the worker reported")
+    stored_events: int = Field(0, description="of those, events new to the long-term memory")
+
+
+class SourceRow(_Frozen):
+    """Where an event id comes from in the MEDS dataset (`PatientRecord.provenance`)."""
+
+    event_id: str
+    shard: str
+    row: int
+
+
+class EvidenceEvent(_Frozen):
+    """A final cancer-related event with the timeline elements and MEDS rows it was drawn from."""
+
+    timestamp: date
+    description: str
+    sources: tuple[SourceRow, ...] = ()
+
+
+class ChunkStats(_Frozen):
+    """Sizes of the timeline and of the chunks the agents read (C; and C_new for the two-stage variant)."""
+
+    timeline_events: int
+    timeline_tokens: int
+    chunk_tokens: int = Field(description="the chunk limit l used")
+    n_chunks: int = Field(description="C: chunks of the full timeline")
+    n_chunks_reduced: int | None = Field(None, description="C_new: chunks after the two-stage filter")
+    reduced_events: int | None = Field(None, description="events kept by the preprocessors")
+    reduced_tokens: int | None = None
+
+
+class Latency(_Frozen):
+    """Wall time per stage, in seconds (stages a variant does not run stay 0)."""
+
+    preprocess: float = 0.0
+    workers: float = 0.0
+    manager: float = 0.0
+    single_agent: float = 0.0
+    total: float = 0.0
+
+
+Status = Literal["ok", "partial", "failed"]
+
+
+class PatientResult(_Frozen):
+    """Everything one assessment produced for one patient and one cancer."""
+
+    subject_id: int
+    cancer: str
+    variant: Variant
+    model: str = Field(description="the model that answered")
+    prediction_time: datetime
+    horizon_days: int
+    status: Status = Field(description="ok: every call succeeded; partial: some failed but a score exists; failed: no score")
+    risk_score: int | None = Field(description="final risk 1-10 (None only when status is failed)")
+    probability: float | None = Field(description="risk_score / 10: a ranking score, not a calibrated probability")
+    risk_trajectory: tuple[ChunkRisk, ...] = ()
+    summary: str | None = Field(None, description="the manager's (or single agent's) narrative of risk evolution")
+    reasoning: str | None = None
+    events: tuple[EvidenceEvent, ...] = ()
+    memory_events: int = Field(0, description="size of the long-term memory at the end of the chain")
+    dropped_event_ids: int = Field(0, description="ids cited by agents that were not in the text they read (removed)")
+    truncated: bool = Field(False, description="input was left-truncated to fit the model's context")
+    truncation_note: str | None = None
+    chunks: ChunkStats
+    usage: dict[str, AgentUsage] = Field(default_factory=dict, description="per agent role")
+    latency: Latency
+    errors: tuple[AgentError, ...] = ()
+
+
+class CancerScore(_Frozen):
+    """One cancer's share of an any-cancer assessment."""
+
+    cancer: str
+    risk_score: int | None
+    status: Status
+
+
+class AnyCancerResult(_Frozen):
+    """The any-cancer assessment: the per-cancer results and their maximum ("max pooling")."""
+
+    subject_id: int
+    status: Status
+    risk_score: int | None = Field(description="max of the per-cancer scores")
+    probability: float | None = Field(description="risk_score / 10")
+    strongest_cancer: str | None = Field(description="the cancer with the highest score (first in catalog order on ties)")
+    tied_cancers: tuple[str, ...] = Field((), description="every cancer sharing the highest score")
+    scores: tuple[CancerScore, ...]
+    skipped: tuple[str, ...] = Field((), description="cancers not assessed because they cannot occur with the patient's sex")
+    results: tuple[PatientResult, ...]
+    latency_total: float

@@ -1,0 +1,140 @@
+"""What each TrajOnco agent must return: bounded pydantic models whose JSON schema the gateway enforces.
+
+Every string has a maxLength and every list a maxItems, and objects forbid extra keys, so a schema-constrained
+small model (SmolLM2-135M on llama.cpp) always produces parseable output of bounded length. Two sets of bounds
+exist: `STANDARD_LIMITS` for real endpoints (long, detailed summaries) and `COMPACT_LIMITS` for small-context
+models, whose output budget is a few hundred tokens. `output_models(limits)` returns the classes for a set of
+bounds; the compact classes subclass the standard ones, so code typed against `WorkerOutput` accepts both.
+
+>>> models = output_models(COMPACT_LIMITS)
+>>> issubclass(models.worker, WorkerOutput)
+True
+>>> models.worker.model_json_schema()["properties"]["updated_summary"]["maxLength"]
+600
+>>> WorkerOutput.model_json_schema()["additionalProperties"]
+False
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from enum import StrEnum
+from functools import lru_cache
+from typing import Annotated, Any
+
+import annotated_types
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
+
+EVENT_ID_PATTERN = r"^e[0-9]{1,9}$"
+EventId = Annotated[str, StringConstraints(pattern=EVENT_ID_PATTERN)]
+"""A timeline element id, ``e<k>`` (k = row offset of the event inside the patient's MEDS block)."""
+
+
+class RiskLevel(StrEnum):
+    """A worker's categorical risk of a diagnosis within the horizon."""
+
+    LOW = "Low"
+    MODERATE = "Moderate"
+    HIGH = "High"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExtractedEvent(_Strict):
+    """One risk factor or clinical event an agent found, with its date and the timeline elements behind it."""
+
+    timestamp: date = Field(description="date of the event as written in the timeline, YYYY-MM-DD")
+    description: str = Field(min_length=1, max_length=400, description="what happened and why it may matter for the cancer")
+    event_ids: list[EventId] = Field(max_length=10, description="ids (e<k>) of the timeline elements this event comes from; empty if none")
+
+
+class WorkerOutput(_Strict):
+    """A worker's answer for one chunk: running summary, new events for the memory, trends and a risk level."""
+
+    updated_summary: str = Field(min_length=1, max_length=4000, description="summary of the whole record so far, with dates")
+    new_events: list[ExtractedEvent] = Field(max_length=25, description="risk factors or clinical events not already in memory")
+    temporal_analysis: str = Field(max_length=1500, description="changes and trends over time seen so far")
+    risk_reasoning: str = Field(min_length=1, max_length=1500, description="why the risk level is what it is")
+    risk_level: RiskLevel = Field(description="risk of a diagnosis within the horizon: Low, Moderate or High")
+
+
+class ManagerOutput(_Strict):
+    """The manager's (and the single-agent baseline's) final answer: narrative, consolidated events, score 1-10."""
+
+    risk_evolution_summary: str = Field(min_length=1, max_length=4000, description="narrative of how the risk evolved over the record")
+    final_events: list[ExtractedEvent] = Field(max_length=40, description="unique related events in chronological order")
+    risk_reasoning: str = Field(min_length=1, max_length=2500, description="justification of the final score")
+    risk_score: int = Field(ge=1, le=10, description="risk of a diagnosis within the horizon, 1 (lowest) to 10 (highest)")
+
+
+class PreprocessorOutput(_Strict):
+    """A two-stage preprocessor's answer: which events of its chunk are relevant to the cancer."""
+
+    relevant_event_ids: list[EventId] = Field(max_length=300, description="ids (e<k>) of the elements to keep")
+    rationale: str = Field(max_length=500, description="one or two sentences on what was kept and why")
+
+
+@dataclass(frozen=True, slots=True)
+class OutputLimits:
+    """Upper bounds of the agents' outputs (characters for strings, items for lists)."""
+
+    name: str
+    summary_chars: int
+    reasoning_chars: int
+    temporal_chars: int
+    event_chars: int
+    ids_per_event: int
+    worker_events: int
+    manager_events: int
+    preprocessor_ids: int
+    rationale_chars: int
+
+
+STANDARD_LIMITS = OutputLimits("standard", summary_chars=4000, reasoning_chars=1500, temporal_chars=1500, event_chars=400,
+                               ids_per_event=10, worker_events=25, manager_events=40, preprocessor_ids=300, rationale_chars=500)
+"""Bounds for real endpoints (the classes above as written)."""
+
+COMPACT_LIMITS = OutputLimits("compact", summary_chars=600, reasoning_chars=300, temporal_chars=200, event_chars=120,
+                              ids_per_event=3, worker_events=4, manager_events=8, preprocessor_ids=40, rationale_chars=120)
+"""Bounds for small-context models: a worker answer at every bound is ~2,000 characters (≈500 tokens)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutputModels:
+    """The response models of every agent for one set of limits."""
+
+    limits: OutputLimits
+    worker: type[WorkerOutput]
+    manager: type[ManagerOutput]
+    preprocessor: type[PreprocessorOutput]
+
+
+def _tightened(base: type[BaseModel], prefix: str, **overrides: int | tuple[int, type[BaseModel]]) -> Any:
+    """A subclass of ``base`` whose named fields get a new max length (and, for lists, a new item type)."""
+    fields: dict[str, Any] = {}
+    for name, spec in overrides.items():
+        info = base.model_fields[name]
+        limit, item = spec if isinstance(spec, tuple) else (spec, None)
+        annotation = list[item] if item is not None else info.annotation  # type: ignore[valid-type]
+        kept = [m for m in info.metadata if not isinstance(m, annotated_types.MaxLen)]
+        fields[name] = (Annotated[(annotation, *kept, annotated_types.MaxLen(limit))], Field(description=info.description))
+    return create_model(prefix + base.__name__, __base__=base, __doc__=base.__doc__, **fields)
+
+
+@lru_cache(maxsize=None)
+def output_models(limits: OutputLimits) -> OutputModels:
+    """The agents' response models bounded by ``limits`` (the same classes for the same limits)."""
+    if limits == STANDARD_LIMITS:
+        return OutputModels(limits, WorkerOutput, ManagerOutput, PreprocessorOutput)
+    prefix = limits.name.title()
+    event = _tightened(ExtractedEvent, prefix, description=limits.event_chars, event_ids=limits.ids_per_event)
+    worker = _tightened(WorkerOutput, prefix, updated_summary=limits.summary_chars, temporal_analysis=limits.temporal_chars,
+                        risk_reasoning=limits.reasoning_chars, new_events=(limits.worker_events, event))
+    manager = _tightened(ManagerOutput, prefix, risk_evolution_summary=limits.summary_chars,
+                         risk_reasoning=limits.reasoning_chars, final_events=(limits.manager_events, event))
+    preprocessor = _tightened(PreprocessorOutput, prefix, relevant_event_ids=limits.preprocessor_ids,
+                              rationale=limits.rationale_chars)
+    return OutputModels(limits, worker, manager, preprocessor)

@@ -1,0 +1,119 @@
+"""Render and chunk the XML timelines of a labelled cohort, and summarise their sizes (tokens, chunks) by role.
+
+Patients are fetched from the MEDS dataset only for the subjects in the label file (streamed, not the whole
+dataset); each timeline holds only events strictly before the label's prediction time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from rich.table import Table
+from tqdm import tqdm
+
+from trajonco.chunking import chunk_timeline
+from trajonco.cohorts.errors import CohortDataError
+from vista.meds.reader import MedsDataset
+from vista.timeline import Timeline, render_timeline
+
+LABEL_COLUMNS = ("subject_id", "prediction_time", "boolean_value")
+
+
+@dataclass(frozen=True, slots=True)
+class LabelRow:
+    """One labelled patient: who, when the prediction is made, and whether they are a case."""
+
+    subject_id: int
+    prediction_time: datetime
+    is_case: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineStats:
+    """Size of one patient's timeline and of its chunking."""
+
+    subject_id: int
+    is_case: bool
+    n_events: int
+    n_tokens: int
+    n_chunks: int
+    span_years: float
+
+
+def read_labels(path: Path, limit: int | None = None) -> list[LabelRow]:
+    """Label rows of a MEDS label parquet (clear error naming the file and the missing column)."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: label file not found")
+    frame = pl.read_parquet(path)
+    missing = [c for c in LABEL_COLUMNS if c not in frame.columns]
+    if missing:
+        raise CohortDataError(f"{path}: field {missing[0]!r}: missing from the label file (need {', '.join(LABEL_COLUMNS)})")
+    frame = frame.select(LABEL_COLUMNS).sort("subject_id")
+    if limit is not None:
+        frame = frame.head(limit)
+    return [LabelRow(int(s), t, bool(b)) for s, t, b in frame.iter_rows()]
+
+
+def iter_cohort_timelines(dataset: MedsDataset, labels: list[LabelRow]) -> Iterator[tuple[LabelRow, Timeline]]:
+    """(label, timeline) pairs in subject order, reading only the labelled subjects from the dataset."""
+    catalog = dataset.code_catalog()
+    by_subject = {row.subject_id: row for row in labels}
+    for record in dataset.iter_patients(by_subject):
+        label = by_subject[record.subject_id]
+        yield label, render_timeline(record, catalog, label.prediction_time)
+
+
+def timeline_stats(dataset_root: Path, labels_path: Path, *, max_tokens: int = 16_000, limit: int | None = None,
+                   progress: bool = True) -> list[TimelineStats]:
+    """Render and chunk every labelled patient's timeline; return their sizes."""
+    dataset = MedsDataset(dataset_root)
+    labels = read_labels(labels_path, limit)
+    stats: list[TimelineStats] = []
+    pairs = iter_cohort_timelines(dataset, labels)
+    for label, timeline in tqdm(pairs, total=len(labels), desc="timelines", unit="patient", disable=not progress):
+        chunks = chunk_timeline(timeline, max_tokens, verify=False)
+        times = [b.time for b in timeline.blocks]
+        span = (times[-1] - times[0]).days / 365.25 if times else 0.0
+        stats.append(TimelineStats(label.subject_id, label.is_case, len(timeline.event_ids()),
+                                   timeline.n_tokens(), len(chunks), span))
+    return stats
+
+
+def _median_iqr(values: list[float], fmt: str = "{:,.0f}") -> str:
+    if not values:
+        return "–"
+    q1, med, q3 = np.percentile(values, [25, 50, 75])
+    return f"{fmt.format(med)} [{fmt.format(q1)}–{fmt.format(q3)}]"
+
+
+def summary_table(stats: list[TimelineStats], title: str = "Timelines") -> Table:
+    """Cases vs controls: patients, events, XML tokens and chunks as median [IQR], EHR span in years."""
+    table = Table(title=title)
+    table.add_column("")
+    for name in ("cases", "controls", "all"):
+        table.add_column(name, justify="right")
+    groups = {"cases": [s for s in stats if s.is_case], "controls": [s for s in stats if not s.is_case], "all": stats}
+    rows = [
+        ("patients", lambda g: f"{len(g):,}"),
+        ("events, median [IQR]", lambda g: _median_iqr([s.n_events for s in g])),
+        ("XML tokens, median [IQR]", lambda g: _median_iqr([s.n_tokens for s in g])),
+        ("chunks, median [IQR]", lambda g: _median_iqr([s.n_chunks for s in g])),
+        ("EHR span (years), median [IQR]", lambda g: _median_iqr([s.span_years for s in g], "{:.1f}")),
+        ("total XML tokens", lambda g: f"{sum(s.n_tokens for s in g):,}"),
+    ]
+    for name, cell in rows:
+        table.add_row(name, *(cell(groups[k]) for k in ("cases", "controls", "all")))
+    return table
+
+
+def render_patient_timeline(dataset_root: Path, subject_id: int, prediction_time: str | None) -> str:
+    """The XML timeline of one subject (events strictly before ``prediction_time`` when given)."""
+    dataset = MedsDataset(dataset_root)
+    record = dataset.load_patients([subject_id])[subject_id]
+    cutoff = datetime.fromisoformat(prediction_time) if prediction_time else None
+    return render_timeline(record, dataset.code_catalog(), cutoff).to_xml()

@@ -1,0 +1,317 @@
+"""Build the test and training case–control cohorts of a definition and write MEDS labels plus a manifest.
+
+Output, under ``out_dir``: ``labels/test.parquet`` and ``labels/train.parquet`` (MEDS label columns ``subject_id``,
+``prediction_time``, ``boolean_value``, then ``index_time``, ``cancer``, ``role``, ``matched_to``, ``age_at_index``,
+``sex``, ``split``) and ``manifest.json``. A model may read a subject's static rows and rows strictly before
+``prediction_time`` = ``index_time`` - gap. Everything runs as polars group-bys and joins over the whole dataset.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import meds
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from trajonco.cohorts.definition import CohortDefinition
+from trajonco.cohorts.errors import CohortDataError, EmptyCohortError
+from trajonco.cohorts.manifest import (
+    CaseExclusion,
+    CohortManifest,
+    ControlExclusion,
+    Distribution,
+    MatchingQuality,
+    SplitCohortReport,
+)
+from trajonco.cohorts.matching import draw_control_index, match_controls
+from trajonco.cohorts.phenotype import PhenotypeStatus, classify_subjects, target_code_rows
+from trajonco.cohorts.population import Population, load_population
+from trajonco.cohorts.source import SPLIT, dataset_info, read_splits, scan_events
+from vista.meds import schema
+
+log = logging.getLogger(__name__)
+SID = schema.SUBJECT_ID
+
+LABEL_COLUMNS = ("subject_id", "prediction_time", "boolean_value")
+LABELS_SCHEMA = pa.schema(
+    [
+        pa.field("subject_id", pa.int64(), nullable=False),
+        pa.field("prediction_time", pa.timestamp("us"), nullable=False),
+        pa.field("boolean_value", pa.bool_(), nullable=False),
+        pa.field("index_time", pa.timestamp("us"), nullable=False),
+        pa.field("cancer", pa.string()),
+        pa.field("role", pa.string(), nullable=False),
+        pa.field("matched_to", pa.int64()),
+        pa.field("age_at_index", pa.float64(), nullable=False),
+        pa.field("sex", pa.string(), nullable=False),
+        pa.field("split", pa.string(), nullable=False),
+    ]
+)
+"""Label files: the MEDS label columns first (prediction_time exclusive, see module doc), then the cohort's own."""
+
+ROLE_CASE, ROLE_CONTROL = "case", "control"
+
+
+@dataclass(frozen=True)
+class SplitCohort:
+    """One built cohort: its label rows (LABELS_SCHEMA columns) and its report for the manifest."""
+
+    labels: pl.DataFrame
+    report: SplitCohortReport
+
+
+@dataclass(frozen=True)
+class CohortResult:
+    """What `build_cohort` produced: the written files, the manifest and the label tables themselves."""
+
+    out_dir: Path
+    manifest: CohortManifest
+    test: pl.DataFrame
+    train: pl.DataFrame | None
+    label_paths: dict[str, Path]
+    elapsed_seconds: float
+
+
+def build_cohort(
+    dataset_root: Path | str, definition: CohortDefinition, out_dir: Path | str, *, seed: int | None = None
+) -> CohortResult:
+    """Build the test (and training) cohort of ``definition`` from a MEDS dataset and write labels and manifest.
+
+    ``seed`` overrides the definition's seed (the manifest records the definition actually used).
+    """
+    started = time.perf_counter()
+    root, out = Path(dataset_root), Path(out_dir)
+    if seed is not None:
+        definition = definition.with_overrides(seed=seed)
+    events = scan_events(root)
+    splits = read_splits(root)
+    try:
+        population = load_population(events, splits, min_visits=definition.min_visits, source=str(root))
+        code_rows = target_code_rows(events, definition).collect()
+    except pl.exceptions.PolarsError as exc:
+        raise CohortDataError(f"{root}: cannot read the MEDS data ({exc})") from None
+    phenotypes = classify_subjects(code_rows, population.subjects.select(SID, "first_visit_time"), definition)
+    log.info(
+        "cohort %s: %d subjects, %d with target codes", definition.name, population.subjects.height, phenotypes.height
+    )
+
+    test = build_split_cohort(
+        "test", definition.test_splits, definition.test_target_cases, population, phenotypes, definition, stream=0
+    )
+    train = None
+    if definition.train_splits:
+        train = build_split_cohort(
+            "train",
+            definition.train_splits,
+            definition.train_target_cases,
+            population,
+            phenotypes,
+            definition,
+            stream=1,
+        )
+        shared = test.labels.join(train.labels, on=SID, how="semi")
+        if shared.height:  # splits are disjoint, so this would be a bug, not bad input
+            raise AssertionError(
+                f"subjects {shared[SID].head(5).to_list()} are in both the test and the training cohort"
+            )
+
+    labels_dir = out / "labels"
+    labels_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"test": labels_dir / "test.parquet"}
+    write_labels(test.labels, paths["test"])
+    if train is not None:
+        paths["train"] = labels_dir / "train.parquet"
+        write_labels(train.labels, paths["train"])
+    manifest = CohortManifest(
+        definition=definition,
+        definition_hash=definition.digest(),
+        dataset=dataset_info(root),
+        subjects_in_dataset=population.subjects_in_data,
+        subjects_without_split=population.subjects_without_split,
+        test=test.report,
+        train=None if train is None else train.report,
+    )
+    manifest.write(out / "manifest.json")
+    elapsed = time.perf_counter() - started
+    log.info("cohort %s built in %.2f s", definition.name, elapsed)
+    return CohortResult(
+        out_dir=out,
+        manifest=manifest,
+        test=test.labels,
+        train=None if train is None else train.labels,
+        label_paths=paths,
+        elapsed_seconds=elapsed,
+    )
+
+
+def build_split_cohort(
+    name: str,
+    splits: tuple[str, ...],
+    target_cases: int | None,
+    population: Population,
+    phenotypes: pl.DataFrame,
+    definition: CohortDefinition,
+    *,
+    stream: int,
+) -> SplitCohort:
+    """Cases, exclusions, control index dates and matching for the subjects of ``splits``."""
+    rng = np.random.default_rng([definition.seed, stream])
+    members = population.subjects.filter(pl.col(SPLIT).is_in(list(splits)))
+    if members.is_empty():
+        present = sorted(population.subjects[SPLIT].drop_nulls().unique().to_list())
+        raise EmptyCohortError(
+            name, "no subjects in its splits", f"no subject is in {list(splits)}; the splits file has {present}"
+        )
+    members = members.join(phenotypes, on=SID, how="left")
+    status_counts = dict(members.group_by("status").len().drop_nulls("status").iter_rows())
+    found = members.filter(pl.col("status") == PhenotypeStatus.CASE.value)
+    if found.is_empty():
+        raise EmptyCohortError(
+            name,
+            "no cases found",
+            f"none of {members.height} subjects in {list(splits)} meets the phenotype"
+            f" ({status_counts.get('prevalent', 0)} prevalent, {status_counts.get('no_qualifying_pair', 0)} with target"
+            " codes but no qualifying pair)",
+        )
+
+    gap = pl.duration(days=definition.gap_days)
+    cases = _with_age(found.with_columns(prediction_time=pl.col("index_time") - gap), definition)
+    required_sex = {c.name: c.sex for c in definition.cancers if c.sex is not None}
+    cases = cases.with_columns(
+        reason=pl.when(pl.col("sex").is_null() | pl.col("birth_time").is_null())
+        .then(pl.lit(CaseExclusion.MISSING_BIRTH_OR_SEX.value))
+        .when(
+            pl.col("cancer").replace_strict(required_sex, default=pl.col("sex"), return_dtype=pl.String)
+            != pl.col("sex")
+        )
+        .then(pl.lit(CaseExclusion.SEX_RESTRICTION.value))
+        .when(pl.col("index_time") < pl.col("birth_time"))
+        .then(pl.lit(CaseExclusion.INDEX_BEFORE_BIRTH.value))
+        .when(pl.col("ready_time").is_null() | (pl.col("ready_time") >= pl.col("prediction_time")))
+        .then(pl.lit(CaseExclusion.TOO_FEW_VISITS_BEFORE_PREDICTION.value))
+    )
+    eligible_cases = cases.filter(pl.col("reason").is_null())
+    case_reasons = _count(cases["reason"], CaseExclusion)
+    case_reasons[CaseExclusion.PREVALENT.value] = status_counts.get(PhenotypeStatus.PREVALENT.value, 0)
+    case_reasons[CaseExclusion.NO_QUALIFYING_PAIR.value] = status_counts.get(
+        PhenotypeStatus.NO_QUALIFYING_PAIR.value, 0
+    )
+    if eligible_cases.is_empty():
+        reasons = ", ".join(f"{k}: {v}" for k, v in case_reasons.items() if v)
+        raise EmptyCohortError(name, "all cases excluded", f"{found.height} phenotype cases, excluded as {reasons}")
+
+    candidates = members.filter(pl.col("status").is_null()).drop("status", "cancer", "index_time")
+    allowed = definition.allowed_sexes
+    candidates = candidates.with_columns(
+        reason=pl.when(pl.col("sex").is_null() | pl.col("birth_time").is_null())
+        .then(pl.lit(ControlExclusion.MISSING_BIRTH_OR_SEX.value))
+        .when(pl.lit(allowed is not None) & ~pl.col("sex").is_in(sorted(allowed or ())))
+        .then(pl.lit(ControlExclusion.SEX_RESTRICTION.value))
+        .when(pl.col("ready_time").is_null())
+        .then(pl.lit(ControlExclusion.TOO_FEW_VISITS.value))
+    )
+    drawn = draw_control_index(
+        population.visits, candidates.filter(pl.col("reason").is_null()), gap_days=definition.gap_days, rng=rng
+    )
+    controls = _with_age(
+        candidates.join(drawn, on=SID, how="left").with_columns(prediction_time=pl.col("index_time") - gap), definition
+    ).with_columns(
+        reason=pl.when(pl.col("reason").is_not_null())
+        .then("reason")
+        .when(pl.col("index_time").is_null())
+        .then(pl.lit(ControlExclusion.NO_ELIGIBLE_INDEX_DATE.value))
+        .when(pl.col("index_time") < pl.col("birth_time"))
+        .then(pl.lit(ControlExclusion.INDEX_BEFORE_BIRTH.value))
+    )
+    eligible_controls = controls.filter(pl.col("reason").is_null())
+
+    match = match_controls(
+        eligible_cases,
+        eligible_controls,
+        keys=definition.matching_keys,
+        controls_per_case=definition.controls_per_case,
+        target_cases=target_cases,
+        rng=rng,
+    )
+    if match.cases.is_empty():
+        raise EmptyCohortError(
+            name,
+            "no eligible controls",
+            f"{eligible_cases.height} eligible cases but none found a control among {eligible_controls.height} eligible"
+            f" controls with equal {', '.join(definition.matching_keys) or 'anything'}",
+        )
+    case_reasons[CaseExclusion.NO_MATCHING_CONTROL.value] = match.cases_unmatched
+    labels = _labels(match.cases, match.controls)
+    report = SplitCohortReport(
+        splits=splits,
+        labels_file=f"labels/{name}.parquet",
+        subjects_in_splits=members.height,
+        target_cases=target_cases,
+        cases=match.cases.height,
+        controls=match.controls.height,
+        cases_by_cancer=dict(sorted(match.cases.group_by("cancer").len().iter_rows())),
+        phenotype_cases=found.height,
+        eligible_cases=eligible_cases.height,
+        control_candidates=candidates.height,
+        eligible_controls=eligible_controls.height,
+        case_exclusions=case_reasons,
+        control_exclusions=_count(controls["reason"], ControlExclusion),
+        cases_not_sampled=eligible_cases.height - match.cases_considered,
+        controls_unused=eligible_controls.height - match.controls.height,
+        matching=_quality(match.cases, match.controls, match.cases_considered),
+    )
+    log.info("%s cohort: %d cases, %d controls", name, report.cases, report.controls)
+    return SplitCohort(labels=labels, report=report)
+
+
+def write_labels(labels: pl.DataFrame, path: Path) -> None:
+    """Write a label table with the exact arrow types of LABELS_SCHEMA (its MEDS columns checked by `meds`)."""
+    table = labels.to_arrow().cast(LABELS_SCHEMA)
+    meds.LabelSchema.validate(table.select(list(LABEL_COLUMNS)))
+    pq.write_table(table, path)
+
+
+def _with_age(frame: pl.DataFrame, definition: CohortDefinition) -> pl.DataFrame:
+    """Age in years (days / 365.25, as `Demographics.age_at`) and age band at ``index_time``."""
+    age = (pl.col("index_time").dt.date() - pl.col("birth_time").dt.date()).dt.total_days() / 365.25
+    return frame.with_columns(age_at_index=age).with_columns(
+        age_band=(pl.col("age_at_index") // definition.age_band_years).cast(pl.Int64)
+    )
+
+
+def _count(reasons: pl.Series, kinds: type[CaseExclusion] | type[ControlExclusion]) -> dict[str, int]:
+    counts = dict(reasons.drop_nulls().value_counts().iter_rows())
+    return {kind.value: int(counts.get(kind.value, 0)) for kind in kinds}
+
+
+def _labels(cases: pl.DataFrame, controls: pl.DataFrame) -> pl.DataFrame:
+    columns = [name for name in LABELS_SCHEMA.names]
+    case_rows = cases.with_columns(
+        boolean_value=pl.lit(True), role=pl.lit(ROLE_CASE), matched_to=pl.lit(None, dtype=pl.Int64)
+    ).select(columns)
+    control_rows = controls.with_columns(
+        boolean_value=pl.lit(False), role=pl.lit(ROLE_CONTROL), cancer=pl.lit(None, dtype=pl.String)
+    ).select(columns)
+    return pl.concat([case_rows, control_rows]).sort(SID)
+
+
+def _quality(cases: pl.DataFrame, controls: pl.DataFrame, considered: int) -> MatchingQuality:
+    pairs = controls.select("matched_to", "sex", "age_at_index", "age_band").join(
+        cases.select(SID, "sex", "age_at_index", "age_band"), left_on="matched_to", right_on=SID, suffix="_case"
+    )
+    per_case = pairs.group_by("matched_to").len()["len"].value_counts()
+    return MatchingQuality(
+        cases_considered=considered,
+        cases_matched=cases.height,
+        share_matched=round(cases.height / considered, 4) if considered else 0.0,
+        controls_per_case={str(k): int(v) for k, v in sorted(per_case.iter_rows())},
+        age_difference_years=Distribution.of(pairs["age_at_index_case"] - pairs["age_at_index"]),
+        sex_agreement=float((pairs["sex"] == pairs["sex_case"]).mean()) if pairs.height else None,  # type: ignore[arg-type]
+        age_band_agreement=float((pairs["age_band"] == pairs["age_band_case"]).mean()) if pairs.height else None,  # type: ignore[arg-type]
+    )

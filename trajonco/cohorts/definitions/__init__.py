@@ -1,0 +1,1 @@
+"""Built-in cohort definitions (TOML data files; see `trajonco.cohorts.definition`)."""

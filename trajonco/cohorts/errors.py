@@ -1,0 +1,24 @@
+"""The errors a cohort build raises: each message names the file, subject or field the user has to fix."""
+
+from __future__ import annotations
+
+
+class CohortError(Exception):
+    """Base class: something about the definition or the dataset keeps the cohort from being built."""
+
+
+class CohortDefinitionError(CohortError):
+    """A cohort definition (TOML file or overrides) is missing, malformed or inconsistent."""
+
+
+class CohortDataError(CohortError):
+    """The MEDS dataset cannot feed a cohort: missing files, wrong column types, contradictory subject facts."""
+
+
+class EmptyCohortError(CohortError):
+    """A cohort came out empty; the message says which step emptied it (no cases / all excluded / no controls)."""
+
+    def __init__(self, cohort: str, step: str, detail: str):
+        self.cohort = cohort
+        self.step = step
+        super().__init__(f"{cohort} cohort is empty: {step} — {detail}")

@@ -1,0 +1,101 @@
+"""Content-addressed on-disk cache of validated answers, shared safely by concurrent processes.
+
+The key is the sha256 of everything that determines an answer (model, sampling parameters,
+messages, schema, schema mode), so a rerun pays nothing for calls already made and changing a
+prompt, the model, a parameter or the schema misses exactly the affected calls. Entries are JSON
+files in 256 sharded folders, written to a temporary file and renamed into place (atomic on
+POSIX), so readers never see half an entry and concurrent writers of the same key both win.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from vista.llm.messages import Message
+
+log = logging.getLogger(__name__)
+
+CACHE_FORMAT = 1  # bump when the key recipe or the entry layout changes
+
+
+def cache_key(
+    *,
+    model: str,
+    messages: Sequence[Message],
+    schema: Mapping[str, object] | None,
+    schema_mode: str,
+    parameters: Mapping[str, object],
+) -> str:
+    """sha256 (hex) of the canonical JSON of one request's answer-determining inputs.
+
+    >>> k = cache_key(model="m", messages=[Message("user", "hi")], schema=None, schema_mode="none", parameters={"temperature": 0})
+    >>> k == cache_key(model="m", messages=[Message("user", "hi")], schema=None, schema_mode="none", parameters={"temperature": 0})
+    True
+    >>> k == cache_key(model="m", messages=[Message("user", "hi!")], schema=None, schema_mode="none", parameters={"temperature": 0})
+    False
+    """
+    material = {
+        "format": CACHE_FORMAT,
+        "model": model,
+        "messages": [m.to_wire() for m in messages],
+        "schema": schema,
+        "schema_mode": schema_mode,
+        "parameters": dict(parameters),
+    }
+    canonical = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class CachedAnswer:
+    """A validated answer as it was first received."""
+
+    content: str
+    model: str
+    schema_name: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class ResponseCache:
+    """``<root>/<key[:2]>/<key>.json`` files; unreadable entries count as misses and are reported."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> CachedAnswer | None:
+        path = self.path(key)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return CachedAnswer(**data)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, TypeError) as exc:
+            log.warning("LLM cache entry %s is unreadable (%s); treating it as a miss", path, type(exc).__name__)
+            return None
+
+    def put(self, key: str, answer: CachedAnswer) -> None:
+        path = self.path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(asdict(answer), handle, ensure_ascii=False)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.root.glob("??/*.json"))

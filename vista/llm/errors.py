@@ -1,0 +1,97 @@
+"""Error types of the LLM gateway: what went wrong with a call, as a record and as exceptions.
+
+`LLMCallError` is the per-call error *record* kept in results and usage ledgers (never silently
+`None`); `BackendError` is what a backend raises for one failed attempt (the gateway decides
+whether to retry); `LLMCallFailed` is raised by `LLMResult.unwrap()`; `LLMConfigError` names the
+setting that is wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class ErrorKind(StrEnum):
+    """Why a call (or one attempt of it) failed."""
+
+    INVALID_OUTPUT = "invalid_output"  # the answer never validated against the response model
+    TRUNCATED = "truncated"  # the answer hit max_tokens and did not validate
+    REFUSED = "refused"  # the model refused (OpenAI `refusal`) or a content filter stopped it
+    RATE_LIMITED = "rate_limited"  # HTTP 429 until the retry budget ran out
+    SERVER_ERROR = "server_error"  # HTTP 5xx until the retry budget ran out
+    TIMEOUT = "timeout"  # no answer within timeout_s until the retry budget ran out
+    CONNECTION_ERROR = "connection_error"  # the endpoint could not be reached
+    BAD_RESPONSE = "bad_response"  # the endpoint answered with a body that is not a chat completion
+    CONTEXT_OVERFLOW = "context_overflow"  # the prompt does not fit the model's context window
+    HTTP_ERROR = "http_error"  # any other rejection (4xx, malformed request, auth)
+
+
+RETRYABLE_KINDS: frozenset[ErrorKind] = frozenset(
+    {ErrorKind.RATE_LIMITED, ErrorKind.SERVER_ERROR, ErrorKind.TIMEOUT, ErrorKind.CONNECTION_ERROR, ErrorKind.BAD_RESPONSE}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LLMCallError:
+    """Why one gateway call ended without a validated answer (kept in the result and the usage ledger)."""
+
+    kind: ErrorKind
+    message: str
+    status: int | None = None  # HTTP status of the last failed attempt, when there was one
+    attempts: int = 0  # requests sent to the endpoint for this call
+
+    def __str__(self) -> str:
+        status = f" (HTTP {self.status})" if self.status is not None else ""
+        return f"{self.kind.value}{status} after {self.attempts} attempt(s): {self.message}"
+
+
+class BackendError(Exception):
+    """One attempt failed at the transport level; ``retry_after_s`` is the server's requested cool-down."""
+
+    def __init__(self, kind: ErrorKind, message: str, *, status: int | None = None, retry_after_s: float | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.status = status
+        self.retry_after_s = retry_after_s
+
+    def __reduce__(self):  # picklable (e.g. across Ray workers) despite the keyword-only fields
+        return (_rebuild_backend_error, (self.kind, self.message, self.status, self.retry_after_s))
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in RETRYABLE_KINDS
+
+    def __repr__(self) -> str:
+        return f"BackendError({self.kind.value!r}, {self.message!r}, status={self.status}, retry_after_s={self.retry_after_s})"
+
+
+class LLMCallFailed(RuntimeError):
+    """Raised by `LLMResult.unwrap()` when the call ended with an error record."""
+
+    def __init__(self, error: LLMCallError, *, agent: str, patient_id: str | None):
+        who = f"agent {agent!r}" + (f", patient {patient_id}" if patient_id is not None else "")
+        super().__init__(f"LLM call failed for {who}: {error}")
+        self.error = error
+        self.agent = agent
+        self.patient_id = patient_id
+
+    def __reduce__(self):
+        return (_rebuild_call_failed, (self.error, self.agent, self.patient_id))
+
+
+def _rebuild_backend_error(kind: ErrorKind, message: str, status: int | None, retry_after_s: float | None) -> BackendError:
+    return BackendError(kind, message, status=status, retry_after_s=retry_after_s)
+
+
+def _rebuild_call_failed(error: LLMCallError, agent: str, patient_id: str | None) -> LLMCallFailed:
+    return LLMCallFailed(error, agent=agent, patient_id=patient_id)
+
+
+class LLMConfigError(ValueError):
+    """A gateway setting is missing or invalid; the message names the setting (and its source)."""
+
+
+class SchemaError(ValueError):
+    """A response model cannot be turned into a bounded JSON schema; the message names the model and field."""

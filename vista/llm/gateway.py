@@ -1,0 +1,408 @@
+"""`LLMGateway`: the one client every agent uses for typed, validated, retried, cached and costed LLM calls.
+
+``await gateway.complete(messages, response_model=Model, agent="worker", patient_id=...)`` returns an
+`LLMResult` holding either the validated pydantic object or an `LLMCallError` record, plus the
+call's `CallRecord` (also appended to ``gateway.ledger``). In order, one call:
+
+1. builds the bounded JSON schema of the response model and the ``response_format`` for ``schema_mode``;
+2. looks the request up in the response cache (a hit costs nothing and is still recorded);
+3. sends it, waiting out any shared Retry-After cool-down, the QPS bucket and the concurrency limit;
+   retries 429/5xx/timeouts/connection errors/unreadable bodies with full-jitter exponential backoff,
+   within ``max_retries`` and ``retry_budget_s``;
+4. validates the answer with pydantic; an invalid answer is re-asked (up to ``max_reasks`` times) with
+   the validation error quoted; only a validated answer is cached;
+5. records tokens (the server's ``usage``, else `vista.tokens.count_tokens`), latency, attempts,
+   retries, re-asks and cost from the price table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel
+
+from vista.llm.answers import parse_answer, reask_turns
+from vista.llm.backend import Backend, ChatReply, ChatRequest
+from vista.llm.cache import CachedAnswer, ResponseCache, cache_key
+from vista.llm.config import LLMConfig
+from vista.llm.errors import BackendError, ErrorKind, LLMCallError, LLMCallFailed
+from vista.llm.messages import Message, as_messages, with_schema_prompt
+from vista.llm.pacing import Clock, Cooldown, SystemClock, TokenBucket
+from vista.llm.prices import PriceTable
+from vista.llm.retry import RetryPolicy
+from vista.llm.schema import JSONSchema, response_format, response_schema, schema_instructions, schema_name
+from vista.llm.usage import CallRecord, UsageLedger, utc_now
+
+log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
+
+# Extra time a backend gets beyond timeout_s before the gateway gives up on it (backends time out themselves).
+_TIMEOUT_GRACE_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class LLMResult(Generic[M]):
+    """The outcome of one call: ``output`` (validated) or ``error`` (a record) — exactly one is set — and its ``usage``."""
+
+    output: M | None
+    error: LLMCallError | None
+    usage: CallRecord
+    content: str | None = None  # the last answer text received (validated or not)
+
+    def __post_init__(self) -> None:
+        if (self.output is None) == (self.error is None):
+            raise ValueError("an LLMResult holds exactly one of output and error")
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def unwrap(self) -> M:
+        """The validated output, or raise `LLMCallFailed` carrying the error record."""
+        if self.error is not None:
+            raise LLMCallFailed(self.error, agent=self.usage.agent, patient_id=self.usage.patient_id)
+        assert self.output is not None
+        return self.output
+
+
+@dataclass(frozen=True, slots=True)
+class _CallInfo:
+    """Who asked, for what, and when (fixed for the whole call)."""
+
+    call_id: str
+    agent: str
+    patient_id: str | None
+    schema_name: str
+    started_at: datetime
+    start: float  # clock.monotonic() at the start
+
+
+@dataclass(slots=True)
+class _CallStats:
+    """What the call has used so far (all attempts and re-asks)."""
+
+    attempts: int = 0
+    retries: int = 0
+    reasks: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    tokens_estimated: bool = False
+    content: str | None = None  # the last answer text received
+
+
+def build_backend(config: LLMConfig) -> Backend:
+    """The backend ``config`` describes: the in-process embedded model or an OpenAI-compatible endpoint."""
+    if config.backend == "embedded":
+        from vista.llm.embedded import EmbeddedBackend
+
+        return EmbeddedBackend.from_settings(model_path=config.model_path, n_ctx=config.n_ctx, threads=config.threads)
+    from vista.llm.openai_backend import OpenAIBackend
+
+    return OpenAIBackend(base_url=config.base_url, api_key=config.api_key(), api_key_env=config.api_key_env, model=config.model)
+
+
+def _default_token_counter(text: str) -> int:
+    from vista.tokens import count_tokens  # imported lazily: only needed when a server reports no usage
+
+    return count_tokens(text)
+
+
+class LLMGateway:
+    """Typed structured-output calls to one model endpoint, with retries, re-asks, cache, pacing and usage accounting.
+
+    Create it inside the event loop that will use it (or use `SyncLLMGateway` from synchronous code).
+    """
+
+    def __init__(
+        self,
+        config: LLMConfig | None = None,
+        *,
+        backend: Backend | None = None,
+        job_id: str | None = None,
+        ledger: UsageLedger | None = None,
+        prices: PriceTable | None = None,
+        clock: Clock | None = None,
+        token_counter: Callable[[str], int] | None = None,
+    ):
+        self.config = config or LLMConfig()
+        self.backend = backend if backend is not None else build_backend(self.config)
+        self.job_id = job_id
+        self.ledger = ledger if ledger is not None else UsageLedger()
+        self.prices = prices if prices is not None else PriceTable.load(self.config.prices_path)
+        self._clock = clock or SystemClock()
+        self._count = token_counter or _default_token_counter
+        self._rng = random.Random(self.config.seed)
+        self._semaphore = asyncio.Semaphore(self.config.max_concurrency)
+        self._bucket = TokenBucket(self.config.qps, clock=self._clock) if self.config.qps else None
+        self._cooldown = Cooldown(clock=self._clock)
+        self._cache = ResponseCache(self.config.cache_dir) if self.config.cache_dir else None
+        self._policy = RetryPolicy(
+            max_retries=self.config.max_retries,
+            budget_s=self.config.retry_budget_s,
+            base_s=self.config.backoff_base_s,
+            cap_s=self.config.backoff_max_s,
+        )
+        self._schemas: dict[type[BaseModel], JSONSchema] = {}
+        self._unpriced_warned: set[str] = set()
+        self._context_tokens: int | None = None
+
+    # ------------------------------------------------------------------ public
+    def schema_for(self, response_model: type[BaseModel]) -> JSONSchema:
+        """The bounded JSON schema sent for ``response_model`` (memoised; raises `SchemaError` if unbounded)."""
+        if response_model not in self._schemas:
+            self._schemas[response_model] = response_schema(
+                response_model, require_bounds=self.config.require_bounded_schema
+            )
+        return self._schemas[response_model]
+
+    @property
+    def context_tokens(self) -> int | None:
+        """The model's context window for prompt budgeting: the config's, else what the backend reported
+        (see `discover_context_tokens`) or knows, else the price table's; None when nobody can tell."""
+        priced = self.prices.get(self.config.model)
+        return (
+            self.config.context_tokens
+            or self._context_tokens
+            or self.backend.context_window
+            or (priced.context_window if priced else None)
+        )
+
+    async def discover_context_tokens(self) -> int | None:
+        """Ask the endpoint for its context window (e.g. ``/v1/models`` of vLLM or llama.cpp), then `context_tokens`."""
+        if self._context_tokens is None:
+            self._context_tokens = await self.backend.discover_context_window()
+        return self.context_tokens
+
+    async def complete(
+        self,
+        messages: Sequence[Message | Mapping[str, str]],
+        response_model: type[M],
+        *,
+        agent: str,
+        patient_id: str | int | None = None,
+        max_tokens: int | None = None,
+        use_cache: bool = True,
+    ) -> LLMResult[M]:
+        """Ask for a ``response_model`` answer to ``messages``; never raises for endpoint or output failures.
+
+        ``messages`` are `Message`s or ``{"role", "content"}`` mappings. Raises only for caller mistakes:
+        malformed messages (`ValueError`/`TypeError`) or an unbounded response model (`SchemaError`).
+        """
+        messages = as_messages(messages)
+        schema = self.schema_for(response_model)
+        call = _CallInfo(
+            call_id=uuid.uuid4().hex[:16],
+            agent=agent,
+            patient_id=None if patient_id is None else str(patient_id),
+            schema_name=schema_name(response_model),
+            started_at=utc_now(),
+            start=self._clock.monotonic(),
+        )
+        request = self._request(messages, schema, call.schema_name, max_tokens)
+        key = self._key(request, schema) if (self._cache is not None and use_cache) else None
+
+        if key is not None and (hit := self._cache_lookup(key, response_model)) is not None:
+            output, content = hit
+            usage = self._record(call, _CallStats(), cache_hit=True, error=None)
+            return LLMResult(output, None, usage, content)
+
+        stats = _CallStats()
+        error: LLMCallError | None = None
+        output: M | None = None
+        try:
+            output, error = await self._ask_until_valid(request, response_model, stats, call.start)
+        except BackendError as exc:
+            error = LLMCallError(exc.kind, exc.message, status=exc.status, attempts=stats.attempts)
+        if output is not None and key is not None:
+            self._cache_store(key, stats, call.schema_name)
+        usage = self._record(call, stats, cache_hit=False, error=error)
+        if error is not None:
+            log.warning(
+                "LLM call %s (agent=%s patient=%s) failed: %s after %d attempt(s)",
+                call.call_id, agent, call.patient_id, error.kind.value, error.attempts,
+            )
+        return LLMResult(output, error, usage, stats.content)
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()
+
+    async def __aenter__(self) -> LLMGateway:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def _record(self, call: _CallInfo, stats: _CallStats, *, cache_hit: bool, error: LLMCallError | None) -> CallRecord:
+        """The call's `CallRecord`, appended to the ledger."""
+        record = CallRecord(
+            call_id=call.call_id,
+            agent=call.agent,
+            model=self.config.model,
+            patient_id=call.patient_id,
+            job_id=self.job_id,
+            backend=self.backend.name,
+            schema_name=call.schema_name,
+            started_at=call.started_at,
+            latency_s=self._clock.monotonic() - call.start,
+            attempts=stats.attempts,
+            retries=stats.retries,
+            reasks=stats.reasks,
+            cache_hit=cache_hit,
+            prompt_tokens=stats.prompt_tokens,
+            completion_tokens=stats.completion_tokens,
+            cached_prompt_tokens=stats.cached_prompt_tokens,
+            tokens_estimated=stats.tokens_estimated,
+            cost_usd=0.0 if cache_hit else self._cost(stats),
+            ok=error is None,
+            error_kind=error.kind.value if error else None,
+            error_message=error.message if error else None,
+        )
+        self.ledger.add(record)
+        return record
+
+    # ----------------------------------------------------------------- request
+    def _request(self, messages: Sequence[Message], schema: JSONSchema, name: str, max_tokens: int | None) -> ChatRequest:
+        cfg = self.config
+        if cfg.schema_mode == "none" or cfg.schema_in_prompt:
+            messages = with_schema_prompt(messages, schema_instructions(schema))
+        return ChatRequest(
+            messages=tuple(messages),
+            model=cfg.model,
+            max_tokens=max_tokens or cfg.max_tokens,
+            timeout_s=cfg.timeout_s,
+            temperature=cfg.temperature,
+            seed=cfg.seed,
+            max_tokens_field=cfg.max_tokens_field,
+            reasoning_effort=cfg.reasoning_effort,
+            response_format=response_format(schema, cfg.schema_mode, name),
+        )
+
+    def _key(self, request: ChatRequest, schema: JSONSchema) -> str:
+        parameters = {
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            "seed": request.seed,
+            "reasoning_effort": request.reasoning_effort,
+        }
+        return cache_key(
+            model=request.model,
+            messages=request.messages,
+            schema=schema,
+            schema_mode=self.config.schema_mode,
+            parameters=parameters,
+        )
+
+    # ---------------------------------------------------------------- validate
+    async def _ask_until_valid(
+        self, request: ChatRequest, response_model: type[M], stats: _CallStats, start: float
+    ) -> tuple[M | None, LLMCallError | None]:
+        problem = ""
+        truncated = False
+        for round_index in range(self.config.max_reasks + 1):
+            if round_index:
+                stats.reasks += 1
+            reply = await self._send(request, stats, start)
+            self._account(request, reply, stats)
+            stats.content = reply.content
+            if reply.refusal and not reply.content:
+                return None, LLMCallError(ErrorKind.REFUSED, reply.refusal[:500], attempts=stats.attempts)
+            if reply.finish_reason == "content_filter":
+                return None, LLMCallError(ErrorKind.REFUSED, "stopped by the endpoint's content filter", attempts=stats.attempts)
+            value, problem = parse_answer(reply.content, response_model)
+            if value is not None:
+                return value, None
+            truncated = reply.finish_reason == "length"
+            request = replace(request, messages=request.messages + reask_turns(reply.content, problem, truncated))
+        kind = ErrorKind.TRUNCATED if truncated else ErrorKind.INVALID_OUTPUT
+        return None, LLMCallError(kind, problem, attempts=stats.attempts)
+
+    # -------------------------------------------------------------------- send
+    async def _send(self, request: ChatRequest, stats: _CallStats, start: float) -> ChatReply:
+        """One answer from the backend, retrying transport failures; raises the last `BackendError` when out of budget."""
+        retries_here = 0
+        while True:
+            pause = self._cooldown.remaining()
+            if pause and self._clock.monotonic() - start + pause > self._policy.budget_s:
+                raise BackendError(
+                    ErrorKind.RATE_LIMITED,
+                    f"{self.backend.name}: asked to pause {pause:.0f} s, beyond the retry budget of {self._policy.budget_s:g} s",
+                )
+            await self._cooldown.wait()
+            if self._bucket is not None:
+                await self._bucket.acquire()
+            async with self._semaphore:
+                await self._cooldown.wait()  # a 429 may have set a cool-down while this call was queued
+                stats.attempts += 1
+                try:
+                    return await asyncio.wait_for(self.backend.complete(request), request.timeout_s + _TIMEOUT_GRACE_S)
+                except TimeoutError:
+                    failure = BackendError(ErrorKind.TIMEOUT, f"{self.backend.name}: no answer within {request.timeout_s:g} s")
+                except BackendError as exc:
+                    failure = exc
+            if failure.retry_after_s is not None:
+                self._cooldown.extend(failure.retry_after_s)
+            if not failure.retryable or retries_here >= self._policy.max_retries:
+                raise failure
+            delay = max(self._policy.backoff(retries_here, self._rng), self._cooldown.remaining())
+            if self._clock.monotonic() - start + delay > self._policy.budget_s:
+                failure.message += f" (retry budget of {self._policy.budget_s:g} s exhausted)"
+                raise failure
+            retries_here += 1
+            stats.retries += 1
+            log.debug("retry %d of %s after %s in %.2f s", retries_here, self.backend.name, failure.kind.value, delay)
+            await self._clock.sleep(delay)
+
+    # ------------------------------------------------------------------- usage
+    def _account(self, request: ChatRequest, reply: ChatReply, stats: _CallStats) -> None:
+        if reply.prompt_tokens is not None:
+            stats.prompt_tokens += reply.prompt_tokens
+        else:
+            stats.prompt_tokens += sum(self._count(m.content) for m in request.messages)
+            stats.tokens_estimated = True
+        if reply.completion_tokens is not None:
+            stats.completion_tokens += reply.completion_tokens
+        else:
+            stats.completion_tokens += self._count(reply.content or "")
+            stats.tokens_estimated = True
+        stats.cached_prompt_tokens += reply.cached_prompt_tokens or 0
+
+    def _cost(self, stats: _CallStats) -> float | None:
+        cost = self.prices.cost(
+            self.config.model,
+            prompt_tokens=stats.prompt_tokens,
+            completion_tokens=stats.completion_tokens,
+            cached_prompt_tokens=stats.cached_prompt_tokens,
+        )
+        if cost is None and self.config.model not in self._unpriced_warned:
+            self._unpriced_warned.add(self.config.model)
+            log.warning("model %r has no price in the price table: its calls are recorded with cost None", self.config.model)
+        return cost
+
+    # ------------------------------------------------------------------- cache
+    def _cache_lookup(self, key: str, response_model: type[M]) -> tuple[M, str] | None:
+        assert self._cache is not None
+        entry = self._cache.get(key)
+        if entry is None:
+            return None
+        value, problem = parse_answer(entry.content, response_model)
+        if value is None:
+            log.warning("LLM cache entry %s no longer validates (%s); asking again", self._cache.path(key), problem[:200])
+            return None
+        return value, entry.content
+
+    def _cache_store(self, key: str, stats: _CallStats, name: str) -> None:
+        assert self._cache is not None and stats.content is not None  # only called after a validated answer
+        entry = CachedAnswer(stats.content, self.config.model, name, stats.prompt_tokens, stats.completion_tokens)
+        try:
+            self._cache.put(key, entry)
+        except OSError as exc:
+            log.warning("could not write LLM cache entry %s: %s", self._cache.path(key), exc)

@@ -1,0 +1,1 @@
+"""MEDS dataset reading, validation and writing, streamed shard by shard with pyarrow."""

@@ -1,0 +1,120 @@
+"""Which timeline modality (condition, lab, note…) a MEDS code belongs to: a small, replaceable table.
+
+Rules are looked up by exact code first, then by vocabulary (the part before ``//``), so a vocabulary can
+be sent to one modality with a few codes sent elsewhere (LOINC vitals are observations, not labs).
+
+>>> DEFAULT_MODALITIES.modality_of("ICD10CM//C34.11")
+<Modality.CONDITION: 'condition'>
+>>> DEFAULT_MODALITIES.modality_of("LOINC//8867-4"), DEFAULT_MODALITIES.modality_of("LOINC//718-7")
+(<Modality.OBSERVATION: 'observation'>, <Modality.LAB: 'lab'>)
+>>> ModalityTable.from_rules({"FOO": "lab"}, default=None).modality_of("BAR//1") is None
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+
+from vista.meds import schema
+
+
+class Modality(StrEnum):
+    """Kinds of timeline events; the declaration order is the order of the groups inside a timestamp."""
+
+    VISIT = "visit"
+    CONDITION = "condition"
+    OBSERVATION = "observation"
+    LAB = "lab"
+    MEDICATION = "medication"
+    PROCEDURE = "procedure"
+    NOTE = "note"
+    OTHER = "other"
+
+    @property
+    def tag(self) -> str:
+        """XML element name of one event."""
+        return self.value
+
+    @property
+    def group_tag(self) -> str:
+        """XML element name of the group holding this modality's events at one timestamp."""
+        return self.value + "s"
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+
+_RANK = {m: i for i, m in enumerate(Modality)}
+MODALITY_BY_TAG: Mapping[str, Modality] = MappingProxyType({m.tag: m for m in Modality})
+MODALITY_BY_GROUP_TAG: Mapping[str, Modality] = MappingProxyType({m.group_tag: m for m in Modality})
+
+
+@dataclass(frozen=True)
+class ModalityTable:
+    """Code → modality rules: ``codes`` (exact codes) win over ``vocabularies``; else ``default`` (None = error)."""
+
+    vocabularies: Mapping[str, Modality]
+    codes: Mapping[str, Modality] = field(default_factory=dict)
+    default: Modality | None = Modality.OTHER
+
+    @classmethod
+    def from_rules(cls, rules: Mapping[str, Modality | str], default: Modality | str | None = Modality.OTHER) -> ModalityTable:
+        """One mapping for both kinds of rule: keys with ``//`` are exact codes, others are vocabularies."""
+        vocabularies: dict[str, Modality] = {}
+        codes: dict[str, Modality] = {}
+        for key, value in rules.items():
+            try:
+                modality = Modality(value)
+            except ValueError:
+                raise ValueError(f"modality rule {key!r}: unknown modality {value!r}; choose from {[m.value for m in Modality]}") from None
+            (codes if schema.SEP in key else vocabularies)[key] = modality
+        return cls(vocabularies, codes, None if default is None else Modality(default))
+
+    def modality_of(self, code: str) -> Modality | None:
+        """The modality of ``code``, or None when no rule matches and there is no default."""
+        found = self.codes.get(code)
+        if found is None:
+            found = self.vocabularies.get(schema.vocabulary(code), self.default)
+        return found
+
+
+# LOINC vital signs and the smoking-status question: observations rather than lab results.
+_VITAL_LOINC = ("8867-4", "8480-6", "8462-4", "85354-9", "8310-5", "9279-1", "2708-6", "59408-5", "29463-7", "8302-2", "39156-5", "72166-2")
+# SNOMED CT smoking-status findings (never/ex/current/daily/occasional/light/heavy smoker, unknown).
+_SMOKING_SNOMED = (
+    "266919005",
+    "8517006",
+    "77176002",
+    "449868002",
+    "428041000124106",
+    "428061000124105",
+    "428071000124103",
+    "266927001",
+    "65568007",
+)
+
+DEFAULT_MODALITIES = ModalityTable(
+    vocabularies=MappingProxyType(
+        {
+            schema.ENCOUNTER_PREFIX: Modality.VISIT,
+            schema.ICD10CM: Modality.CONDITION,
+            schema.ICD9CM: Modality.CONDITION,
+            schema.SNOMED: Modality.CONDITION,
+            schema.LOINC: Modality.LAB,
+            schema.RXNORM: Modality.MEDICATION,
+            schema.CPT: Modality.PROCEDURE,
+            schema.HCPCS: Modality.PROCEDURE,
+            schema.NOTE_PREFIX: Modality.NOTE,
+            schema.DEATH_CODE: Modality.OBSERVATION,
+        }
+    ),
+    codes=MappingProxyType(
+        {f"{schema.LOINC}{schema.SEP}{c}": Modality.OBSERVATION for c in _VITAL_LOINC}
+        | {f"{schema.SNOMED}{schema.SEP}{c}": Modality.OBSERVATION for c in _SMOKING_SNOMED}
+    ),
+)
+"""The project's vocabulary (see `vista.meds.schema`): diagnoses are conditions, vitals and smoking status observations."""
