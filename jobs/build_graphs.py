@@ -122,8 +122,10 @@ def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
                               retry_failed=args.retry_failed)
             tracker = ProgressTracker("build-graphs", to_run=len(plan.todo), skipped_before=plan.skipped)
             actors = args.actors or max(1, int(runtime.cpus))
+            where = "local Ray" if runtime.started_locally else f"cluster {runtime.address}"
             console.print(f"[build-graphs] run {run_id}: {len(plan.selected)} selected, {plan.skipped} already done, "
-                          f"{len(plan.todo)} to run on {actors} actor(s) x {args.actor_cpus:g} CPU", markup=False, highlight=False)
+                          f"{len(plan.todo)} to run on {where} ({runtime.cpus:g} CPUs): {actors} actor(s) x "
+                          f"{args.actor_cpus:g} CPU", markup=False, highlight=False, soft_wrap=True)
             if plan.todo:
                 planned = keys_table(plan.todo)
                 if args.labels is not None:

@@ -46,7 +46,7 @@ def label_dataset(labels: Path, planned: pa.Table, block_rows: int):
     import ray.data
 
     present = [c for c in TASK_SCHEMA.names if c in pq.read_schema(labels).names]
-    ds = ray.data.read_parquet(str(labels), columns=present, num_cpus=LIGHT_TASK_CPUS)
+    ds = ray.data.read_parquet(str(labels), num_cpus=LIGHT_TASK_CPUS).select_columns(present)
     ds = ds.map_batches(keep_planned, fn_kwargs={"planned": planned}, batch_format="pyarrow", batch_size=None,
                         num_cpus=LIGHT_TASK_CPUS)
     return ds.repartition(target_num_rows_per_block=block_rows)

@@ -16,8 +16,9 @@ status row per patient and prints progress.
 
 Two-stage: the preprocessor agents run in their own actor pool (``--preprocess-actors``); a patient actor sends its
 chunks' filter calls there and awaits them (no blocking ``ray.get``), so one patient's chunks are filtered in
-parallel across the cluster and its chain starts as soon as they are back — no dataset-wide barrier, as a
-"explode chunks -> groupby patient" Ray Data pipeline would impose.
+parallel across the cluster and its chain starts as soon as they are back — without the dataset-wide barrier that
+an "explode chunks -> groupby patient" Ray Data pipeline would impose (a groupby waits for every chunk of every
+patient before the first chain can start).
 
 Resume: each patient's JSON is its done marker. Restarting the same command after any interruption (driver or
 actor killed) skips patients that have one and runs the rest; with the LLM response cache (``<out>/llm_cache`` by
@@ -201,6 +202,23 @@ def _check_inputs(args: argparse.Namespace) -> None:
     MedsDataset(args.dataset)  # a missing or empty dataset fails here, naming the path
 
 
+def check_llm(llm) -> None:
+    """Fail on the driver, in one line, when the LLM settings cannot work (missing key or model file), rather than
+    in every actor: an OpenAI-compatible backend is built (no request is sent), the embedded model file is located."""
+    from vista.llm import LLMConfigError
+
+    if llm.backend == "embedded":
+        from vista.llm.embedded import default_model_path
+
+        path = llm.model_path or default_model_path()
+        if not Path(path).is_file():
+            raise LLMConfigError(f"embedded backend: model file {path} does not exist")
+        return
+    from vista.llm import build_backend
+
+    build_backend(llm)
+
+
 def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
     """The whole job; returns its summary (also printed and written to ``OUT/summary.json``)."""
     console = console or Console(width=110)
@@ -209,6 +227,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
     _check_inputs(args)
     tasks = read_label_tasks(args.labels)
     settings = build_settings(args, run_id)
+    check_llm(settings.llm)
     out = settings.out
     store = MarkerStore(out, PATIENTS)
     with OutputLock(out):
@@ -228,7 +247,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
                 shutdown(runtime)
         else:
             console.print(f"[predict] run {run_id}: all {len(plan.selected)} selected tasks already have an output; "
-                          "consolidating only", markup=False)
+                          "consolidating only", markup=False, soft_wrap=True)
         report = consolidate(
             store, plan.selected, out / "predictions.parquet", parse=row_from_json, to_table=rows_to_table,
             schema=PREDICTION_SCHEMA, status_of=lambda row: row.status,
@@ -242,7 +261,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
     summary.print(console)
     if report.missing:
         console.print(f"[predict] {len(report.missing)} selected tasks have no output yet; rerun the same command to finish",
-                      markup=False)
+                      markup=False, soft_wrap=True)
     return summary
 
 
@@ -258,11 +277,12 @@ def _announce(console: Console, run_id: str, plan: TaskPlan, settings: PredictSe
         f"({settings.pipeline.variant.value}, {'any cancer' if settings.any_cancer else settings.pipeline.cancer}) on "
         f"{where} ({runtime.cpus:g} CPUs): {resources.actors} patient actor(s) x {resources.actor_cpus:g} CPU, "
         f"{resources.patients_per_actor} patients each{pool}; model {llm.model} ({llm.backend}, {endpoint})",
-        markup=False, highlight=False,
+        markup=False, highlight=False, soft_wrap=True,
     )
     if resources.cpus_needed > runtime.cpus:
         console.print(f"[predict] warning: the actors ask for {resources.cpus_needed:g} CPUs, the cluster has "
-                      f"{runtime.cpus:g}; they will start as CPUs become available (autoscaling) or not at all", markup=False)
+                      f"{runtime.cpus:g}; they will start as CPUs become available (autoscaling) or not at all",
+                      markup=False, soft_wrap=True)
 
 
 def _execute(args: argparse.Namespace, settings: PredictSettings, resources: ResourcePlan, plan: TaskPlan,

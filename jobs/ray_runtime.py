@@ -62,8 +62,8 @@ def connect(options: RayOptions) -> RayRuntime:
     from ray.data import DataContext
 
     address = options.address or os.environ.get("RAY_ADDRESS") or None
-    connected = not ray.is_initialized()
-    if not connected:  # already connected (e.g. a test session or a notebook): use that Ray, leave it running
+    connect_here = not ray.is_initialized()
+    if not connect_here:  # already connected (e.g. a test session or a notebook): use that Ray, leave it running
         started = False
     elif address:
         if options.num_cpus is not None:
@@ -77,7 +77,7 @@ def connect(options: RayOptions) -> RayRuntime:
     context.enable_progress_bars = options.ray_progress_bars
     context.print_on_execution_start = options.ray_progress_bars
     cpus = float(ray.cluster_resources().get("CPU", 0.0))
-    return RayRuntime(address=str(ray.get_runtime_context().gcs_address), started_locally=started, connected_here=connected,
+    return RayRuntime(address=str(ray.get_runtime_context().gcs_address), started_locally=started, connected_here=connect_here,
                       cpus=cpus)
 
 

@@ -74,9 +74,10 @@ def manager_answer(score: int = 7) -> Callable[[ChatRequest, int], dict]:
 
 
 def run(script: Script, config: PipelineConfig, record=None, *, max_concurrency: int = 4, cache_dir=None, max_reasks: int = 1,
-        context_window: int = 8192):
+        context_window: int = 8192, max_tokens: int = 2048):
     async def go():
-        llm = LLMConfig(max_reasks=max_reasks, max_retries=0, cache_dir=cache_dir, max_concurrency=max_concurrency)
+        llm = LLMConfig(max_reasks=max_reasks, max_retries=0, cache_dir=cache_dir, max_concurrency=max_concurrency,
+                        max_tokens=max_tokens)
         backend = ScriptedBackend(script, context_window=context_window)
         async with LLMGateway(llm, backend=backend) as gateway:
             result = await run_patient(record or lung_patient(n_visits=12), CATALOG, gateway, config, prediction_time=PREDICTION)
@@ -204,9 +205,9 @@ def test_the_manager_memory_is_left_truncated_when_it_does_not_fit_the_context()
                                  "event_ids": []} for d in range(4)]
         return answer
 
-    config = PipelineConfig(chunk_tokens=300, context_tokens=3600, memory_k=2, output_limits="compact")
+    config = PipelineConfig(chunk_tokens=300, context_tokens=8000, memory_k=2, output_limits="compact")
     script = Script(worker=chatty_worker, manager=manager_answer())
-    result, _ = run(script, config, lung_patient(n_visits=30))
+    result, _ = run(script, config, lung_patient(n_visits=30), max_tokens=4096)
     (_, user), = script.prompts("manager")
     shown = user.split("<memory_events>\n")[1].split("\n</memory_events>")[0].splitlines()
     assert result.truncated and 0 < len(shown) < result.memory_events
@@ -283,7 +284,7 @@ def test_single_agent_reads_everything_in_one_call_when_it_fits():
 
 def test_single_agent_left_truncates_a_long_record_and_says_so():
     script = Script(single_agent=manager_answer(4))
-    result, _ = run(script, PipelineConfig(variant=Variant.SINGLE_AGENT, context_tokens=2500), lung_patient(n_visits=40))
+    result, _ = run(script, PipelineConfig(variant=Variant.SINGLE_AGENT, context_tokens=2500), lung_patient(n_visits=40), max_tokens=1024)
     (system, user), = script.prompts("single_agent")
     assert result.truncated and "oldest events" in result.truncation_note
     assert "truncated_before=" in user and "left-truncated" in user

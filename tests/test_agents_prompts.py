@@ -8,7 +8,15 @@ import pytest
 from pydantic import ValidationError
 
 from trajonco.agents.prompts import AGENT_TEMPLATES, PromptContext, horizon_text, render_pair
-from trajonco.agents.schemas import COMPACT_LIMITS, STANDARD_LIMITS, ManagerOutput, WorkerOutput, output_models
+from trajonco.agents.schemas import (
+    COMPACT_LIMITS,
+    STANDARD_LIMITS,
+    ManagerOutput,
+    WorkerOutput,
+    fit_limits,
+    output_models,
+    worst_case_chars,
+)
 from trajonco.cancers import CANCERS, UnknownCancerError, applicable_cancers, get_cancer
 
 ALL_MODELS = [m for limits in (STANDARD_LIMITS, COMPACT_LIMITS) for m in (
@@ -121,3 +129,39 @@ def test_cancer_catalog():
     assert {c.key for c in applicable_cancers("F")} == set(CANCERS) - {"prostate"}
     assert {c.key for c in applicable_cancers(None)} == set(CANCERS)
     assert all(len(c.hints) >= 3 for c in CANCERS.values())
+
+
+def _largest_answer(schema: dict, defs: dict) -> object:
+    """The longest valid answer: every string at its max length, every list full, the longest enum value."""
+    if "$ref" in schema:
+        schema = defs[schema["$ref"].rsplit("/", 1)[-1]]
+    if "enum" in schema:
+        return max(schema["enum"], key=lambda v: len(str(v)))
+    kind = schema["type"]
+    if kind == "object":
+        return {k: _largest_answer(v, defs) for k, v in schema["properties"].items()}
+    if kind == "array":
+        return [_largest_answer(schema["items"], defs) for _ in range(schema["maxItems"])]
+    if kind == "integer":
+        return schema["maximum"]
+    if schema.get("format") == "date":
+        return "2020-01-01"
+    if "pattern" in schema:
+        return "e" + "9" * (schema["maxLength"] - 1)
+    return "x" * schema["maxLength"]
+
+
+@pytest.mark.parametrize("model", ALL_MODELS, ids=lambda m: m.__name__)
+def test_worst_case_chars_is_the_length_of_the_largest_valid_answer(model):
+    schema = model.model_json_schema()
+    largest = model.model_validate(_largest_answer(schema, schema.get("$defs", {})))
+    assert len(largest.model_dump_json()) == worst_case_chars(model)
+
+
+@pytest.mark.parametrize("max_tokens", [700, 1024, 2048, 4096])
+def test_fitted_compact_limits_never_exceed_the_answer_budget(max_tokens):
+    fitted = fit_limits(COMPACT_LIMITS, max_tokens)
+    models = output_models(fitted)
+    assert all(worst_case_chars(m) <= max_tokens for m in (models.worker, models.manager, models.preprocessor))
+    assert fitted.worker_events >= 1 and fitted.summary_chars <= COMPACT_LIMITS.summary_chars
+    assert (fitted == COMPACT_LIMITS) == (max_tokens >= 4096)

@@ -384,3 +384,38 @@ def test_bad_inputs_exit_with_one_clear_line(tmp_path, capsys):
     code = main(["--labels", str(tmp_path / "none.parquet"), "--dataset", str(tmp_path), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_any_cancer_row_keeps_the_strongest_cancer_and_every_score():
+    from trajonco.cancers import applicable_cancers
+    from trajonco.pipeline import run_any_cancer
+
+    record = lung_patient(n_visits=4)
+    context = RowContext(cancer="any", variant="one_stage", model="synthetic", run_id="r1")
+
+    async def main():
+        with usage_scope() as usage:
+            result = await run_any_cancer(record, CATALOG, JobGateway(gateway()), PipelineConfig(context_tokens=8192),
+                                          prediction_time=T0)
+            return result, usage
+
+    result, usage = asyncio.run(main())
+    row = row_from_result(TaskKey(record.subject_id, T0), None, result, usage, context, wall_s=1.0)
+    scores = json.loads(row.cancer_scores)
+    assert len(scores) == len(applicable_cancers("M")) and row.cancer == "any"
+    assert row.risk_score == max(s["risk_score"] for s in scores)
+    assert next(s for s in scores if s["cancer"] == row.strongest_cancer)["risk_score"] == row.risk_score
+    assert row.llm_calls == sum(u.calls for r in result.results for u in r.usage.values())
+
+
+def test_llm_settings_that_cannot_work_fail_on_the_driver(tmp_path, monkeypatch):
+    from jobs.predict import check_llm
+    from vista.llm import LLMConfigError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(LLMConfigError, match="needs an API key"):
+        check_llm(LLMConfig(backend="openai", model="gpt-4.1-mini"))
+    with pytest.raises(LLMConfigError, match="does not exist"):
+        check_llm(LLMConfig(model_path=tmp_path / "missing.gguf"))
+    check_llm(LLMConfig(backend="openai", base_url="http://127.0.0.1:9/v1", model="m"))
+    check_llm(LLMConfig())

@@ -332,3 +332,15 @@ def test_signal_and_workup_codes_also_occur_in_non_cases(data, subjects):
     }
     missing = [name for name, codes in concepts.items() if not (codes & ctrl_codes)]
     assert not missing, f"only cases get: {missing}"
+
+
+def test_a_failing_shard_is_reported_with_its_subjects(tmp_path, monkeypatch):
+    from vista.synth import SynthShardError, generator
+
+    def boom(*args, **kwargs):
+        raise ValueError("broken course")
+
+    monkeypatch.setattr(generator, "run_cases", boom)
+    with pytest.raises(SynthShardError, match=r"shard 0 \(subjects 1\.\.30\) failed: broken course"):
+        generate(SynthConfig(n_subjects=30, seed=1, workers=1), tmp_path, progress=False)
+    assert not (tmp_path / "ground_truth" / ".parts").exists()

@@ -40,7 +40,15 @@ from trajonco.agents.results import (
     Status,
     Variant,
 )
-from trajonco.agents.schemas import COMPACT_LIMITS, STANDARD_LIMITS, ManagerOutput, OutputLimits, OutputModels, output_models
+from trajonco.agents.schemas import (
+    COMPACT_LIMITS,
+    STANDARD_LIMITS,
+    ManagerOutput,
+    OutputLimits,
+    OutputModels,
+    fit_limits,
+    output_models,
+)
 from trajonco.agents.single_agent import run_single_agent
 from trajonco.cancers import CANCERS, CancerType, applicable_cancers, get_cancer
 from trajonco.chunking import Chunk, chunk_timeline
@@ -75,7 +83,8 @@ class PipelineConfig(BaseModel):
     cancer_hints: bool = Field(False, description="add the cancer's known risk factors to the prompts (the paper's prompts "
                                "have no cancer-specific knowledge, hence off by default)")
     output_limits: Literal["auto", "standard", "compact"] = Field("auto", description="bounds of the agents' answers; auto: "
-                                                                  "compact below a 32k-token context, else standard")
+                                                                  "compact below a 32k-token context, else standard; compact "
+                                                                  "bounds shrink until the longest answer fits max_tokens")
     context_tokens: int | None = Field(None, ge=1024, description="the model's context window; None: ask the gateway")
     context_safety: float = Field(0.8, gt=0.1, le=1.0, description="share of the context window prompts may plan to fill "
                                   "(slack for tokenizers that count more tokens than cl100k: SmolLM2 counts ~1.2x)")
@@ -128,10 +137,11 @@ def default_prediction_time(record: PatientRecord) -> datetime:
 
 
 def _limits(config: PipelineConfig, facts: GatewayFacts) -> OutputLimits:
+    """Standard bounds for large models; compact ones, shrunk to fit the answer budget, for small models."""
     if config.output_limits == "standard":
         return STANDARD_LIMITS
     if config.output_limits == "compact" or facts.context_tokens < COMPACT_CONTEXT_BELOW:
-        return COMPACT_LIMITS
+        return fit_limits(COMPACT_LIMITS, facts.output_tokens)
     return STANDARD_LIMITS
 
 

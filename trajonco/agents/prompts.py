@@ -7,7 +7,7 @@ braces in the text need no escaping; a missing placeholder raises instead of lea
 >>> from trajonco.cancers import CANCERS
 >>> ctx = PromptContext(CANCERS["lung"], date(2021, 6, 30), horizon_days=365)
 >>> system, user = render_pair("preprocessor", ctx, chunk_xml="<patient/>", chunk_number=1, n_chunks=2)
->>> "lung cancer within the next 1 year" in system, "<patient/>" in user
+>>> "lung cancer within 1 year?" in system, "<patient/>" in user
 (True, True)
 >>> horizon_text(182), horizon_text(730), horizon_text(45)
 ('6 months', '2 years', '45 days')

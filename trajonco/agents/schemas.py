@@ -13,11 +13,21 @@ True
 600
 >>> WorkerOutput.model_json_schema()["additionalProperties"]
 False
+
+A schema-constrained small model can spend one token per character (digits are single tokens in SmolLM2's
+vocabulary), so `fit_limits` shrinks bounds until the longest valid answer fits the answer budget:
+
+>>> worst_case_chars(models.worker) > 1024
+True
+>>> fitted = fit_limits(COMPACT_LIMITS, max_tokens=1024)
+>>> max(worst_case_chars(m) for m in (output_models(fitted).worker, output_models(fitted).manager)) <= 1024
+True
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, fields, replace
 from datetime import date
 from enum import StrEnum
 from functools import lru_cache
@@ -27,7 +37,7 @@ import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
 
 EVENT_ID_PATTERN = r"^e[0-9]{1,9}$"
-EventId = Annotated[str, StringConstraints(pattern=EVENT_ID_PATTERN)]
+EventId = Annotated[str, StringConstraints(pattern=EVENT_ID_PATTERN, max_length=10)]
 """A timeline element id, ``e<k>`` (k = row offset of the event inside the patient's MEDS block)."""
 
 
@@ -138,3 +148,47 @@ def output_models(limits: OutputLimits) -> OutputModels:
     preprocessor = _tightened(PreprocessorOutput, prefix, relevant_event_ids=limits.preprocessor_ids,
                               rationale=limits.rationale_chars)
     return OutputModels(limits, worker, manager, preprocessor)
+
+
+def worst_case_chars(model: type[BaseModel]) -> int:
+    """Length of the longest whitespace-free JSON answer ``model`` accepts (an upper bound on its tokens)."""
+    schema = model.model_json_schema()
+    defs = schema.get("$defs", {})
+
+    def size(node: dict) -> int:
+        if "$ref" in node:
+            node = defs[node["$ref"].rsplit("/", 1)[-1]]
+        if "enum" in node:
+            return max(len(json.dumps(v)) for v in node["enum"])
+        kind = node.get("type")
+        if kind == "object":
+            props = node["properties"]
+            return 2 + sum(len(json.dumps(k)) + 1 + size(v) for k, v in props.items()) + max(0, len(props) - 1)
+        if kind == "array":
+            n = node["maxItems"]
+            return 2 + n * size(node["items"]) + max(0, n - 1)
+        if kind == "string":
+            return 2 + (10 if node.get("format") == "date" else node["maxLength"])
+        if kind == "integer":
+            return len(str(node["maximum"]))
+        raise ValueError(f"{model.__name__}: no size bound for schema {node}")
+
+    return size(schema)
+
+
+@lru_cache(maxsize=64)
+def fit_limits(limits: OutputLimits, max_tokens: int) -> OutputLimits:
+    """``limits`` scaled down (every bound by the same factor, at least 1) until each agent's longest answer has at
+    most ``max_tokens`` characters, so a model writing one token per character is never cut off."""
+    def longest(candidate: OutputLimits) -> int:
+        models = output_models(candidate)
+        return max(worst_case_chars(m) for m in (models.worker, models.manager, models.preprocessor))
+
+    factor, fitted = 1.0, limits
+    while longest(fitted) > max_tokens:
+        factor *= 0.9
+        if factor < 0.01:
+            raise ValueError(f"max_tokens={max_tokens} cannot hold even the smallest answers; raise it")
+        scaled = {f.name: max(1, int(getattr(limits, f.name) * factor)) for f in fields(limits) if f.name != "name"}
+        fitted = replace(limits, name=f"{limits.name}{int(factor * 100)}", **scaled)
+    return fitted

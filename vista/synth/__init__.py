@@ -18,6 +18,6 @@ Modules: `catalog` (codes), `conditions` (risk factors), `cancers` (the 15 profi
 """
 
 from vista.synth.config import SplitFractions, SynthConfig
-from vista.synth.generator import SynthOutputError, SynthSummary, generate
+from vista.synth.generator import SynthOutputError, SynthShardError, SynthSummary, generate
 
-__all__ = ["SplitFractions", "SynthConfig", "SynthOutputError", "SynthSummary", "generate"]
+__all__ = ["SplitFractions", "SynthConfig", "SynthOutputError", "SynthShardError", "SynthSummary", "generate"]

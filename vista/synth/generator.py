@@ -73,6 +73,10 @@ class SynthOutputError(RuntimeError):
     """The output directory cannot be used (names the directory and why)."""
 
 
+class SynthShardError(RuntimeError):
+    """Generating one shard failed (names the shard and its subject range; the cause is chained)."""
+
+
 class SynthSummary(BaseModel):
     """What one `generate` call produced and how fast."""
 
@@ -194,15 +198,22 @@ def _sort_key(rows: Rows, split_of: np.ndarray, subject_id: np.ndarray) -> np.nd
     return (rank[rows.subject] << 46) | (minutes << 19) | (rows.order.astype(np.int64) << 17) | rows.code.astype(np.int64)
 
 
-def generate_shard(config: SynthConfig, shard: int, out_dir: str) -> ShardResult:
-    """Generate, sort and write one shard's data files and ground-truth parts."""
-    out = Path(out_dir)
-    n = min(config.shard_size, config.n_subjects - shard * config.shard_size)
+@dataclass(slots=True)
+class _ShardRows:
+    """A shard's rows after sorting and de-duplication, with where each tagged row ended up."""
+
+    rows: Rows
+    split_of: np.ndarray
+    r_split: np.ndarray
+    tag_pos: np.ndarray
+    first_of_subject: np.ndarray
+
+
+def _simulate(config: SynthConfig, shard: int, n: int):
+    """Population, oncology courses, background care and all rows of one shard (unsorted)."""
     rng = np.random.default_rng([config.seed, shard])
     ids = code_ids()
-    vocab = vocabulary()
     w0, w1 = to_days(config.window_start), to_days(config.window_end) + 1.0 - 1e-6
-
     pop = sample_population(config, rng, shard * config.shard_size, n)
     signals = sample_signals(pop, rng)
     drifts = sample_drifts(pop, rng)
@@ -221,50 +232,67 @@ def generate_shard(config: SynthConfig, shard: int, out_dir: str) -> ShardResult
     death_tags = _static_rows(pop, writer, _peek(rb))
     rows = rb.build()
     _remap_codes(rows)
+    return pop, rows, texts, writer.n_tags, truths, rule_outs, death_tags
 
-    # sort: split, subject, time (static first), order, code, generation order
-    split_of = _assign_splits(config, shard, n)
+
+def _sort_rows(config: SynthConfig, shard: int, pop: Population, rows: Rows, n_tags: int) -> _ShardRows:
+    """Sort by (split, subject, time, order, code), merge duplicate value-less rows, locate tagged rows."""
+    split_of = _assign_splits(config, shard, pop.n)
     perm = np.argsort(_sort_key(rows, split_of, pop.subject_id), kind="stable")
     rows = rows.take(perm)
-    r_split = split_of[rows.subject]
     same = np.zeros(len(rows), dtype=bool)
     if len(rows) > 1:
         same[1:] = ((rows.subject[1:] == rows.subject[:-1]) & (rows.time[1:] == rows.time[:-1]) & (rows.code[1:] == rows.code[:-1])
                     & np.isnan(rows.numeric[1:]) & np.isnan(rows.numeric[:-1]) & (rows.text[1:] < 0) & (rows.text[:-1] < 0))
     keep = ~same
-    final_pos = np.cumsum(keep) - 1
-    tag_pos = np.full(writer.n_tags, -1, dtype=np.int64)
+    final_pos = np.cumsum(keep) - 1  # a merged row maps onto the row it duplicated
+    tag_pos = np.full(n_tags, -1, dtype=np.int64)
     tagged = rows.tag >= 0
     tag_pos[rows.tag[tagged]] = final_pos[tagged]
     rows = rows.take(np.flatnonzero(keep))
-    r_split = r_split[keep]
-
-    # positions inside each file and inside each subject's block
-    first_of_subject = np.full(n, -1, dtype=np.int64)
+    first_of_subject = np.full(pop.n, -1, dtype=np.int64)
     starts = np.flatnonzero(np.concatenate([[True], rows.subject[1:] != rows.subject[:-1]]))
     first_of_subject[rows.subject[starts]] = starts
+    return _ShardRows(rows, split_of, split_of[rows.subject], tag_pos, first_of_subject)
+
+
+def _write_data(config: SynthConfig, shard: int, out: Path, pop: Population, sr: _ShardRows, texts: list[str]) -> int:
+    """One MEDS data file per split of the shard; returns how many were written."""
+    rows = sr.rows
     texts_arr = pa.array(texts, type=pa.large_string())
-    codes_arr = pa.array(vocab.codes, type=pa.string())
-    data_files = 0
+    codes_arr = pa.array(vocabulary().codes, type=pa.string())
+    written = 0
     for s_idx, split in enumerate(SPLITS):
-        lo, hi = np.searchsorted(r_split, [s_idx, s_idx + 1])
+        lo, hi = np.searchsorted(sr.r_split, [s_idx, s_idx + 1])
         if hi <= lo:
             continue
         part = rows.take(np.arange(lo, hi))
-        time_col = pa.array(part.time, type=pa.int64(), mask=part.time == STATIC_TIME).cast(pa.timestamp("us"))
-        text_idx = pa.array(part.text, type=pa.int32(), mask=part.text < 0)
         table = pa.table({
             schema.SUBJECT_ID: pa.array(pop.subject_id[part.subject], pa.int64()),
-            schema.TIME: time_col,
+            schema.TIME: pa.array(part.time, type=pa.int64(), mask=part.time == STATIC_TIME).cast(pa.timestamp("us")),
             schema.CODE: codes_arr.take(pa.array(part.code, pa.int32())),
             schema.NUMERIC_VALUE: pa.array(part.numeric, type=pa.float32(), mask=np.isnan(part.numeric)),
-            schema.TEXT_VALUE: texts_arr.take(text_idx),
+            schema.TEXT_VALUE: texts_arr.take(pa.array(part.text, type=pa.int32(), mask=part.text < 0)),
         }, schema=schema.DATA_SCHEMA)
         write_data_shard(table, out / schema.DATA_DIR / split / f"{shard}.parquet", compression=config.compression)
-        data_files += 1
+        written += 1
+    return written
+
+
+def generate_shard(config: SynthConfig, shard: int, out_dir: str) -> ShardResult:
+    """Generate, sort and write one shard's data files and ground-truth parts."""
+    out = Path(out_dir)
+    n = min(config.shard_size, config.n_subjects - shard * config.shard_size)
+    ids = code_ids()
+    vocab = vocabulary()
+    pop, rows, texts, n_tags, truths, rule_outs, death_tags = _simulate(config, shard, n)
+    sr = _sort_rows(config, shard, pop, rows, n_tags)
+    data_files = _write_data(config, shard, out, pop, sr, texts)
+    rows, split_of, tag_pos, first_of_subject = sr.rows, sr.split_of, sr.tag_pos, sr.first_of_subject
 
     # ground truth
-    result = ShardResult(shard, n, len(rows), int(np.count_nonzero(rows.text >= 0)), data_files, pid=os.getpid())
+    n_notes = int(np.count_nonzero(np.isin(rows.code, list(ids.note.values()))))
+    result = ShardResult(shard, n, len(rows), n_notes, data_files, pid=os.getpid())
     event_of_tag = np.where(tag_pos >= 0, tag_pos - first_of_subject[rows.subject[np.maximum(tag_pos, 0)]], -1)
 
     def eids(tags) -> list[str]:
@@ -453,19 +481,34 @@ def generate(config: SynthConfig, out_dir: str | os.PathLike, progress: bool = T
     results: dict[int, ShardResult] = {}
     bar = tqdm(total=n_shards, desc="synth shards", unit="shard", disable=not progress, file=sys.stderr)
     code_infos = None
-    if workers <= 1:
-        for k in range(n_shards):
-            results[k] = generate_shard(config, k, str(out))
-            bar.update(1)
-    else:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-            futures = {pool.submit(generate_shard, config, k, str(out)): k for k in range(n_shards)}
-            code_infos = code_metadata()  # the parent's own work, done while the workers generate
-            for fut in as_completed(futures):
-                res = fut.result()
-                results[res.shard] = res
+    def failed(k: int, exc: BaseException) -> SynthShardError:
+        shutil.rmtree(out / _PARTS, ignore_errors=True)
+        first = k * config.shard_size + 1
+        return SynthShardError(f"{out}: shard {k} (subjects {first}..{min(first + config.shard_size - 1, config.n_subjects)}) failed: {exc}")
+
+    try:
+        if workers <= 1:
+            for k in range(n_shards):
+                try:
+                    results[k] = generate_shard(config, k, str(out))
+                except Exception as exc:
+                    raise failed(k, exc) from exc
                 bar.update(1)
-    bar.close()
+        else:
+            with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+                futures = {pool.submit(generate_shard, config, k, str(out)): k for k in range(n_shards)}
+                code_infos = code_metadata()  # the parent's own work, done while the workers generate
+                for fut in as_completed(futures):
+                    try:
+                        res = fut.result()
+                    except Exception as exc:
+                        for other in futures:
+                            other.cancel()
+                        raise failed(futures[fut], exc) from exc
+                    results[res.shard] = res
+                    bar.update(1)
+    finally:
+        bar.close()
 
     # ground truth and metadata, in shard order
     parts = out / _PARTS

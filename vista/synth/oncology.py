@@ -592,8 +592,6 @@ class CaseCourse:
             lt.end = c_end
             gap = self.rng.uniform(21, 42) if comp.kind in (SURGERY, TRANSPLANT) else self.rng.uniform(14, 35)
             cursor = c_end + gap
-        if lt.end is None:
-            lt.end = None
         if plan.intent == "curative" and lt.end is not None and lt.end < stop:
             lt.end_reason = "completed"
             self.restage(lt.end + self.rng.uniform(21, 45), "NED" if self.rng.random() < 0.8 else "CR")
@@ -703,8 +701,7 @@ class CaseCourse:
                     self.ecog_row(vid, t, day)
                 if k == 1 or rng.random() < 0.3:
                     cycle = k if comp.kind == INFUSION else None
-                    label = comp.label if comp.kind != OBSERVATION else comp.label
-                    w.note(i, vid, t, "PROGRESS", notes.treatment_visit_note(rng, _date(day), label, cycle, self.ecog, None))
+                    w.note(i, vid, t, "PROGRESS", notes.treatment_visit_note(rng, _date(day), comp.label, cycle, self.ecog, None))
                 last = day
                 if intent == "palliative" and day >= next_restage and comp.kind != OBSERVATION:
                     self.restage(day + rng.uniform(1, 6), "PR" if rng.random() < 0.4 else "SD")

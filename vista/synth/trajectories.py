@@ -321,24 +321,32 @@ def generate_visit_rows(ctx: ShardContext, rng: np.random.Generator, v: Visits, 
     em.emit(sel, ids.dx["history_tobacco"], 15)
 
     # chronic conditions and their medications
+    documented_subjects = {j: np.flatnonzero(pop.documented[:, j]) for j in range(len(CONDITION_LIST))}
+    visits_of = np.argsort(subj, kind="stable")
+    first_visit = np.searchsorted(subj[visits_of], np.arange(pop.n + 1))
     for j, spec in enumerate(CONDITION_LIST):
-        active = pop.documented[subj, j] & (pop.onset[subj, j] <= day)
-        if not active.any():
+        who = documented_subjects[j]
+        if len(who) == 0:
             continue
-        p = np.minimum(spec.p_per_visit * CODE_FACTOR[kind], 0.95)
-        em.emit(np.flatnonzero(active & (u() < p)), ids.dx[spec.dx], 15)
+        # visits of the subjects who have it documented, then those after its onset
+        cand = np.concatenate([visits_of[first_visit[s]:first_visit[s + 1]] for s in who]) if len(who) < 64 else \
+            np.flatnonzero(pop.documented[subj, j])
+        active = cand[pop.onset[subj[cand], j] <= day[cand]]
+        if len(active) == 0:
+            continue
+        k = kind[active]
+        p = np.minimum(spec.p_per_visit * CODE_FACTOR[k], 0.95)
+        em.emit(active[rng.random(len(active)) < p], ids.dx[spec.dx], 15)
         if spec.meds:
-            med = pop.medication[subj, j]
-            on = active & (med >= 0) & (day >= pop.onset[subj, j] + 14) & (u() < 0.45 * MED_FACTOR[kind])
-            sel = np.flatnonzero(on)
+            med = pop.medication[subj[active], j]
+            on = (med >= 0) & (day[active] >= pop.onset[subj[active], j] + 14) & (rng.random(len(active)) < 0.45 * MED_FACTOR[k])
             med_ids = np.array([ids.med[m] for m in spec.meds])
-            em.emit(sel, med_ids[med[sel]], 20)
-        chronic_visit = active & ((kind == K_CHRONIC) | ((kind == K_WELLNESS) & (u() < 0.5)))
+            em.emit(active[on], med_ids[med[on]], 20)
+        chronic_visit = active[(k == K_CHRONIC) | ((k == K_WELLNESS) & (rng.random(len(active)) < 0.5))]
         for panel, p in CONDITION_PANELS.get(spec.key, ()):
-            hit = chronic_visit & (u() < 0.75 * p)
-            panels[hit] |= PANEL_BIT[panel]
+            panels[chronic_visit[rng.random(len(chronic_visit)) < 0.75 * p]] |= PANEL_BIT[panel]
         for proc, p in CONDITION_PROCS.get(spec.key, ()):
-            hit = np.flatnonzero(chronic_visit & (u() < p))
+            hit = chronic_visit[rng.random(len(chronic_visit)) < p]
             em.emit(hit, ids.proc[proc], 25)
             if proc == "us_abdomen":
                 _imaging_notes(ctx, rng, em, hit, proc, "cirrhosis_surveillance")

@@ -1,0 +1,41 @@
+"""The TrajOnco benchmark reproduction report: cohorts, baselines, agents, sensitivity analyses, latency and cost.
+
+``reproduce(ReportSettings(out=...), agent_runner=...)`` writes ``report.html`` (one self-contained file with
+embedded figures), ``results.json`` (every number) and ``figures/*.png``. ``python -m jobs.report`` is the
+command-line entry point that also runs the agents through ``jobs.predict``.
+
+Modules: `settings` (what a report covers), `dataset` (synthetic or given MEDS data), `cohort_tasks` and
+`parallel` (per-cohort work in worker processes), `timelines` (XML sizes, left-truncation windows),
+`characteristics` (Table 1), `predictions` (prediction files as models), `profile` (latency/cost, Pareto front),
+`realism` (the plain-words verdict), `figures`, `tables`, `html`, `sections`, `reproduce` (orchestration).
+"""
+
+from benchmarks.report.errors import ReportError, ReportInputError
+from benchmarks.report.profile import pareto_front
+from benchmarks.report.reproduce import (
+    AgentRequest,
+    AgentRun,
+    AgentRunner,
+    ReportOutcome,
+    ReportResults,
+    load_results,
+    reproduce,
+)
+from benchmarks.report.sections import SECTION_IDS
+from benchmarks.report.settings import PredictionSource, ReportSettings
+
+__all__ = [
+    "SECTION_IDS",
+    "AgentRequest",
+    "AgentRun",
+    "AgentRunner",
+    "PredictionSource",
+    "ReportError",
+    "ReportInputError",
+    "ReportOutcome",
+    "ReportResults",
+    "ReportSettings",
+    "load_results",
+    "pareto_front",
+    "reproduce",
+]

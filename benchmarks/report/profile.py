@@ -1,0 +1,235 @@
+"""Latency and cost profile of the agents from their prediction files (and usage records), and model selection.
+
+From each ``jobs.predict`` prediction file: runtime per patient (``latency_total_s``: timeline to final answer;
+``wall_s`` adds reading the record) overall, per stage (preprocessor / workers / manager / single agent) and by EHR
+length (XML tokens, chunks); tokens and dollars per patient. Per agent role, calls and tokens come from the
+per-patient JSON files next to the prediction file (``patients/``) or from `vista.llm.UsageLedger` files.
+
+Model selection puts each run on AUROC vs median runtime vs median cost and marks the Pareto front: the runs no
+other run beats on all three (higher AUROC, lower runtime, lower cost) at once.
+
+>>> pareto_front([(0.80, 10.0, 0.010), (0.78, 5.0, 0.002), (0.75, 6.0, 0.003), (0.80, 12.0, 0.010)])
+[True, True, False, False]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from pydantic import BaseModel, Field
+
+from benchmarks.report.errors import ReportInputError
+from benchmarks.report.predictions import LoadedPredictions
+from benchmarks.report.results import ModelResult, Quantiles
+from vista.llm import UsageLedger
+
+STAGES = {"preprocess": "latency_preprocess_s", "workers": "latency_workers_s", "manager": "latency_manager_s",
+          "single_agent": "latency_single_agent_s"}
+USAGE_COLUMNS = ("latency_total_s", "wall_s", "prompt_tokens", "completion_tokens", "cost_usd", "llm_calls",
+                 "cache_hits", "status", "timeline_tokens", "n_chunks")
+TOKEN_BINS = (0, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000)
+CHUNK_BINS = (1, 2, 3, 5, 9, 17, 33)
+
+
+def pareto_front(points: Sequence[tuple[float, float, float]]) -> list[bool]:
+    """Which (AUROC, runtime, cost) points no other point dominates (≥ AUROC, ≤ runtime, ≤ cost, one strictly)."""
+    values = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    oriented = values * np.array([-1.0, 1.0, 1.0])  # all three: lower is better
+    on_front = []
+    for i in range(len(values)):
+        others = np.delete(oriented, i, axis=0)
+        dominated = np.any(np.all(others <= oriented[i], axis=1) & np.any(others < oriented[i], axis=1))
+        on_front.append(not bool(dominated))
+    return on_front
+
+
+class LengthBin(BaseModel):
+    """Runtime of the patients whose EHR length falls in one bin."""
+
+    label: str
+    low: int
+    high: int | None
+    n: int
+    runtime_s: Quantiles
+
+
+class AgentRole(BaseModel):
+    """Calls and tokens of one agent role over a run (from per-patient results or a usage ledger)."""
+
+    run: str
+    agent: str
+    patients: int | None = Field(None, description="patients with a call of this role (per-patient files only)")
+    calls: int
+    cache_hits: int
+    failed: int
+    prompt_tokens: int
+    completion_tokens: int
+    model_seconds: float = Field(description="summed latency of the calls")
+
+
+class RunProfile(BaseModel):
+    """Latency, tokens and cost per patient of one prediction run."""
+
+    name: str
+    llm_model: str | None
+    variant: str | None
+    source: str
+    patients: int
+    statuses: dict[str, int]
+    profiled: int = Field(description="patients in the runtime figures (those with no cached call)")
+    cached_patients: int = Field(description="patients answered at least partly from the LLM response cache")
+    runtime_s: Quantiles = Field(description="latency_total_s: timeline → final answer")
+    wall_s: Quantiles = Field(description="the task's wall time in its actor, reading the record included")
+    stages: dict[str, Quantiles] = Field(description="seconds per stage the variant runs")
+    prompt_tokens: Quantiles
+    completion_tokens: Quantiles
+    total_tokens: Quantiles
+    cost_usd: Quantiles
+    total_cost_usd: float
+    unpriced_calls: int
+    llm_calls: Quantiles
+    timeline_tokens: Quantiles
+    chunks: Quantiles
+    by_tokens: list[LengthBin]
+    by_chunks: list[LengthBin]
+    agents: list[AgentRole] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class SelectionPoint(BaseModel):
+    """One run in the model-selection view."""
+
+    name: str
+    llm_model: str | None
+    variant: str | None
+    auroc: float
+    median_runtime_s: float
+    median_cost_usd: float
+    on_pareto_front: bool
+
+
+def _quantiles(frame: pl.DataFrame, column: str) -> Quantiles:
+    return Quantiles.of(frame[column].cast(pl.Float64).to_numpy()) if column in frame.columns else Quantiles(n=0)
+
+
+def _bins(frame: pl.DataFrame, column: str, edges: Sequence[int], unit: str, *, counts: bool = False) -> list[LengthBin]:
+    """Runtime quantiles per bin [low, high) of ``column``; empty bins are left out. ``counts``: integer labels."""
+    out = []
+    values = frame[column].cast(pl.Float64).to_numpy()
+    runtime = frame["latency_total_s"].cast(pl.Float64).to_numpy()
+    bounds = list(edges) + [None]
+    for low, high in zip(bounds[:-1], bounds[1:]):
+        inside = (values >= low) & (values < high if high is not None else True)
+        if not inside.any():
+            continue
+        if high is None:
+            label = f"≥ {low:,} {unit}"
+        elif counts:
+            single = unit.removesuffix("s") if low == 1 else unit
+            label = f"{low} {single}" if high == low + 1 else f"{low}–{high - 1} {unit}"
+        else:
+            label = f"{low:,}–{high:,} {unit}"
+        out.append(LengthBin(label=label, low=int(low), high=high, n=int(inside.sum()),
+                             runtime_s=Quantiles.of(runtime[inside])))
+    return out
+
+
+def has_usage(frame: pl.DataFrame) -> bool:
+    """Whether a prediction file carries the agents' usage and latency columns (``jobs.predict`` output)."""
+    return all(column in frame.columns for column in USAGE_COLUMNS)
+
+
+def run_profile(loaded: LoadedPredictions) -> RunProfile:
+    """The latency/cost profile of one ``jobs.predict`` prediction file."""
+    frame = loaded.frame
+    source = str(loaded.source.path)
+    missing = [c for c in USAGE_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ReportInputError(source, f"has no usage/latency columns {missing}: not a jobs.predict file",
+                               field=missing[0])
+    statuses = dict(sorted(frame.group_by("status").len().iter_rows()))
+    ran = frame.filter(pl.col("latency_total_s").is_not_null())
+    fresh = ran.filter(pl.col("cache_hits") == 0)
+    notes = []
+    cached = ran.height - fresh.height
+    if cached:
+        notes.append(f"{cached} of {ran.height} patients were answered at least partly from the LLM response cache; "
+                     "their runtimes are left out (tokens of cached calls count 0)")
+    errors = frame.height - ran.height
+    if errors:
+        notes.append(f"{errors} patients have no latency (their task raised: see the status column)")
+    stages = {}
+    for stage, column in STAGES.items():
+        if column in fresh.columns and fresh[column].fill_null(0.0).max() not in (None, 0.0):
+            stages[stage] = _quantiles(fresh, column)
+    total = fresh.with_columns(total_tokens=pl.col("prompt_tokens") + pl.col("completion_tokens"))
+    return RunProfile(
+        name=loaded.name, llm_model=loaded.llm_model, variant=loaded.variant, source=source, patients=frame.height,
+        statuses={str(k): int(v) for k, v in statuses.items()}, profiled=fresh.height, cached_patients=cached,
+        runtime_s=_quantiles(fresh, "latency_total_s"), wall_s=_quantiles(fresh, "wall_s"), stages=stages,
+        prompt_tokens=_quantiles(total, "prompt_tokens"), completion_tokens=_quantiles(total, "completion_tokens"),
+        total_tokens=_quantiles(total, "total_tokens"), cost_usd=_quantiles(fresh, "cost_usd"),
+        total_cost_usd=float(frame["cost_usd"].fill_null(0.0).sum()),
+        unpriced_calls=int(frame["unpriced_calls"].fill_null(0).sum()) if "unpriced_calls" in frame.columns else 0,
+        llm_calls=_quantiles(fresh, "llm_calls"), timeline_tokens=_quantiles(ran, "timeline_tokens"),
+        chunks=_quantiles(ran, "n_chunks"),
+        by_tokens=_bins(fresh.drop_nulls("timeline_tokens"), "timeline_tokens", TOKEN_BINS, "tokens"),
+        by_chunks=_bins(fresh.drop_nulls("n_chunks"), "n_chunks", CHUNK_BINS, "chunks", counts=True),
+        agents=agent_roles_from_patient_files(loaded.name, Path(loaded.source.path).parent / "patients"),
+        notes=notes,
+    )
+
+
+def agent_roles_from_patient_files(run: str, folder: Path) -> list[AgentRole]:
+    """Per-role calls and tokens summed over the per-patient JSON files of a ``jobs.predict`` output folder."""
+    if not folder.is_dir():
+        return []
+    totals: dict[str, dict[str, float]] = {}
+    patients: dict[str, int] = {}
+    for path in sorted(folder.rglob("*.json")):
+        try:
+            result = json.loads(path.read_bytes()).get("result")
+        except (ValueError, OSError) as exc:
+            raise ReportInputError(str(path), f"not a per-patient result file ({exc})") from None
+        if not isinstance(result, dict):
+            continue
+        parts = result.get("results") if "results" in result else [result]  # any-cancer: one result per cancer
+        seen = set()
+        for part in parts or []:
+            for agent, usage in (part.get("usage") or {}).items():
+                t = totals.setdefault(agent, {})
+                for key in ("calls", "cache_hits", "failed", "prompt_tokens", "completion_tokens", "model_seconds"):
+                    t[key] = t.get(key, 0.0) + float(usage.get(key, 0))
+                seen.add(agent)
+        for agent in seen:
+            patients[agent] = patients.get(agent, 0) + 1
+    return [AgentRole(run=run, agent=agent, patients=patients[agent], calls=int(t["calls"]),
+                      cache_hits=int(t["cache_hits"]), failed=int(t["failed"]), prompt_tokens=int(t["prompt_tokens"]),
+                      completion_tokens=int(t["completion_tokens"]), model_seconds=round(t["model_seconds"], 3))
+            for agent, t in sorted(totals.items())]
+
+
+def agent_roles_from_ledger(path: Path) -> list[AgentRole]:
+    """Per-role totals of a `vista.llm.UsageLedger` saved as parquet or JSON."""
+    try:
+        ledger = UsageLedger.from_json(path) if path.suffix == ".json" else UsageLedger.from_parquet(path)
+    except (ValueError, OSError, TypeError, KeyError, pl.exceptions.PolarsError) as exc:
+        raise ReportInputError(str(path), f"not a usage ledger ({' '.join(str(exc).split())})") from None
+    return [AgentRole(run=path.name, agent=s.group, calls=s.calls, cache_hits=s.cache_hits, failed=s.failed_calls,
+                      prompt_tokens=s.prompt_tokens, completion_tokens=s.completion_tokens,
+                      model_seconds=round(s.latency_s_total, 3)) for s in ledger.summarise("agent")]
+
+
+def selection_view(profiles: Sequence[RunProfile], results: Sequence[ModelResult]) -> list[SelectionPoint]:
+    """AUROC vs median runtime vs median cost of each profiled run that was evaluated, with the Pareto front."""
+    auroc = {r.source: r.evaluation.auroc.value for r in results if r.source is not None}
+    usable = [p for p in profiles if p.source in auroc and p.runtime_s.median is not None]
+    points = [(auroc[p.source], float(p.runtime_s.median), float(p.cost_usd.median or 0.0)) for p in usable]
+    front = pareto_front(points) if points else []
+    return [SelectionPoint(name=p.name, llm_model=p.llm_model, variant=p.variant, auroc=a, median_runtime_s=r,
+                           median_cost_usd=c, on_pareto_front=f)
+            for p, (a, r, c), f in zip(usable, points, front)]

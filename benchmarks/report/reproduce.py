@@ -1,0 +1,336 @@
+"""Orchestrate a reproduction report: dataset → cohorts → baselines → sensitivity analyses → agents → HTML.
+
+`reproduce(settings, agent_runner=...)` computes every number (`ReportResults`, also written to
+``results.json``), renders ``report.html`` and the figures' PNG files under ``settings.out``. The cohort work runs
+in worker processes (`benchmarks.report.parallel`); the agents run afterwards, on an idle machine, so their latency
+profile is not inflated by the baselines' load. Running the agents is the caller's business (``jobs.report``
+wires ``jobs.predict``): this package never imports ``jobs``; it hands an `AgentRequest` to ``agent_runner``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+from pydantic import BaseModel, Field
+
+from baselines import ModelScores, StratumResult, stratified_results
+from benchmarks.report.cohort_tasks import CohortOutcome, CohortTask, TruncationOutcome, TruncationTask
+from benchmarks.report.dataset import DatasetSource, ensure_dataset
+from benchmarks.report.errors import ReportError, ReportInputError
+from benchmarks.report.parallel import TaskRunner
+from benchmarks.report.predictions import LoadedPredictions, evaluate_predictions, load_predictions
+from benchmarks.report.profile import (
+    AgentRole,
+    RunProfile,
+    SelectionPoint,
+    agent_roles_from_ledger,
+    has_usage,
+    run_profile,
+    selection_view,
+)
+from benchmarks.report.realism import best_baselines, realism_verdict
+from benchmarks.report.results import (
+    CohortCharacteristics,
+    CohortInfo,
+    CohortSkip,
+    CohortStrata,
+    GapPoint,
+    ModelResult,
+    RealismVerdict,
+    TruncationPoint,
+)
+from benchmarks.report.settings import PredictionSource, ReportSettings
+from benchmarks.report.timelines import pick_subset
+from trajonco.cohorts import CohortDefinition, load_definition
+
+log = logging.getLogger(__name__)
+Progress = Callable[[str], None]
+
+
+class AgentRequest(BaseModel):
+    """What the agents should assess: a label file of focus-cohort test patients, and where to write."""
+
+    dataset: Path
+    labels: Path = Field(description="label parquet of the subset (subject_id, prediction_time, boolean_value, ...)")
+    out_dir: Path = Field(description="one sub-folder per variant goes here")
+    cohort: str
+    cancer: str | None = Field(description="the cancer to assess; None with any_cancer")
+    any_cancer: bool
+    variants: tuple[str, ...]
+    horizon_days: int = Field(description="the cohort's gap: the agents predict a diagnosis within this horizon")
+
+
+class AgentRun(BaseModel):
+    """What an agent runner produced: prediction files and the commands that produced them."""
+
+    sources: list[PredictionSource]
+    commands: list[str]
+    seconds: float
+
+
+AgentRunner = Callable[[AgentRequest], AgentRun]
+
+
+class Timing(BaseModel):
+    step: str
+    seconds: float
+
+
+class ReportResults(BaseModel):
+    """Every number of a report (``results.json``)."""
+
+    settings: ReportSettings
+    dataset: DatasetSource
+    cohorts: list[CohortInfo]
+    skips: list[CohortSkip]
+    characteristics: list[CohortCharacteristics]
+    focus_cohort: str = Field(description="name of the focus cohort (ROC/PR figure, trajectory length, agents)")
+    results: list[ModelResult] = Field(description="every model on every cohort at the cohorts' own gap")
+    truncation_cohort: str | None
+    truncation: list[TruncationPoint]
+    gaps: list[GapPoint]
+    strata: list[CohortStrata]
+    profiles: list[RunProfile]
+    agent_roles: list[AgentRole]
+    selection: list[SelectionPoint]
+    realism: RealismVerdict
+    agent_request: AgentRequest | None
+    commands: list[str] = Field(description="commands that produced the numbers, the report's own first")
+    timings: list[Timing]
+    total_seconds: float
+
+
+@dataclass
+class ReportData:
+    """`ReportResults` plus what figures need that is not worth serialising (scores, prediction frames)."""
+
+    results: ReportResults
+    scores: dict[str, list[ModelScores]] = field(default_factory=dict)  # cohort -> model scores (main gap)
+    predictions: list[LoadedPredictions] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ReportOutcome:
+    html: Path
+    results_json: Path
+    data: ReportData
+
+
+def _definitions(refs: Sequence[str]) -> dict[str, CohortDefinition]:
+    return {ref: load_definition(ref) for ref in refs}
+
+
+def _main_task(settings: ReportSettings, ref: str, name: str) -> CohortTask:
+    return CohortTask(definition=ref, out_dir=settings.out / "cohorts" / name, models=settings.baselines,
+                      seed=settings.seed, n_resamples=settings.n_resamples, train_cases_cap=settings.train_cases_cap,
+                      test_cases=settings.test_cases, token_sample=settings.token_sample,
+                      stratify=ref in settings.stratify_cohorts, keep_scores=True)
+
+
+def _gap_task(settings: ReportSettings, ref: str, name: str, days: int) -> CohortTask:
+    return CohortTask(definition=ref, out_dir=settings.out / "cohorts" / "gaps" / f"{name}_{days}d",
+                      models=settings.gap_models, seed=settings.seed, n_resamples=settings.n_resamples,
+                      gap_days=days, train_cases_cap=settings.gap_train_cases_cap, test_cases=settings.test_cases)
+
+
+def _size_hint(definition: CohortDefinition) -> int:
+    return len(definition.cancers)  # composites (any-cancer) are the largest: start them first
+
+
+def run_cohort_tasks(settings: ReportSettings, definitions: dict[str, CohortDefinition], dataset_root: Path,
+                     progress: Progress) -> tuple[dict[str, CohortOutcome], list[CohortOutcome],
+                                                  TruncationOutcome | None]:
+    """Main cohorts, gap cohorts and the truncation analysis (submitted when the focus cohort is built)."""
+    main: dict[str, CohortOutcome] = {}
+    gaps: list[CohortOutcome] = []
+    truncation: TruncationOutcome | None = None
+    ordered = sorted(settings.cohorts, key=lambda r: (-_size_hint(definitions[r]), r != settings.focus_cohort))
+    with TaskRunner(dataset_root, settings.workers) as runner:
+        pending: dict[Future, str] = {}
+        for ref in ordered:
+            pending[runner.submit(_main_task(settings, ref, definitions[ref].name))] = "main"
+        for ref in settings.gap_cohorts:
+            for days in settings.gap_days:
+                pending[runner.submit(_gap_task(settings, ref, definitions[ref].name, days))] = "gap"
+        total = len(pending) + (1 if settings.truncation_budgets else 0)
+        finished = 0
+        while pending:
+            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for future in done:
+                kind = pending.pop(future)
+                try:
+                    outcome = future.result()  # a task's error stops the report, naming its input
+                except BrokenProcessPool as exc:
+                    raise ReportError(f"a worker process of the report died ({exc}); its own error is printed "
+                                      "above (out of memory? rerun with --workers 1 to see it here)") from None
+                finished += 1
+                if isinstance(outcome, TruncationOutcome):
+                    truncation = outcome
+                    progress(f"[{finished}/{total}] trajectory length: {len(outcome.points)} points "
+                             f"(rendering {outcome.render_seconds:.0f} s, fitting {outcome.fit_seconds:.0f} s)")
+                    continue
+                progress(f"[{finished}/{total}] {_describe(outcome)}")
+                if kind == "gap":
+                    gaps.append(outcome)
+                    continue
+                main[outcome.task.definition] = outcome
+                if (outcome.task.definition == settings.focus_cohort and settings.truncation_budgets
+                        and outcome.info is not None):
+                    task = TruncationTask(cohort=outcome.cohort, train_labels=outcome.train_labels,
+                                          test_labels=outcome.test_labels, budgets=settings.truncation_budgets,
+                                          models=settings.truncation_models, seed=settings.seed,
+                                          n_resamples=settings.n_resamples)
+                    pending[runner.submit(task)] = "truncation"
+    return main, gaps, truncation
+
+
+def _describe(outcome: CohortOutcome) -> str:
+    if outcome.skip is not None:
+        return f"{outcome.task.label}: skipped — {outcome.skip.reason}"
+    best = max(outcome.results, key=lambda r: r.evaluation.auroc.value)
+    assert outcome.info is not None
+    return (f"{outcome.task.label}: {outcome.info.test_cases} test cases, {outcome.info.train_rows} training rows, "
+            f"best AUROC {best.evaluation.auroc.value:.3f} ({best.model})")
+
+
+def gap_points(settings: ReportSettings, gaps: Sequence[CohortOutcome]) -> list[GapPoint]:
+    years = dict(zip(settings.gap_days, settings.gap_years))
+    points = []
+    for outcome in gaps:
+        for r in outcome.results:
+            points.append(GapPoint(cohort=outcome.cohort, gap_years=years[outcome.gap_days], gap_days=outcome.gap_days,
+                                   model=r.model, n_cases=r.evaluation.n_positive, n_controls=r.evaluation.n_negative,
+                                   auroc=r.evaluation.auroc))
+    return sorted(points, key=lambda p: (p.cohort, p.model, p.gap_years))
+
+
+def agent_request(settings: ReportSettings, definitions: dict[str, CohortDefinition], outcome: CohortOutcome,
+                  dataset_root: Path) -> AgentRequest | None:
+    """The focus cohort's agent subset, written as a label file (None when no patient qualifies)."""
+    if outcome.test_labels is None or settings.agent_patients == 0:
+        return None
+    per_role = max(1, settings.agent_patients // 2)
+    subset = pick_subset(dataset_root, outcome.test_labels, per_role, max_tokens=settings.agent_max_tokens,
+                         seed=settings.seed, source=f"{outcome.cohort} test labels")
+    if subset.is_empty():
+        return None
+    folder = settings.out / "agents"
+    folder.mkdir(parents=True, exist_ok=True)
+    labels = folder / "labels.parquet"
+    subset.write_parquet(labels)
+    definition = definitions[settings.focus_cohort]
+    single = len(definition.cancers) == 1
+    return AgentRequest(dataset=dataset_root, labels=labels, out_dir=folder, cohort=settings.focus_cohort,
+                        cancer=definition.cancers[0].name if single else None, any_cancer=not single,
+                        variants=settings.agent_variants, horizon_days=definition.gap_days)
+
+
+def score_prediction_files(settings: ReportSettings, sources: Sequence[PredictionSource],
+                           main: dict[str, CohortOutcome]) -> tuple[list[ModelResult], list[LoadedPredictions],
+                                                                    dict[str, list[ModelScores]],
+                                                                    dict[str, list[StratumResult]]]:
+    results, loaded_all, scores, stratified = [], [], {}, {}
+    for source in sources:
+        outcome = main.get(source.cohort)
+        if outcome is None or outcome.test_labels is None:
+            raise ReportInputError(str(source.path), f"scores cohort {source.cohort!r}, which this report did not "
+                                   f"build (cohorts: {', '.join(main)})", field="cohort")
+        loaded = load_predictions(source)
+        result, model_scores = evaluate_predictions(loaded, outcome.test_labels, cohort=outcome.cohort,
+                                                    gap_days=outcome.gap_days, n_resamples=settings.n_resamples,
+                                                    seed=settings.seed)
+        results.append(result)
+        loaded_all.append(loaded)
+        scores.setdefault(source.cohort, []).append(model_scores)
+        if outcome.strata is not None:
+            stratified.setdefault(source.cohort, []).extend(
+                stratified_results(model_scores, outcome.strata, n_resamples=settings.n_resamples, seed=settings.seed))
+    return results, loaded_all, scores, stratified
+
+
+def reproduce(settings: ReportSettings, *, agent_runner: AgentRunner | None = None,
+              progress: Progress = print) -> ReportOutcome:
+    """Compute every number of the report, then write ``report.html``, ``results.json`` and ``figures/``."""
+    from benchmarks.report.sections import build_sections, write_report
+
+    started = time.perf_counter()
+    timings: list[Timing] = []
+    settings.out.mkdir(parents=True, exist_ok=True)
+
+    def step(name: str, since: float) -> float:
+        now = time.perf_counter()
+        timings.append(Timing(step=name, seconds=round(now - since, 2)))
+        return now
+
+    mark = time.perf_counter()
+    progress(f"[report] dataset: {settings.dataset_root}")
+    dataset = ensure_dataset(settings)
+    dataset_root = Path(dataset.root)
+    mark = step("dataset (generate or reuse)" if dataset.synthetic else "dataset (open)", mark)
+    definitions = _definitions(settings.cohorts)
+    main, gaps, truncation = run_cohort_tasks(settings, definitions, dataset_root, progress)
+    mark = step("cohorts, baselines, characteristics, strata, trajectory length, time gaps", mark)
+
+    request, commands = None, [settings.command or "python -m jobs.report (from Python)"]
+    sources = list(settings.predictions)
+    focus = main.get(settings.focus_cohort)
+    if agent_runner is not None and focus is not None and focus.info is not None:
+        request = agent_request(settings, definitions, focus, dataset_root)
+        if request is not None:
+            progress(f"[report] agents: {pl.read_parquet(request.labels).height} {request.cohort} test patients, "
+                     f"variants {', '.join(request.variants)}")
+            run = agent_runner(request)
+            sources += run.sources
+            commands += run.commands
+            mark = step("agents (jobs.predict)", mark)
+
+    extra_results, loaded, file_scores, file_strata = score_prediction_files(settings, sources, main)
+    profiles = [run_profile(item) for item in loaded if has_usage(item.frame)]
+    roles = [role for p in profiles for role in p.agents]
+    for ledger in settings.usage_ledgers:
+        roles += agent_roles_from_ledger(ledger)
+
+    cohort_order = [definitions[ref].name for ref in settings.cohorts]
+    baseline_results = [r for ref in settings.cohorts if ref in main for r in main[ref].results]
+    all_results = baseline_results + extra_results
+    best = best_baselines(baseline_results)
+    realism = realism_verdict({c: r.evaluation.auroc.value for c, r in best.items()}, settings.realistic_range,
+                              synthetic=dataset.synthetic,
+                              ci_lower_above_half=sum(r.evaluation.auroc.lower > 0.5 for r in best.values()))
+    strata = []
+    for ref in settings.stratify_cohorts:
+        outcome = main.get(ref)
+        if outcome is not None and outcome.info is not None:
+            strata.append(CohortStrata(cohort=outcome.cohort, results=outcome.stratified + file_strata.get(ref, [])))
+    scores = {main[ref].cohort: main[ref].scores + file_scores.get(ref, []) for ref in settings.cohorts if ref in main}
+    results = ReportResults(
+        settings=settings, dataset=dataset, focus_cohort=definitions[settings.focus_cohort].name,
+        cohorts=[o.info for ref in settings.cohorts if (o := main.get(ref)) is not None and o.info is not None],
+        skips=[o.skip for o in [*main.values(), *gaps] if o.skip is not None],
+        characteristics=[o.characteristics for ref in settings.cohorts
+                         if (o := main.get(ref)) is not None and o.characteristics is not None],
+        results=sorted(all_results, key=lambda r: (cohort_order.index(r.cohort) if r.cohort in cohort_order else 99,
+                                                   r.kind, r.model)),
+        truncation_cohort=truncation.task.cohort if truncation else None,
+        truncation=truncation.points if truncation else [], gaps=gap_points(settings, gaps), strata=strata,
+        profiles=profiles, agent_roles=roles, selection=selection_view(profiles, extra_results), realism=realism,
+        agent_request=request, commands=commands, timings=timings, total_seconds=0.0)
+    data = ReportData(results=results, scores=scores, predictions=loaded)
+    step("prediction files, profile, verdict", mark)
+    results.total_seconds = round(time.perf_counter() - started, 2)
+    html_path, json_path = write_report(data, build_sections(data))
+    progress(f"[report] written {html_path} ({time.perf_counter() - started:.0f} s in all)")
+    return ReportOutcome(html=html_path, results_json=json_path, data=data)
+
+
+def load_results(path: Path) -> ReportResults:
+    """Read a ``results.json`` back."""
+    return ReportResults.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))

@@ -1,0 +1,156 @@
+"""The typed results a reproduction report is made of (all serialised to ``results.json``; the HTML renders them).
+
+>>> Quantiles.of([1.0, 2.0, 3.0, 4.0, 5.0]).text()
+'3.0 [2.0, 4.0]'
+>>> Quantiles.of([]).text()
+'–'
+>>> Quantiles.of([1200, 5400, 30100]).text(thousands=True)
+'5.4k [3.3k, 17.8k]'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from baselines import Evaluation, Interval, StratumResult, TuningReport
+
+
+class Quantiles(BaseModel):
+    """Median and interquartile range of a set of values (numpy's linear percentiles)."""
+
+    n: int = Field(description="values summarised")
+    median: float | None = None
+    q1: float | None = Field(None, description="25th percentile")
+    q3: float | None = Field(None, description="75th percentile")
+    mean: float | None = None
+
+    @classmethod
+    def of(cls, values: Sequence[float] | np.ndarray) -> Quantiles:
+        array = np.asarray(values, dtype=np.float64)
+        array = array[np.isfinite(array)]
+        if array.size == 0:
+            return cls(n=0)
+        q1, median, q3 = np.percentile(array, [25, 50, 75])
+        return cls(n=int(array.size), median=float(median), q1=float(q1), q3=float(q3), mean=float(array.mean()))
+
+    def text(self, digits: int = 1, *, thousands: bool = False) -> str:
+        """``median [q1, q3]`` as the paper's Table 1 prints it ('–' when there is nothing)."""
+        if self.median is None or self.q1 is None or self.q3 is None:
+            return "–"
+        if thousands:
+            return f"{self.median / 1000:.1f}k [{self.q1 / 1000:.1f}k, {self.q3 / 1000:.1f}k]"
+        return f"{self.median:.{digits}f} [{self.q1:.{digits}f}, {self.q3:.{digits}f}]"
+
+
+# ------------------------------------------------------------------------------------------------ cohorts
+class GroupCharacteristics(BaseModel):
+    """Table 1 column: one role (cases or controls) of one cohort."""
+
+    n: int
+    age_years: Quantiles = Field(description="age at the index date")
+    sex: dict[str, int] = Field(description="patients per sex code (F, M)")
+    race: dict[str, int] = Field(description="patients per RACE// code (Unknown when the patient has none)")
+    ethnicity: dict[str, int] = Field(description="patients per ETHNICITY// code (Unknown when none)")
+    ehr_span_years: Quantiles = Field(description="first to last clinical event before the prediction time")
+    xml_tokens: Quantiles = Field(description="cl100k tokens of the rendered XML timeline (sampled patients; n says "
+                                  "how many)")
+
+
+class CohortCharacteristics(BaseModel):
+    """Table 1 for one cohort: cases and matched controls of its test cohort."""
+
+    cohort: str
+    cases: GroupCharacteristics
+    controls: GroupCharacteristics
+    token_sample_per_role: int = Field(description="patients per role whose timeline was rendered for xml_tokens")
+
+
+class CohortInfo(BaseModel):
+    """What one built cohort contained and what its processing cost."""
+
+    cohort: str
+    gap_days: int
+    test_cases: int
+    test_controls: int
+    train_rows: int
+    n_features: int = Field(description="summary features kept (present in ≥ 1% of training rows)")
+    labels_dir: str
+    build_seconds: float
+    feature_seconds: float
+    model_seconds: float
+
+
+class CohortSkip(BaseModel):
+    """A cohort (or a rebuilt gap cohort) that could not be built or scored, and why — never left out silently."""
+
+    cohort: str
+    gap_days: int
+    reason: str
+
+
+# ------------------------------------------------------------------------------------------------ models
+ModelKind = Literal["baseline", "prediction_file"]
+
+
+class ModelResult(BaseModel):
+    """One model on one cohort's test labels."""
+
+    cohort: str
+    gap_days: int
+    model: str = Field(description="display name: the baseline's name, or '<variant> · <LLM>' for prediction files")
+    kind: ModelKind
+    llm_model: str | None = Field(None, description="the LLM behind a prediction file's scores (its model column)")
+    variant: str | None = Field(None, description="one_stage, two_stage or single_agent (prediction files)")
+    source: str | None = Field(None, description="the prediction file")
+    evaluation: Evaluation
+    seconds: float = Field(0.0, description="fit + scoring time of a baseline (0 for prediction files)")
+    tuning: TuningReport | None = None
+
+
+class TruncationPoint(BaseModel):
+    """One baseline refitted and scored with every patient's input left-truncated to a token budget."""
+
+    budget_tokens: int | None = Field(description="None: the whole record (no truncation)")
+    model: str
+    auroc: Interval
+    auprc: Interval
+    n_test: int
+    share_truncated: float = Field(description="share of test patients whose timeline exceeded the budget")
+    median_history_years: float = Field(description="test patients: prediction time − first kept event (median)")
+    mean_history_years: float
+    median_kept_tokens: float = Field(description="test patients: XML tokens kept (median)")
+
+
+class GapPoint(BaseModel):
+    """One baseline on one cohort rebuilt with one prediction gap."""
+
+    cohort: str
+    gap_years: float
+    gap_days: int
+    model: str
+    n_cases: int
+    n_controls: int
+    auroc: Interval
+
+
+class CohortStrata(BaseModel):
+    """Stratified results of every model run on one cohort."""
+
+    cohort: str
+    results: list[StratumResult]
+
+
+class RealismVerdict(BaseModel):
+    """Whether the baselines' AUROCs look like real-world early detection (computed, worded in plain language)."""
+
+    low: float
+    high: float
+    model: str = Field(description="the baseline judged (the best per cohort)")
+    per_cohort: dict[str, float] = Field(description="cohort -> best baseline AUROC")
+    below: list[str]
+    above: list[str]
+    paragraph: str

@@ -1,0 +1,42 @@
+"""Run every benchmark one after another and print their measured figures (``make bench``).
+
+Each benchmark is its own module (``python -m benchmarks.<name> --help`` for its options); this runner only
+sequences them with their defaults, so figures are not disturbed by each other. ``--only NAME ...`` picks some.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+
+BENCHMARKS = {
+    "synth": "generator rows/s and peak memory (100k subjects)",
+    "chunking": "render + chunk a ~256k-token patient vs a naive per-event tiktoken loop",
+    "cohort": "cohort build on ~10M rows",
+    "features": "summary features of 100k patients, polars vs pandas",
+    "graph": "MEDS Graph of a 10k-node patient vs a plain networkx build",
+    "agents": "agent chain on the embedded model: calls, tokens, cache hits, overhead",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", nargs="+", choices=sorted(BENCHMARKS), help="run only these benchmarks")
+    args = parser.parse_args(argv)
+    failed = []
+    for name in args.only or list(BENCHMARKS):
+        print(f"\n=== benchmarks.bench_{name}: {BENCHMARKS[name]}", flush=True)
+        started = time.perf_counter()
+        code = subprocess.call([sys.executable, "-m", f"benchmarks.bench_{name}"])
+        print(f"=== {name}: exit {code} after {time.perf_counter() - started:.1f} s", flush=True)
+        if code:
+            failed.append(name)
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,138 @@
+"""GraphStore: build a cohort once, skip unchanged patients by content hash, resume, and query the node index."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timedelta
+
+import polars as pl
+import pytest
+
+from tests.graph_fixtures import SMALL_CATALOG, small_record, synth_dataset, synth_records, synth_root
+from vista.graph import EncounterWindows, GraphConfig, GraphFileError, build_graph
+from vista.graph.build import source_from_record
+from vista.graph.store import GraphStore, content_hash
+from vista.graph.xml_input import encounter_xml
+from vista.records import CodeCatalog, CodeInfo, Event
+
+IMAGING = pl.col("code").eq("NOTE//RADIOLOGY") | pl.col("code").str.contains(r"^CPT//7\d{4}$")
+
+
+@pytest.fixture(scope="module")
+def built_store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("store")
+    report = GraphStore(root).build_dataset(synth_dataset())
+    return root, report
+
+
+def test_store_builds_every_patient_and_skips_them_on_rerun(built_store):
+    root, first = built_store
+    records, catalog = synth_records()
+    assert first.built == len(records) and first.skipped == 0
+    store = GraphStore(root)
+    assert store.subject_ids() == sorted(records)
+    mtimes = {sid: store.path_of(sid).stat().st_mtime_ns for sid in records}
+    index_mtime = (root / "index.parquet").stat().st_mtime_ns
+    again = store.build_dataset(synth_dataset())
+    assert (again.built, again.skipped, again.nodes_built) == (0, len(records), 0)
+    assert {sid: store.path_of(sid).stat().st_mtime_ns for sid in records} == mtimes
+    assert (root / "index.parquet").stat().st_mtime_ns == index_mtime
+    sid = store.subject_ids()[0]
+    loaded = store.load(sid)
+    built = build_graph(records[sid], catalog)
+    assert loaded.nodes.equals(built.nodes) and loaded.edges.equals(built.edges)
+    assert loaded.info.content_hash == store.content_hash_of(sid) == content_hash(source_from_record(records[sid], catalog))
+    manifest = store.manifest()
+    assert manifest.height == len(records) and manifest["nodes"].sum() == store.scan_index().select(pl.len()).collect().item()
+
+
+def test_index_answers_cohort_queries_like_the_source_rows(built_store):
+    root, _ = built_store
+    index = GraphStore(root).scan_index()
+    from_index = set(index.filter(IMAGING & (pl.col("time").dt.year() == 2021)).select("subject_id").unique()
+                     .collect()["subject_id"].to_list())
+    rows = pl.scan_parquet(str(synth_root() / "data" / "**" / "*.parquet"))
+    from_rows = set(rows.filter(IMAGING & (pl.col("time").dt.year() == 2021)).select("subject_id").unique()
+                    .collect()["subject_id"].to_list())
+    assert from_index == from_rows and from_index
+    # Each event row of the index knows its encounter and that encounter's type.
+    events = index.filter(pl.col("type").is_in(["event", "note"]) & pl.col("encounter").is_not_null()).collect()
+    assert events["encounter_type"].null_count() == 0
+    assert set(events["encounter_type"].unique()) <= {"AMB", "ED", "IMP", "DAY"}
+
+
+def test_only_changed_patients_are_rebuilt(tmp_path):
+    records, catalog = synth_records()
+    chosen = sorted(records)[:4]
+    store = GraphStore(tmp_path, checkpoint_every=2)
+    assert store.build_records([records[s] for s in chosen], catalog).built == 4
+    # A changed value: only that patient.
+    target = records[chosen[1]]
+    k = next(i for i, e in enumerate(target.events) if e.numeric_value is not None)
+    changed = dataclasses.replace(target, events=list(target.events))
+    changed.events[k] = dataclasses.replace(target.events[k], numeric_value=target.events[k].numeric_value + 1)
+    report = store.build_records([records[chosen[0]], changed, records[chosen[2]], records[chosen[3]]], catalog)
+    assert (report.built, report.skipped) == (1, 3)
+    value = (store.scan_index().filter((pl.col("subject_id") == target.subject_id) & (pl.col("node_id") == f"e{k}"))
+             .select("value").collect().item())
+    assert value == pytest.approx(target.events[k].numeric_value + 1)
+    assert store.scan_index().select(pl.len()).collect().item() == store.manifest()["nodes"].sum()
+    # A changed catalog entry: the patients using the code.
+    code = records[chosen[3]].events[-1].code
+    users = {s for s in chosen if any(e.code == code for e in records[s].events)}
+    edited = CodeCatalog([*(i for c, i in catalog.items() if c != code), CodeInfo(code, "edited description")])
+    assert store.build_records([records[s] for s in chosen], edited).built == len(users)
+    # Other build settings: everyone.
+    wider = GraphStore(tmp_path, config=GraphConfig(windows=EncounterWindows(default=timedelta(hours=48))))
+    assert wider.build_records([records[s] for s in chosen], edited).built == 4
+    # A deleted graph file is rebuilt even though its hash is known.
+    wider.path_of(chosen[0]).unlink()
+    assert wider.build_records([records[s] for s in chosen], edited).built == 1
+
+
+def test_an_interrupted_build_keeps_what_it_built(tmp_path):
+    records, catalog = synth_records()
+
+    def failing():
+        for n, sid in enumerate(sorted(records)):
+            if n == 3:
+                raise RuntimeError("reader died")
+            yield records[sid]
+
+    with pytest.raises(RuntimeError, match="reader died"):
+        GraphStore(tmp_path, checkpoint_every=100).build_records(failing(), catalog)
+    reopened = GraphStore(tmp_path)
+    assert reopened.subject_ids() == sorted(records)[:3]
+    assert set(reopened.scan_index().select("subject_id").unique().collect()["subject_id"]) == set(sorted(records)[:3])
+    assert reopened.build_records((records[s] for s in sorted(records)[:5]), catalog).built == 2
+
+
+def test_store_builds_from_xml_files(tmp_path):
+    graph = build_graph(small_record([(None, "GENDER//F", None, None), (datetime(2020, 1, 5, 9), "ENCOUNTER//AMB", None, None),
+                                      (datetime(2020, 1, 5, 9, 30), "LOINC//718-7", 11.2, None)]), SMALL_CATALOG)
+    path = tmp_path / "xml" / "p7.xml"
+    path.parent.mkdir()
+    path.write_text(encounter_xml(graph))
+    store = GraphStore(tmp_path / "graphs")
+    assert store.build_xml([path], SMALL_CATALOG).built == 1
+    assert store.build_xml([path], SMALL_CATALOG).skipped == 1
+    assert store.load(7).nodes.equals(graph.nodes)
+
+
+def test_unreadable_manifest_is_a_clear_error(tmp_path):
+    (tmp_path / "manifest.parquet").write_bytes(b"not parquet")
+    with pytest.raises(GraphFileError, match="unreadable graph store manifest"):
+        GraphStore(tmp_path)
+    with pytest.raises(KeyError, match="no graph for subject 3"):
+        GraphStore(tmp_path / "empty").load(3)
+    assert GraphStore(tmp_path / "empty").scan_index().collect().height == 0
+
+
+def test_content_hash_tracks_rows_and_provenance():
+    rec = small_record([(None, "GENDER//F", None, None), (datetime(2020, 1, 5), "ENCOUNTER//AMB", None, None)])
+    base = content_hash(source_from_record(rec, SMALL_CATALOG))
+    assert base == content_hash(source_from_record(rec, SMALL_CATALOG))
+    moved = dataclasses.replace(rec, first_row=rec.first_row + 1)
+    assert content_hash(source_from_record(moved, SMALL_CATALOG)) != base
+    retexted = dataclasses.replace(rec, events=[rec.events[0], Event("e1", rec.events[1].time, "ENCOUNTER//AMB", None, "x")])
+    assert content_hash(source_from_record(retexted, SMALL_CATALOG)) != base

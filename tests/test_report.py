@@ -1,0 +1,177 @@
+"""The reproduction report end to end (quick mode, small synthetic data, agents on the synthetic LLM endpoint).
+
+One report is built per module (``jobs.report.run``: dataset → cohorts → baselines → sensitivity analyses →
+``jobs.predict`` for one- and two-stage agents → HTML); the tests check that it holds every section, table and
+figure, that its numbers equal those computed directly with `baselines`, and that it names the LLM behind the
+agents' numbers.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from baselines import PredictionFileModel, SummaryFeaturizer, evaluate, fit_and_score, make_baselines
+from benchmarks.report import SECTION_IDS, ReportResults, load_results, pareto_front
+from benchmarks.report.tables import ci
+from jobs.synthetic_llm import SyntheticLLMServer
+from vista.meds.reader import MedsDataset
+
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
+
+RESAMPLES = 100
+BASELINES = ("logistic_regression", "xgboost")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, ray_head) -> dict:
+    from jobs import report as job
+
+    root = tmp_path_factory.mktemp("report")
+    out = root / "out"
+    with SyntheticLLMServer() as server:
+        argv = [
+            "--quick", "--out", str(out), "--synth-dir", str(root / "synth"), "--subjects", "2500", "--workers", "1",
+            "--baselines", ",".join(BASELINES), "--truncation-models", "logistic_regression", "--budgets", "2000,16000",
+            "--gap-years", "0.5,1", "--gap-models", "logistic_regression", "--resamples", str(RESAMPLES),
+            "--token-sample", "10", "--agent-patients", "4", "--agent-variants", "one_stage,two_stage",
+            "--agent-max-tokens", "6000", "--backend", "openai", "--base-url", server.base_url, "--model", "synthetic",
+            "--context-tokens", "32768", "--address", ray_head.gcs_address,
+        ]
+        outcome = job.run(job.build_parser().parse_args(argv), argv)
+    html = outcome.html.read_text(encoding="utf-8")
+    return {"out": out, "html": html, "results": load_results(outcome.results_json), "outcome": outcome}
+
+
+def _section(html: str, section_id: str) -> str:
+    match = re.search(rf'<section id="{section_id}"[^>]*>(.*?)</section>', html, re.S)
+    assert match, f"no section {section_id}"
+    return match.group(1)
+
+
+def _cells(html: str, table_id: str) -> list[list[str]]:
+    match = re.search(rf'<table id="{re.escape(table_id)}">(.*?)</table>', html, re.S)
+    assert match, f"no table {table_id}"
+    return [re.findall(r"<t[dh]>(.*?)</t[dh]>", row) for row in re.findall(r"<tr>(.*?)</tr>", match.group(1), re.S)]
+
+
+def test_report_has_every_section_table_and_figure(report):
+    html = report["html"]
+    for section_id in SECTION_IDS:
+        assert f'<section id="{section_id}"' in html
+    for table_id in ("table-characteristics", "table-auroc", "table-auprc", "table-models", "table-cohorts",
+                     "table-truncation", "table-gap", "table-strata-lung", "table-strata-any_cancer", "table-latency",
+                     "table-stages", "table-length", "table-agents", "table-selection", "table-timings"):
+        assert len(_cells(html, table_id)) > 1, table_id
+    figures = {"fig-auroc", "fig-roc-pr", "fig-truncation", "fig-gap", "fig-strata-lung", "fig-strata-any_cancer",
+               "fig-latency", "fig-selection"}
+    found = dict(re.findall(r'<img id="([^"]+)" alt="[^"]*" src="data:image/png;base64,([^"]+)"', html))
+    assert figures <= set(found)
+    for figure_id in figures:
+        png = base64.b64decode(found[figure_id])
+        assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000
+        assert (report["out"] / "figures" / f"{figure_id}.png").read_bytes() == png
+    assert "python -m jobs.report --quick" in _section(html, "provenance")
+    assert "python -m jobs.predict --labels" in _section(html, "provenance")
+
+
+def test_baseline_numbers_equal_those_computed_directly(report):
+    """Refit each baseline on the report's lung cohort files and evaluate: the table shows exactly these numbers."""
+    results: ReportResults = report["results"]
+    out = report["out"]
+    labels = out / "cohorts" / "lung" / "labels"
+    train, test = pl.read_parquet(labels / "train.parquet"), pl.read_parquet(labels / "test.parquet")
+    events = MedsDataset(Path(results.dataset.root)).scan()
+    featurizer = SummaryFeaturizer()
+    train_matrix = featurizer.fit_transform(events, train)
+    test_matrix = featurizer.transform(events, test)
+    rows = {row[0]: row for row in _cells(report["html"], "table-auroc")[1:]}
+    header = _cells(report["html"], "table-auroc")[0]
+    for model in make_baselines(BASELINES, seed=results.settings.seed):
+        direct = evaluate(fit_and_score([model], train_matrix, test_matrix)[0], n_resamples=RESAMPLES,
+                          seed=results.settings.seed)
+        reported = next(r for r in results.results if r.cohort == "lung" and r.model == model.name)
+        assert reported.evaluation.auroc == direct.auroc and reported.evaluation.auprc == direct.auprc
+        assert rows["lung"][header.index(model.name)] == ci(direct.auroc)
+    assert rows["lung"][1] == f"{int(test['boolean_value'].sum())} / {int((~test['boolean_value']).sum())}"
+
+
+def test_agents_numbers_name_their_llm_and_equal_a_direct_evaluation(report):
+    results: ReportResults = report["results"]
+    files = [r for r in results.results if r.kind == "prediction_file"]
+    assert {r.variant for r in files} == {"one_stage", "two_stage"}
+    assert {r.llm_model for r in files} == {"synthetic"}
+    agents = _section(report["html"], "agents")
+    assert "LLM synthetic" in agents and "one_stage · synthetic" in agents
+    test = pl.read_parquet(report["out"] / "cohorts" / "lung" / "labels" / "test.parquet")
+    for r in files:
+        scores = PredictionFileModel(r.source, on_missing="subset").scores_for(test)
+        direct = evaluate(scores, n_resamples=RESAMPLES, seed=results.settings.seed)
+        assert r.evaluation.auroc == direct.auroc and r.evaluation.n == 4
+        assert r.evaluation.n_missing == test.height - 4  # the rest of the cohort had no agent run
+    model_rows = [row for row in _cells(report["html"], "table-models")[1:] if row[2] == "prediction_file"]
+    assert {row[3] for row in model_rows} == {"synthetic"}
+
+
+def test_latency_profile_compares_one_and_two_stage(report):
+    results: ReportResults = report["results"]
+    profiles = {p.variant: p for p in results.profiles}
+    assert set(profiles) == {"one_stage", "two_stage"}
+    assert "preprocess" in profiles["two_stage"].stages and "preprocess" not in profiles["one_stage"].stages
+    for p in profiles.values():
+        frame = pl.read_parquet(p.source)
+        fresh = frame.filter(pl.col("cache_hits") == 0)
+        assert p.profiled == fresh.height
+        if fresh.height:
+            assert p.runtime_s.median == pytest.approx(float(np.median(fresh["latency_total_s"].to_numpy())))
+            tokens = (fresh["prompt_tokens"] + fresh["completion_tokens"]).to_numpy()
+            assert p.total_tokens.median == pytest.approx(float(np.median(tokens)))
+        assert sum(b.n for b in p.by_tokens) == p.profiled
+    roles = {(r.run, r.agent) for r in results.agent_roles}
+    assert ("two_stage · synthetic", "preprocessor") in roles and ("one_stage · synthetic", "manager") in roles
+    points = results.selection
+    assert [p.on_pareto_front for p in points] == pareto_front(
+        [(p.auroc, p.median_runtime_s, p.median_cost_usd) for p in points])
+
+
+def test_characteristics_equal_the_label_files(report):
+    results: ReportResults = report["results"]
+    test = pl.read_parquet(report["out"] / "cohorts" / "lung" / "labels" / "test.parquet")
+    lung = next(c for c in results.characteristics if c.cohort == "lung")
+    cases = test.filter(pl.col("boolean_value"))
+    assert lung.cases.n == cases.height and lung.controls.n == test.height - cases.height
+    assert lung.cases.age_years.median == pytest.approx(float(np.median(cases["age_at_index"].to_numpy())))
+    assert sum(lung.cases.sex.values()) == cases.height == sum(lung.cases.race.values())
+    assert lung.cases.xml_tokens.n == min(10, cases.height)
+
+
+def test_sensitivity_analyses_are_consistent(report):
+    results: ReportResults = report["results"]
+    assert {p.gap_years for p in results.gaps if p.cohort == "lung"} == {0.5, 1.0}
+    budgets = {p.budget_tokens for p in results.truncation}
+    assert budgets == {None, 2000, 16000}
+    whole = next(p for p in results.truncation if p.budget_tokens is None)
+    main = next(r for r in results.results if r.cohort == "lung" and r.model == "logistic_regression")
+    assert whole.auroc == main.evaluation.auroc  # the whole-record point is the main result, refitted identically
+    short = next(p for p in results.truncation if p.budget_tokens == 2000)
+    assert short.share_truncated > 0 and short.median_kept_tokens <= 2000 < whole.median_kept_tokens
+
+
+def test_realism_paragraph_is_computed_from_the_results(report):
+    results: ReportResults = report["results"]
+    best: dict[str, float] = {}
+    for r in results.results:
+        if r.kind == "baseline":
+            best[r.cohort] = max(best.get(r.cohort, 0.0), r.evaluation.auroc.value)
+    low = min(best, key=best.get)
+    paragraph = results.realism.paragraph
+    assert f"{best[low]:.3f} ({low})" in paragraph
+    assert results.realism.below == sorted(c for c, v in best.items() if v < 0.6)
+    assert paragraph in _section(report["html"], "realism")
+    assert json.loads((report["out"] / "results.json").read_text())["realism"]["paragraph"] == paragraph

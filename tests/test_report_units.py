@@ -1,0 +1,211 @@
+"""Unit tests of the reproduction report's parts: Pareto front, realism verdict, settings, truncation windows,
+characteristics, prediction-file errors, and the doctests of every `benchmarks.report` module."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from pydantic import ValidationError
+
+from benchmarks.report import ReportInputError, ReportSettings, pareto_front
+from benchmarks.report.characteristics import cohort_characteristics
+from benchmarks.report.realism import realism_verdict
+from benchmarks.report.timelines import iter_timelines, truncate_events, truncation_windows
+from vista.meds import schema
+from vista.meds.errors import MedsDataError
+from vista.timeline import truncate_left
+
+MODULES = ["characteristics", "cohort_tasks", "dataset", "errors", "figures", "html", "parallel", "predictions",
+           "profile", "realism", "reproduce", "results", "sections", "settings", "tables", "timelines"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name):
+    module = importlib.import_module(f"benchmarks.report.{name}")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
+
+
+# ------------------------------------------------------------------------------------------------ Pareto front
+def test_pareto_front_on_a_known_case():
+    points = [
+        (0.80, 10.0, 0.010),  # best AUROC: on the front
+        (0.78, 5.0, 0.002),  # fastest and cheapest: on the front
+        (0.75, 6.0, 0.003),  # beaten by the second on all three
+        (0.80, 12.0, 0.010),  # same AUROC and cost as the first, slower: dominated
+        (0.79, 4.0, 0.020),  # fastest of all but expensive: on the front
+        (0.70, 20.0, 0.0),  # free: on the front (nobody is cheaper)
+    ]
+    assert pareto_front(points) == [True, True, False, False, True, True]
+
+
+def test_pareto_front_keeps_ties_and_single_points():
+    assert pareto_front([(0.7, 1.0, 1.0), (0.7, 1.0, 1.0)]) == [True, True]  # equal points do not dominate
+    assert pareto_front([(0.6, 3.0, 0.5)]) == [True]
+
+
+# ------------------------------------------------------------------------------------------------ realism
+def test_realism_verdict_inside_and_outside_the_range():
+    inside = realism_verdict({"lung": 0.79, "liver": 0.83}, (0.6, 0.9), synthetic=True)
+    assert inside.below == inside.above == []
+    assert "0.790 (lung)" in inside.paragraph and "inside 0.6–0.9" in inside.paragraph
+    outside = realism_verdict({"lung": 0.99, "colorectal": 0.52, "breast": 0.7}, (0.6, 0.9), synthetic=True)
+    assert outside.above == ["lung"] and outside.below == ["colorectal"]
+    assert "lung (0.990)" in outside.paragraph and "colorectal (0.520)" in outside.paragraph
+    assert "generator" in outside.paragraph
+
+
+# ------------------------------------------------------------------------------------------------ settings
+def test_settings_reject_unknown_models_and_cohorts(tmp_path):
+    with pytest.raises(ValidationError, match="unknown baseline"):
+        ReportSettings(out=tmp_path, baselines=("random_forest",))
+    with pytest.raises(ValidationError, match="not among the cohorts"):
+        ReportSettings(out=tmp_path, cohorts=("lung",), stratify_cohorts=("breast",))
+    with pytest.raises(ValidationError, match="focus_cohort"):
+        ReportSettings(out=tmp_path, cohorts=("breast",), stratify_cohorts=(), gap_cohorts=())
+    assert ReportSettings(out=tmp_path).gap_days == (183, 365, 730, 1096, 1461, 1826)
+
+
+# ------------------------------------------------------------------------------------------------ data-driven parts
+@pytest.fixture(scope="module")
+def small_dataset(tmp_path_factory) -> tuple[Path, pl.DataFrame]:
+    """A small synthetic dataset and 40 labelled subjects with a prediction time inside their record."""
+    from vista.meds.reader import MedsDataset
+    from vista.synth import SynthConfig, generate
+
+    root = tmp_path_factory.mktemp("report_units") / "meds"
+    generate(SynthConfig(n_subjects=300, seed=5, workers=1), root, progress=False)
+    events = MedsDataset(root).scan().collect()
+    spans = (events.filter(pl.col("time").is_not_null() & (pl.col("code") != schema.BIRTH_CODE))
+             .group_by("subject_id").agg(first=pl.col("time").min(), last=pl.col("time").max())
+             .filter((pl.col("last") - pl.col("first")).dt.total_days() > 900).sort("subject_id").head(40))
+    labels = spans.select("subject_id", prediction_time=pl.col("last"),
+                          boolean_value=pl.int_range(pl.len()) % 2 == 0,
+                          age_at_index=pl.lit(60.0), sex=pl.lit("F"))
+    return root, labels
+
+
+def test_truncated_feature_window_holds_exactly_the_events_of_the_truncated_timeline(small_dataset):
+    """The MEDS rows left by `truncate_events` are the events of `truncate_left`'s XML (plus static and birth)."""
+    from vista.meds.reader import MedsDataset
+
+    root, labels = small_dataset
+    budgets = (600, 2_000)
+    windows = truncation_windows(root, labels, budgets)
+    assert windows.height == labels.height * len(budgets)
+    events = MedsDataset(root).scan()
+    timelines = {sid: timeline for sid, _, timeline in iter_timelines(root, labels)}
+    truncated_some = False
+    for budget in budgets:
+        per_subject = windows.filter(pl.col("budget_tokens") == budget)
+        kept = (truncate_events(events, per_subject.select("subject_id", "window_start"))
+                .join(labels.lazy().select("subject_id", "prediction_time"), on="subject_id")
+                .filter(pl.col("time").is_not_null() & (pl.col("code") != schema.BIRTH_CODE)
+                        & (pl.col("time") < pl.col("prediction_time")))
+                .group_by("subject_id").len().collect())
+        rows = dict(kept.iter_rows())
+        for row in per_subject.iter_rows(named=True):
+            xml = truncate_left(timelines[row["subject_id"]], budget)
+            assert rows.get(row["subject_id"], 0) == len(xml.event_ids()), row
+            assert row["kept_tokens"] == xml.n_tokens() <= budget or not xml.blocks
+            truncated_some |= row["window_start"] is not None
+    assert truncated_some, "the budgets should truncate some of these patients"
+
+
+def test_characteristics_count_roles_and_sample_tokens(small_dataset):
+    from vista.meds.reader import MedsDataset
+
+    root, labels = small_dataset
+    tokens = pl.DataFrame({"subject_id": labels["subject_id"][:4], "prediction_time": labels["prediction_time"][:4],
+                           "xml_tokens": [100, 200, 300, 400]})
+    table = cohort_characteristics("test", MedsDataset(root).scan(), labels, tokens, 2)
+    assert table.cases.n == 20 and table.controls.n == 20
+    assert table.cases.xml_tokens.n == 2 and table.cases.xml_tokens.median == 200.0  # rows 0, 2 are cases
+    assert sum(table.cases.race.values()) == 20 and sum(table.controls.ethnicity.values()) == 20
+    assert table.cases.sex == {"F": 20}
+    assert table.cases.ehr_span_years.median is not None and table.cases.ehr_span_years.median > 900 / 365.25
+
+
+def test_a_subject_missing_from_the_dataset_is_named(small_dataset):
+    root, labels = small_dataset
+    bad = pl.concat([labels.head(2), labels.head(1).with_columns(subject_id=pl.lit(99_999_999, pl.Int64))])
+    with pytest.raises(MedsDataError, match="not in the dataset: 99999999"):
+        truncation_windows(root, bad, (1000,), source="bad.parquet")
+
+
+def test_prediction_file_for_a_cohort_not_built_is_refused(tmp_path):
+    from benchmarks.report.reproduce import score_prediction_files
+    from benchmarks.report.settings import PredictionSource
+
+    path = tmp_path / "p.parquet"
+    pl.DataFrame({"subject_id": [1], "predicted_boolean_probability": [0.5]}).write_parquet(path)
+    settings = ReportSettings(out=tmp_path)
+    with pytest.raises(ReportInputError, match=r"p\.parquet.*field 'cohort'.*did not build"):
+        score_prediction_files(settings, [PredictionSource(path=path, cohort="breast")], {})
+
+
+def test_prediction_file_without_scores_names_the_file_and_field(tmp_path):
+    from baselines import PredictionFileError
+    from benchmarks.report.predictions import load_predictions
+    from benchmarks.report.settings import PredictionSource
+
+    path = tmp_path / "p.parquet"
+    pl.DataFrame({"subject_id": [1], "risk": [3]}).write_parquet(path)
+    with pytest.raises(PredictionFileError, match=r"p\.parquet: field 'predicted_boolean_probability'"):
+        load_predictions(PredictionSource(path=path))
+
+
+def test_profile_of_a_prediction_file(tmp_path):
+    """Runtime, stage, token and cost quantiles come from the file's columns; cached patients are set apart."""
+    from benchmarks.report.predictions import load_predictions
+    from benchmarks.report.profile import run_profile
+    from benchmarks.report.settings import PredictionSource
+
+    n = 6
+    frame = pl.DataFrame({
+        "subject_id": list(range(n)), "prediction_time": [datetime(2020, 1, 1)] * n,
+        "predicted_boolean_probability": [0.1, 0.9, 0.3, 0.7, 0.5, 0.2], "model": ["gpt-x"] * n,
+        "variant": ["two_stage"] * n, "status": ["ok"] * 5 + ["error"],
+        "latency_total_s": [10.0, 20.0, 30.0, 40.0, 0.1, None], "wall_s": [11.0, 21.0, 31.0, 41.0, 0.2, 0.5],
+        "latency_preprocess_s": [2.0, 4.0, 6.0, 8.0, 0.0, None], "latency_workers_s": [6.0, 12.0, 18.0, 24.0, 0.0, None],
+        "latency_manager_s": [2.0, 4.0, 6.0, 8.0, 0.0, None], "latency_single_agent_s": [0.0] * 5 + [None],
+        "prompt_tokens": [1000, 2000, 3000, 4000, 0, 0], "completion_tokens": [100, 200, 300, 400, 0, 0],
+        "cost_usd": [0.01, 0.02, 0.03, 0.04, 0.0, 0.0], "unpriced_calls": [0] * n, "llm_calls": [3, 5, 7, 9, 5, 0],
+        "cache_hits": [0, 0, 0, 0, 5, 0], "timeline_tokens": [1500, 3000, 9000, 20000, 3000, None],
+        "n_chunks": [1, 2, 6, 13, 2, None],
+    })
+    path = tmp_path / "predictions.parquet"
+    frame.write_parquet(path)
+    profile = run_profile(load_predictions(PredictionSource(path=path)))
+    assert profile.name == "two_stage · gpt-x" and profile.patients == 6 and profile.profiled == 4
+    assert profile.cached_patients == 1 and profile.statuses == {"error": 1, "ok": 5}
+    assert profile.runtime_s.median == 25.0 and profile.stages["preprocess"].median == 5.0
+    assert "single_agent" not in profile.stages
+    assert profile.total_tokens.median == 2750.0 and profile.total_cost_usd == pytest.approx(0.10)
+    assert [(b.label, b.n) for b in profile.by_chunks] == [("1 chunk", 1), ("2 chunks", 1), ("5–8 chunks", 1),
+                                                          ("9–16 chunks", 1)]
+    assert any("cache" in note for note in profile.notes)
+    assert np.isclose(profile.cost_usd.median, 0.025)
+
+
+def test_agent_subset_prefers_short_timelines_and_fills_with_the_shortest(small_dataset):
+    from benchmarks.report.timelines import pick_subset, token_counts
+
+    root, labels = small_dataset
+    sizes = dict(token_counts(root, labels).select("subject_id", "xml_tokens").iter_rows())
+    cutoff = int(np.median(list(sizes.values())))
+    subset = pick_subset(root, labels, 3, max_tokens=cutoff, seed=0)
+    assert subset["boolean_value"].sum() == 3 and (~subset["boolean_value"]).sum() == 3
+    assert all(sizes[s] <= cutoff for s in subset["subject_id"])
+    tiny = pick_subset(root, labels, 2, max_tokens=1, seed=0)  # nobody fits: the two shortest of each role
+    for outcome in (True, False):
+        role = labels.filter(pl.col("boolean_value") == outcome)["subject_id"].to_list()
+        shortest = sorted(role, key=lambda s: (sizes[s], s))[:2]
+        assert sorted(tiny.filter(pl.col("boolean_value") == outcome)["subject_id"].to_list()) == sorted(shortest)
+    assert subset.columns == labels.columns

@@ -1,0 +1,61 @@
+"""The MEDS Graph (VISTA's source-faithful layer): one provenance-linked graph per patient, persisted as GraphML.
+
+`build_graph` turns a `PatientRecord` (or an XML patient document, via `read_patient_xml`) into a `PatientGraph`;
+`write_graph`/`read_graph` persist it as GraphML; `GraphStore` builds a cohort's graphs once, skips unchanged
+patients, and keeps a columnar node index (``index.parquet``) to query the cohort without loading every graph.
+"""
+
+from vista.graph.build import (
+    DEFAULT_CONFIG,
+    EncounterWindows,
+    GivenEncounter,
+    GraphConfig,
+    GraphSource,
+    build_graph,
+    source_from_record,
+)
+from vista.graph.errors import GraphFileError, GraphInputError
+from vista.graph.graphml import read_graph, write_graph
+from vista.graph.index import INDEX_SCHEMA, index_table
+from vista.graph.model import (
+    EdgeType,
+    GraphCode,
+    GraphEncounter,
+    GraphEvent,
+    GraphSection,
+    NodeType,
+    PatientGraph,
+    PatientInfo,
+)
+from vista.graph.store import GraphStore, StoreReport, content_hash
+from vista.graph.xml_input import encounter_xml, read_patient_xml, source_from_xml
+
+__all__ = [
+    "DEFAULT_CONFIG",
+    "INDEX_SCHEMA",
+    "EdgeType",
+    "EncounterWindows",
+    "GivenEncounter",
+    "GraphCode",
+    "GraphConfig",
+    "GraphEncounter",
+    "GraphEvent",
+    "GraphFileError",
+    "GraphInputError",
+    "GraphSection",
+    "GraphSource",
+    "GraphStore",
+    "NodeType",
+    "PatientGraph",
+    "PatientInfo",
+    "StoreReport",
+    "build_graph",
+    "content_hash",
+    "encounter_xml",
+    "index_table",
+    "read_graph",
+    "read_patient_xml",
+    "source_from_record",
+    "source_from_xml",
+    "write_graph",
+]

@@ -1,0 +1,255 @@
+"""Persist a `PatientGraph` as GraphML and read it back exactly (``read_graph(write_graph(g)) == g``).
+
+The file is plain GraphML 1.0 that networkx (``networkx.read_graphml``), igraph, Gephi or yEd can open: graph-level
+``<data>`` for the patient (subject id, source, demographics, content hash), one ``<node>`` per node with its non-null
+attributes (``type``, ``time`` and ``end`` as ISO 8601 strings, ``code``, ``value`` as a double, ``unit``, ``text``,
+``description``, ``title``, ``encounter_type``, ``row`` as a long, section ``span_start``/``span_end``), and one
+``<edge>`` per edge with its ``type`` (and ``term`` for mentions). Nodes and edges are written in table order, so
+reading restores the tables row for row; an event's encounter is restored from its ``has_event`` edge.
+
+The writer builds the text column by column (no DOM) and writes it atomically (temporary file, then rename).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import date, datetime
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+from lxml import etree
+
+from vista.graph.errors import GraphFileError
+from vista.graph.model import (
+    ATTRIBUTE_COLUMNS,
+    EDGE_SCHEMA,
+    EDGE_TYPES,
+    NODE_SCHEMA,
+    NODE_TYPES,
+    EdgeType,
+    NodeType,
+    PatientGraph,
+    PatientInfo,
+)
+from vista.meds.writer import atomic_path
+from vista.records import Demographics
+from vista.timeline.xmltext import escape_attribute, escape_text
+
+GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"
+_HEADER = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n'
+    f'<graphml xmlns="{GRAPHML_NS}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
+    f'xsi:schemaLocation="{GRAPHML_NS} http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd">\n'
+)
+
+# (key id, owner, attribute name, GraphML type)
+GRAPH_KEYS = (
+    ("g_subject_id", "subject_id", "long"), ("g_source", "source", "string"), ("g_source_format", "source_format", "string"),
+    ("g_first_row", "first_row", "long"), ("g_sex", "sex", "string"), ("g_race", "race", "string"),
+    ("g_ethnicity", "ethnicity", "string"), ("g_birth_date", "birth_date", "string"), ("g_death_date", "death_date", "string"),
+    ("g_content_hash", "content_hash", "string"),
+)
+_NODE_KEY_TYPES = {"value": "double", "row": "long", "span_start": "int", "span_end": "int"}
+NODE_KEYS = (("n_type", "type", "string"),) + tuple((f"n_{name}", name, _NODE_KEY_TYPES.get(name, "string"))
+                                                    for name in ATTRIBUTE_COLUMNS)
+EDGE_KEYS = (("e_type", "type", "string"), ("e_term", "term", "string"))
+
+
+def _keys_xml() -> str:
+    lines = []
+    for owner, keys in (("graph", GRAPH_KEYS), ("node", NODE_KEYS), ("edge", EDGE_KEYS)):
+        for key_id, name, kind in keys:
+            lines.append(f'<key id="{key_id}" for="{owner}" attr.name="{name}" attr.type="{kind}"/>\n')
+    return "".join(lines)
+
+
+_KEYS = _keys_xml()
+
+
+def _fragments(key_id: str, values: list, kind: str) -> list[str]:
+    """``<data>`` element text of each value of one column ('' for nulls)."""
+    if kind == "time":
+        return ["" if v is None else f'<data key="{key_id}">{v.isoformat()}</data>' for v in values]
+    if kind == "double":
+        return ["" if v is None else f'<data key="{key_id}">{v!r}</data>' for v in values]
+    if kind in ("long", "int"):
+        return ["" if v is None else f'<data key="{key_id}">{v}</data>' for v in values]
+    return ["" if v is None else f'<data key="{key_id}">{escape_text(v)}</data>' for v in values]
+
+
+def graphml_text(graph: PatientGraph) -> str:
+    """The GraphML document of ``graph``."""
+    out = [_HEADER, _KEYS, f'<graph id="{escape_attribute(f"patient:{graph.subject_id}")}" edgedefault="directed">\n']
+    attributes = graph.graph_attributes()
+    for key_id, name, _ in GRAPH_KEYS:
+        value = attributes.get(name)
+        if value is not None:
+            out.append(f'<data key="{key_id}">{escape_text(str(value))}</data>\n')
+    nodes = graph.nodes
+    ids = nodes.column("id").to_pylist()
+    columns = [[f'<data key="n_type">{NODE_TYPES[t].value}</data>' for t in nodes.column("type").to_numpy().tolist()]]
+    for key_id, name, kind in NODE_KEYS[1:]:
+        values = nodes.column(name).to_pylist()
+        columns.append(_fragments(key_id, values, "time" if name in ("time", "end") else kind))
+    for node_id, *data in zip(ids, *columns):
+        out.append(f'<node id="{escape_attribute(node_id)}">{"".join(data)}</node>\n')
+    edges = graph.edges
+    types = [EDGE_TYPES[t].value for t in edges.column("type").to_numpy().tolist()]
+    terms = _fragments("e_term", edges.column("term").to_pylist(), "string")
+    quoted = [escape_attribute(i) for i in ids]
+    sources, targets = edges.column("src").to_numpy().tolist(), edges.column("dst").to_numpy().tolist()
+    for src, dst, kind, term in zip(sources, targets, types, terms):
+        out.append(f'<edge source="{quoted[src]}" target="{quoted[dst]}"><data key="e_type">{kind}</data>{term}</edge>\n')
+    out.append("</graph>\n</graphml>\n")
+    return "".join(out)
+
+
+def write_graph(graph: PatientGraph, path: str | os.PathLike) -> Path:
+    """Write ``graph`` to ``path`` (a ``.graphml`` file, or a directory: then ``<subject_id>.graphml`` inside it)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / f"{graph.subject_id}.graphml"
+    text = graphml_text(graph)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------------- reading
+_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True, remove_comments=True, remove_pis=True)
+_NODE_TAG = f"{{{GRAPHML_NS}}}node"
+_EDGE_TAG = f"{{{GRAPHML_NS}}}edge"
+_DATA_TAG = f"{{{GRAPHML_NS}}}data"
+_KEY_TAG = f"{{{GRAPHML_NS}}}key"
+_GRAPH_TAG = f"{{{GRAPHML_NS}}}graph"
+_NODE_TYPE_BY_NAME = {t.value: t for t in NodeType}
+_EDGE_TYPE_BY_NAME = {t.value: t for t in EdgeType}
+
+
+def _convert(path: Path, where: str, name: str, text: str | None):
+    kind = _NODE_KEY_TYPES.get(name, "string")
+    try:
+        if name in ("time", "end"):
+            return datetime.fromisoformat(text or "")
+        if kind == "double":
+            return float(text or "")
+        if kind in ("long", "int"):
+            return int(text or "")
+    except ValueError:
+        raise GraphFileError(f"{path}: {where}: attribute {name!r} has a bad value {text!r}") from None
+    return text if text else None
+
+
+def read_graph(path: str | os.PathLike) -> PatientGraph:
+    """The `PatientGraph` in a GraphML file written by `write_graph` (`GraphFileError` naming the file otherwise)."""
+    path = Path(path)
+    try:
+        root = etree.parse(str(path), _PARSER).getroot()
+    except OSError as exc:
+        raise GraphFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except etree.XMLSyntaxError as exc:
+        raise GraphFileError(f"{path}: not well-formed XML ({exc})") from None
+    graph_el = root.find(_GRAPH_TAG)
+    if root.tag != f"{{{GRAPHML_NS}}}graphml" or graph_el is None:
+        raise GraphFileError(f"{path}: not a GraphML document with a <graph>")
+    names: dict[str, str] = {}
+    for key in root.iter(_KEY_TAG):
+        names[key.get("id", "")] = f'{key.get("for")}:{key.get("attr.name")}'
+
+    graph_attrs: dict[str, str] = {}
+    for data in graph_el.iterchildren(_DATA_TAG):
+        owner, _, name = names.get(data.get("key", ""), ":").partition(":")
+        if owner == "graph":
+            graph_attrs[name] = data.text or ""
+    info = _info(path, graph_attrs)
+
+    columns: dict[str, list] = {name: [] for name in ATTRIBUTE_COLUMNS}
+    ids: list[str] = []
+    types: list[int] = []
+    for node in graph_el.iterchildren(_NODE_TAG):
+        node_id = node.get("id")
+        if node_id is None:
+            raise GraphFileError(f"{path}: line {node.sourceline}: <node> without id")
+        values: dict[str, object] = {}
+        for data in node.iterchildren(_DATA_TAG):
+            owner, _, name = names.get(data.get("key", ""), ":").partition(":")
+            if owner != "node":
+                raise GraphFileError(f"{path}: node {node_id}: data key {data.get('key')!r} is not a node key")
+            if name == "type":
+                kind = _NODE_TYPE_BY_NAME.get(data.text or "")
+                if kind is None:
+                    raise GraphFileError(f"{path}: node {node_id}: unknown node type {data.text!r}")
+                values["type"] = kind.code
+            elif name in columns:
+                values[name] = _convert(path, f"node {node_id}", name, data.text)
+        if "type" not in values:
+            raise GraphFileError(f"{path}: node {node_id}: no type")
+        ids.append(node_id)
+        types.append(values.pop("type"))
+        for name, column in columns.items():
+            column.append(values.get(name))
+    index = {node_id: i for i, node_id in enumerate(ids)}
+    if len(index) != len(ids):
+        raise GraphFileError(f"{path}: duplicate node ids")
+
+    src: list[int] = []
+    dst: list[int] = []
+    kinds: list[int] = []
+    terms: list[str | None] = []
+    for edge in graph_el.iterchildren(_EDGE_TAG):
+        a, b = index.get(edge.get("source", "")), index.get(edge.get("target", ""))
+        if a is None or b is None:
+            raise GraphFileError(f"{path}: line {edge.sourceline}: edge between unknown nodes "
+                                 f"{edge.get('source')!r} -> {edge.get('target')!r}")
+        kind = term = None
+        for data in edge.iterchildren(_DATA_TAG):
+            owner, _, name = names.get(data.get("key", ""), ":").partition(":")
+            if owner == "edge" and name == "type":
+                kind = _EDGE_TYPE_BY_NAME.get(data.text or "")
+            elif owner == "edge" and name == "term":
+                term = data.text or None
+        if kind is None:
+            raise GraphFileError(f"{path}: line {edge.sourceline}: edge without a known type")
+        src.append(a)
+        dst.append(b)
+        kinds.append(kind.code)
+        terms.append(term)
+
+    # An event's encounter is the source of its has_event edge from an encounter node.
+    type_array = np.asarray(types, np.int8)
+    src_a, dst_a, kind_a = np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(kinds, np.int8)
+    encounter = np.full(len(ids), -1, np.int64)
+    from_encounter = (kind_a == EdgeType.HAS_EVENT.code) & (type_array[src_a] == NodeType.ENCOUNTER.code)
+    encounter[dst_a[from_encounter]] = src_a[from_encounter]
+
+    arrays = {"id": pa.array(ids, pa.string()), "type": pa.array(type_array, pa.int8())}
+    for field in NODE_SCHEMA:
+        if field.name in columns:
+            arrays[field.name] = pa.array(columns[field.name], field.type)
+    arrays["encounter"] = pa.array(encounter, pa.int32(), mask=encounter < 0)
+    nodes = pa.table(arrays, schema=NODE_SCHEMA)
+    edges = pa.table({"src": pa.array(src_a, pa.int32()), "dst": pa.array(dst_a, pa.int32()),
+                      "type": pa.array(kind_a, pa.int8()), "term": pa.array(terms, pa.string())}, schema=EDGE_SCHEMA)
+    return PatientGraph(info, nodes, edges)
+
+
+def _info(path: Path, attrs: dict[str, str]) -> PatientInfo:
+    def day(name: str) -> date | None:
+        raw = attrs.get(name)
+        try:
+            return date.fromisoformat(raw) if raw else None
+        except ValueError:
+            raise GraphFileError(f"{path}: graph attribute {name!r} is not a date: {raw!r}") from None
+
+    try:
+        subject_id = int(attrs["subject_id"])
+        first_row = int(attrs["first_row"]) if "first_row" in attrs else None
+    except (KeyError, ValueError):
+        raise GraphFileError(f"{path}: graph attributes subject_id/first_row missing or not integers") from None
+    source_format = attrs.get("source_format")
+    if source_format not in ("meds", "xml-timeline", "xml-encounters") or "source" not in attrs:
+        raise GraphFileError(f"{path}: graph attributes source/source_format missing or unknown ({source_format!r})")
+    demographics = Demographics(birth=day("birth_date"), sex=attrs.get("sex"), race=attrs.get("race"),
+                                ethnicity=attrs.get("ethnicity"), death=day("death_date"))
+    return PatientInfo(subject_id, attrs["source"], source_format, first_row, demographics, attrs.get("content_hash"))

@@ -1,0 +1,34 @@
+"""The TOA sub-agents' prompts (text files in ``vista/toa/prompts/``) filled with the profile and the chunk."""
+
+from __future__ import annotations
+
+import datetime as dt
+from functools import cache
+from importlib import resources
+
+from vista.llm import Message, system, user
+from vista.toa.profile import EventProfile
+
+
+@cache
+def prompt_text(name: str) -> str:
+    """The packaged prompt ``vista/toa/prompts/<name>.md``."""
+    return resources.files("vista.toa").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8")
+
+
+def event_type_lines(profile: EventProfile) -> str:
+    return "\n".join(f"- {t.name}: {t.definition} Subtypes: {', '.join(profile.subtypes_of(t.name))}."
+                     for t in profile.types)
+
+
+def extraction_messages(profile: EventProfile, chunk_text: str) -> list[Message]:
+    """System prompt (task, rules, the profile's types) and the chunk as the user message."""
+    return [system(prompt_text("extract").format(event_types=event_type_lines(profile))),
+            user("Record slice:\n" + chunk_text)]
+
+
+def verification_messages(profile: EventProfile, day: dt.date, lines: list[str]) -> list[Message]:
+    """The per-date imaging verifier's prompt and the lines dated ``day``."""
+    subtypes = ", ".join(profile.subtypes_of(profile.imaging_type))
+    return [system(prompt_text("verify_imaging").format(date=day.isoformat(), subtypes=subtypes)),
+            user(f"Record lines dated {day.isoformat()}:\n" + "\n".join(lines))]

@@ -1,0 +1,129 @@
+"""Build one patient's TOA: serialize → chunk → parallel extraction → unify → radiology safety net → episodes.
+
+`build_timeline` is the async entry point (one `LLMGateway` shared by every sub-agent); `TOAConfig` holds every
+knob, and `timeline_hash` is the content hash that lets `vista.toa.store` skip an unchanged patient.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from vista.graph import PatientGraph
+from vista.llm import LLMGateway
+from vista.toa.chunks import Chunk, ChunkBudget, plan_chunks
+from vista.toa.errors import ChunkingError
+from vista.toa.episodes import synthesize_episodes
+from vista.toa.extract import extract_all
+from vista.toa.model import MAX_EVENTS_PER_CHUNK, ExtractionStats, PatientTimeline
+from vista.toa.profile import DEFAULT_PROFILE, EventProfile, load_profile
+from vista.toa.agent_prompts import prompt_text
+from vista.toa.refs import UNKNOWN_REFS_DROPPED
+from vista.toa.safety_net import radiology_safety_net
+from vista.toa.serialize import serialize_graph
+from vista.toa.ambiguity import resolve_ambiguous
+from vista.toa.unify import ambiguous_pairs, renumber_with_map, unify
+
+TOA_FORMAT_VERSION = "vista.toa/1"
+
+
+class TOAConfig(BaseModel):
+    """Settings of a TOA build (all part of the content hash)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    profile: str = Field(default=DEFAULT_PROFILE, description="Packaged profile name or path to a profile TOML.")
+    budget: ChunkBudget | None = Field(
+        default=None, description="Chunk size limit (chars or tokens); None fits the model: the paper's 120k characters "
+        "when the context window is unknown or large enough, else the window minus prompt and answer room, in tokens.")
+    start: dt.date | None = Field(default=None, description="Only encounters (and imaging dates) on/after this date.")
+    end: dt.date | None = Field(default=None, description="Only encounters (and imaging dates) on/before this date.")
+    safety_net: bool = Field(default=True, description="Run the radiology safety net.")
+    window_days: int = Field(default=3, ge=0, description="± days within which a timeline imaging event covers a date.")
+    max_tokens: int | None = Field(default=None, gt=0, description="Answer token cap per sub-agent call (None: gateway's).")
+    resolve_ambiguous: bool = Field(default=True, description="Ask a judge about same-date, same-type events sharing no ref.")
+    max_judged_pairs: int = Field(default=50, ge=0, description="Most ambiguous pairs judged per patient (the rest stay listed).")
+    max_events_per_chunk: int = Field(default=MAX_EVENTS_PER_CHUNK, ge=1, le=200,
+                                      description="Most events one extraction sub-agent may return (schema maxItems).")
+
+
+PROMPT_ROOM_TOKENS = 1200
+"""Tokens kept free in the context window for the system prompt, the message framing and the profile's types."""
+
+
+def fitted_budget(config: TOAConfig, context_tokens: int | None, answer_tokens: int) -> ChunkBudget:
+    """``config.budget``, or (when None) the largest chunk the model's context window can take with its answer.
+
+    >>> fitted_budget(TOAConfig(), 8192, 1024)
+    ChunkBudget(limit=5968, unit='tokens')
+    >>> fitted_budget(TOAConfig(), None, 1024)
+    ChunkBudget(limit=120000, unit='chars')
+    """
+    if config.budget is not None:
+        return config.budget
+    paper_default = ChunkBudget()
+    if context_tokens is None or context_tokens >= 64_000:
+        return paper_default
+    room = context_tokens - answer_tokens - PROMPT_ROOM_TOKENS
+    if room < 200:
+        raise ChunkingError(f"a {context_tokens}-token context leaves no room for a chunk after a {answer_tokens}-token "
+                            "answer; set TOAConfig.budget or a smaller max_tokens")
+    return ChunkBudget(limit=room, unit="tokens")
+
+
+def plan(graph: PatientGraph, config: TOAConfig, gateway: LLMGateway | None = None) -> list[Chunk]:
+    """The chunks a build would send (serialized encounters in the configured date range, packed under the budget,
+    fitted to ``gateway``'s model when ``config.budget`` is None)."""
+    context = gateway.context_tokens if gateway is not None else None
+    answer = config.max_tokens or (gateway.config.max_tokens if gateway is not None else 0)
+    return plan_chunks(serialize_graph(graph, start=config.start, end=config.end), fitted_budget(config, context, answer))
+
+
+def timeline_hash(chunks: list[Chunk], config: TOAConfig, profile: EventProfile, model: str) -> str:
+    """sha256 over what determines the result: the chunk texts, config, profile, prompts and model name."""
+    digest = hashlib.sha256()
+    parts = [TOA_FORMAT_VERSION, config.model_dump_json(), profile.model_dump_json(), model,
+             prompt_text("extract"), prompt_text("verify_imaging"), prompt_text("same_event"), *(c.text for c in chunks)]
+    for part in parts:
+        digest.update(json.dumps(part).encode())
+    return digest.hexdigest()
+
+
+async def build_timeline(graph: PatientGraph, gateway: LLMGateway, config: TOAConfig = TOAConfig()) -> PatientTimeline:
+    """Run every TOA stage for one patient and return its timeline (events t0.., episodes, rejections, counts)."""
+    profile = load_profile(config.profile)
+    chunks = plan(graph, config, gateway)
+    digest = timeline_hash(chunks, config, profile, gateway.config.model)
+    extractions = await extract_all(gateway, graph, chunks, profile, max_tokens=config.max_tokens,
+                                    max_events=config.max_events_per_chunk)
+    proposed = [e for x in extractions for e in x.events]
+    rejected = [r for x in extractions for r in x.rejected]
+    events, merged = unify(proposed)
+    candidates = added = failed = 0
+    if config.safety_net:
+        net = await radiology_safety_net(gateway, graph, profile, events, window_days=config.window_days,
+                                         max_tokens=config.max_tokens, start=config.start, end=config.end)
+        candidates, added, failed = len(net.checked), len(net.added), net.failed
+        rejected.extend(net.rejected)
+        if net.added:
+            events, more = unify([*events, *net.added])
+            merged += more
+    pairs = ambiguous_pairs(events)
+    judged_merges = 0
+    if config.resolve_ambiguous and pairs:
+        events, judged_merges, pairs = await resolve_ambiguous(gateway, graph, events, pairs,
+                                                               max_pairs=config.max_judged_pairs, max_tokens=config.max_tokens)
+        events, new_id = renumber_with_map(events)
+        pairs = [(new_id[a], new_id[b]) for a, b in pairs]
+    stats = ExtractionStats(
+        chunks=len(chunks), failed_chunks=sum(x.error is not None for x in extractions),
+        proposed_events=sum(x.proposed for x in extractions), kept_events=len(proposed),
+        rejected_events=sum(1 for r in rejected if r.chunk is not None and r.reason != UNKNOWN_REFS_DROPPED),
+        dropped_refs=sum(len(r.dropped_refs) for r in rejected), merged_groups=merged,
+        safety_net_candidates=candidates, safety_net_added=added, safety_net_failed=failed, judged_merges=judged_merges)
+    return PatientTimeline(subject_id=graph.subject_id, profile=profile.name, content_hash=digest, events=tuple(events),
+                           episodes=tuple(synthesize_episodes(events, profile)), rejected=tuple(rejected), stats=stats,
+                           ambiguous_pairs=tuple(pairs))

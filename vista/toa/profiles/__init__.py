@@ -1,0 +1,1 @@
+"""Event-definition profiles (TOML, package data)."""

@@ -1,0 +1,1 @@
+"""Prompt texts of the TOA sub-agents (package data)."""
