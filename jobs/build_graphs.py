@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -25,8 +24,8 @@ import pyarrow as pa
 from rich.console import Console
 
 from jobs.consolidate import consolidate
-from jobs.driver import keep_planned, label_dataset, new_run_id, stream_status
-from jobs.errors import JobInputError, job_user_errors
+from jobs.driver import job_main, keep_planned, label_dataset, new_run_id, stream_status
+from jobs.errors import JobInputError
 from jobs.manifest import check_manifest
 from jobs.outputs import MarkerStore, OutputLock
 from jobs.progress import ProgressPrinter, ProgressTracker
@@ -163,15 +162,7 @@ def _with_null_times(batch: pa.Table) -> pa.Table:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        summary = run(args)
-    except job_user_errors() as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0 if summary.complete else 1
+    return job_main(build_parser, run, argv)
 
 
 if __name__ == "__main__":

@@ -56,3 +56,24 @@ def stream_status(dataset, tracker: ProgressTracker) -> None:
     """Run the pipeline, counting each status row as it arrives (the only data the driver receives)."""
     for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
         tracker.update(batch)
+
+
+def job_main(build_parser, run, argv: list[str] | None = None) -> int:
+    """The ``main`` of a job module: parse options, set logging, run; user errors print one line and exit 2.
+
+    Exit status 0 when every task ended (ok or recorded error), 1 when the run stopped short.
+    """
+    import logging
+    import sys
+
+    from jobs.errors import job_user_errors
+
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        summary = run(args)
+    except job_user_errors() as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0 if summary.complete else 1

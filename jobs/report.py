@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     agents.add_argument("--agent-patients", type=int, help="patients (half cases) the agents assess (default 4; "
                         "quick 2; 0: none)")
     agents.add_argument("--agent-variants", type=_csv, help="variants (default one_stage,two_stage,single_agent)")
-    agents.add_argument("--agent-max-tokens", type=int, help="longest timeline admitted to the subset (default 8000)")
+    agents.add_argument("--agent-max-tokens", type=int, help="longest timeline admitted to the subset (default 2500)")
     agents.add_argument("--predictions", type=_prediction, action="append", default=[], metavar="[COHORT=]PATH",
                         help="a prediction file to score (repeatable); COHORT defaults to the focus cohort")
     agents.add_argument("--usage-ledger", type=Path, action="append", default=[],

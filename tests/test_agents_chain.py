@@ -201,13 +201,13 @@ def test_a_failed_manager_fails_the_patient_with_the_error_recorded():
 def test_the_manager_memory_is_left_truncated_when_it_does_not_fit_the_context():
     def chatty_worker(request, n):
         answer = worker_answer(request, n)
-        answer["new_events"] = [{"timestamp": f"2019-01-{d + 1:02d}", "description": f"finding {n}.{d} " + "x" * 100,
-                                 "event_ids": []} for d in range(4)]
+        answer["new_events"] = [{"timestamp": f"2019-01-{d + 1:02d}", "description": f"finding {n}.{d}: " + "cough and weight loss at visit " * 2,
+                                 "event_ids": []} for d in range(2)]
         return answer
 
-    config = PipelineConfig(chunk_tokens=300, context_tokens=8000, memory_k=2, output_limits="compact")
+    config = PipelineConfig(chunk_tokens=256, context_tokens=3000, memory_k=2)
     script = Script(worker=chatty_worker, manager=manager_answer())
-    result, _ = run(script, config, lung_patient(n_visits=30), max_tokens=4096)
+    result, _ = run(script, config, lung_patient(n_visits=40), max_tokens=1024)
     (_, user), = script.prompts("manager")
     shown = user.split("<memory_events>\n")[1].split("\n</memory_events>")[0].splitlines()
     assert result.truncated and 0 < len(shown) < result.memory_events

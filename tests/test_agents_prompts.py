@@ -14,7 +14,9 @@ from trajonco.agents.schemas import (
     ManagerOutput,
     WorkerOutput,
     fit_limits,
+    limits_of,
     output_models,
+    resolve_limits,
     worst_case_chars,
 )
 from trajonco.cancers import CANCERS, UnknownCancerError, applicable_cancers, get_cancer
@@ -158,10 +160,25 @@ def test_worst_case_chars_is_the_length_of_the_largest_valid_answer(model):
     assert len(largest.model_dump_json()) == worst_case_chars(model)
 
 
-@pytest.mark.parametrize("max_tokens", [700, 1024, 2048, 4096])
+@pytest.mark.parametrize("max_tokens", [300, 700, 1024, 4096])
 def test_fitted_compact_limits_never_exceed_the_answer_budget(max_tokens):
     fitted = fit_limits(COMPACT_LIMITS, max_tokens)
     models = output_models(fitted)
     assert all(worst_case_chars(m) <= max_tokens for m in (models.worker, models.manager, models.preprocessor))
     assert fitted.worker_events >= 1 and fitted.summary_chars <= COMPACT_LIMITS.summary_chars
-    assert (fitted == COMPACT_LIMITS) == (max_tokens >= 4096)
+    assert (fitted is COMPACT_LIMITS) == (max_tokens >= 1024)  # the compact bounds fit the default 1024-token budget
+
+
+@pytest.mark.parametrize("name", ["standard", "compact", "compact-512", "compact-700"])
+def test_limits_are_rebuilt_from_their_name_into_the_same_classes(name):
+    limits = resolve_limits(name)
+    assert limits.name == name
+    models = output_models(limits)
+    assert all(limits_of(m) == limits for m in (models.worker, models.manager, models.preprocessor))
+    assert output_models(resolve_limits(limits.name)).worker is models.worker
+
+
+@pytest.mark.parametrize("bad", ["compact-x", "tiny", "standard-"])
+def test_unknown_limit_names_are_refused(bad):
+    with pytest.raises(ValueError, match="unknown output limits"):
+        resolve_limits(bad)

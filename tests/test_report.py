@@ -9,6 +9,7 @@ agents' numbers.
 from __future__ import annotations
 
 import base64
+import html
 import json
 import re
 from pathlib import Path
@@ -42,43 +43,43 @@ def report(tmp_path_factory, ray_head) -> dict:
             "--gap-years", "0.5,1", "--gap-models", "logistic_regression", "--resamples", str(RESAMPLES),
             "--token-sample", "10", "--agent-patients", "4", "--agent-variants", "one_stage,two_stage",
             "--agent-max-tokens", "6000", "--backend", "openai", "--base-url", server.base_url, "--model", "synthetic",
-            "--context-tokens", "32768", "--address", ray_head.gcs_address,
+            "--context-tokens", "32768", "--actors", "2", "--address", ray_head.gcs_address,
         ]
         outcome = job.run(job.build_parser().parse_args(argv), argv)
-    html = outcome.html.read_text(encoding="utf-8")
-    return {"out": out, "html": html, "results": load_results(outcome.results_json), "outcome": outcome}
+    page = outcome.html.read_text(encoding="utf-8")
+    return {"out": out, "html": page, "results": load_results(outcome.results_json), "outcome": outcome}
 
 
-def _section(html: str, section_id: str) -> str:
-    match = re.search(rf'<section id="{section_id}"[^>]*>(.*?)</section>', html, re.S)
+def _section(page: str, section_id: str) -> str:
+    match = re.search(rf'<section id="{section_id}"[^>]*>(.*?)</section>', page, re.S)
     assert match, f"no section {section_id}"
     return match.group(1)
 
 
-def _cells(html: str, table_id: str) -> list[list[str]]:
-    match = re.search(rf'<table id="{re.escape(table_id)}">(.*?)</table>', html, re.S)
+def _cells(page: str, table_id: str) -> list[list[str]]:
+    match = re.search(rf'<table id="{re.escape(table_id)}">(.*?)</table>', page, re.S)
     assert match, f"no table {table_id}"
     return [re.findall(r"<t[dh]>(.*?)</t[dh]>", row) for row in re.findall(r"<tr>(.*?)</tr>", match.group(1), re.S)]
 
 
 def test_report_has_every_section_table_and_figure(report):
-    html = report["html"]
+    page = report["html"]
     for section_id in SECTION_IDS:
-        assert f'<section id="{section_id}"' in html
+        assert f'<section id="{section_id}"' in page
     for table_id in ("table-characteristics", "table-auroc", "table-auprc", "table-models", "table-cohorts",
                      "table-truncation", "table-gap", "table-strata-lung", "table-strata-any_cancer", "table-latency",
                      "table-stages", "table-length", "table-agents", "table-selection", "table-timings"):
-        assert len(_cells(html, table_id)) > 1, table_id
+        assert len(_cells(page, table_id)) > 1, table_id
     figures = {"fig-auroc", "fig-roc-pr", "fig-truncation", "fig-gap", "fig-strata-lung", "fig-strata-any_cancer",
                "fig-latency", "fig-selection"}
-    found = dict(re.findall(r'<img id="([^"]+)" alt="[^"]*" src="data:image/png;base64,([^"]+)"', html))
+    found = dict(re.findall(r'<img id="([^"]+)" alt="[^"]*" src="data:image/png;base64,([^"]+)"', page))
     assert figures <= set(found)
     for figure_id in figures:
         png = base64.b64decode(found[figure_id])
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000
         assert (report["out"] / "figures" / f"{figure_id}.png").read_bytes() == png
-    assert "python -m jobs.report --quick" in _section(html, "provenance")
-    assert "python -m jobs.predict --labels" in _section(html, "provenance")
+    assert "python -m jobs.report --quick" in _section(page, "provenance")
+    assert "python -m jobs.predict --labels" in _section(page, "provenance")
 
 
 def test_baseline_numbers_equal_those_computed_directly(report):
@@ -173,5 +174,5 @@ def test_realism_paragraph_is_computed_from_the_results(report):
     paragraph = results.realism.paragraph
     assert f"{best[low]:.3f} ({low})" in paragraph
     assert results.realism.below == sorted(c for c, v in best.items() if v < 0.6)
-    assert paragraph in _section(report["html"], "realism")
+    assert html.escape(paragraph) in _section(report["html"], "realism")
     assert json.loads((report["out"] / "results.json").read_text())["realism"]["paragraph"] == paragraph

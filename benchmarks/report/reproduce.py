@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -153,15 +154,21 @@ def run_cohort_tasks(settings: ReportSettings, definitions: dict[str, CohortDefi
     gaps: list[CohortOutcome] = []
     truncation: TruncationOutcome | None = None
     ordered = sorted(settings.cohorts, key=lambda r: (-_size_hint(definitions[r]), r != settings.focus_cohort))
+    queue: deque[tuple[CohortTask | TruncationTask, str]] = deque(
+        [(_main_task(settings, ref, definitions[ref].name), "main") for ref in ordered]
+        + [(_gap_task(settings, ref, definitions[ref].name, days), "gap")
+           for ref in settings.gap_cohorts for days in settings.gap_days])
+    total = len(queue) + (1 if settings.truncation_budgets else 0)
+    finished = 0
     with TaskRunner(dataset_root, settings.workers) as runner:
         pending: dict[Future, str] = {}
-        for ref in ordered:
-            pending[runner.submit(_main_task(settings, ref, definitions[ref].name))] = "main"
-        for ref in settings.gap_cohorts:
-            for days in settings.gap_days:
-                pending[runner.submit(_gap_task(settings, ref, definitions[ref].name, days))] = "gap"
-        total = len(pending) + (1 if settings.truncation_budgets else 0)
-        finished = 0
+
+        def refill() -> None:  # a short queue in the pool, so a task added later (truncation) starts next
+            while queue and len(pending) < settings.workers + 1:
+                task, kind = queue.popleft()
+                pending[runner.submit(task)] = kind
+
+        refill()
         while pending:
             done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
             for future in done:
@@ -184,11 +191,11 @@ def run_cohort_tasks(settings: ReportSettings, definitions: dict[str, CohortDefi
                 main[outcome.task.definition] = outcome
                 if (outcome.task.definition == settings.focus_cohort and settings.truncation_budgets
                         and outcome.info is not None):
-                    task = TruncationTask(cohort=outcome.cohort, train_labels=outcome.train_labels,
-                                          test_labels=outcome.test_labels, budgets=settings.truncation_budgets,
-                                          models=settings.truncation_models, seed=settings.seed,
-                                          n_resamples=settings.n_resamples)
-                    pending[runner.submit(task)] = "truncation"
+                    queue.appendleft((TruncationTask(
+                        cohort=outcome.cohort, train_labels=outcome.train_labels, test_labels=outcome.test_labels,
+                        budgets=settings.truncation_budgets, models=settings.truncation_models, seed=settings.seed,
+                        n_resamples=settings.n_resamples), "truncation"))
+            refill()
     return main, gaps, truncation
 
 

@@ -85,7 +85,7 @@ class ReportSettings(BaseModel):
     workers: int = Field(2, ge=1, description="worker processes for the cohort tasks (1: all in this process)")
     agent_patients: int = Field(4, ge=0, description="focus-cohort test patients (half cases, half controls) the "
                                 "agents assess when the job runs them (0: none)")
-    agent_max_tokens: int | None = Field(8_000, ge=500, description="only patients whose XML timeline has at most "
+    agent_max_tokens: int | None = Field(2_500, ge=500, description="only patients whose XML timeline has at most "
                                          "this many tokens join the agents' subset (bounds the embedded model's run)")
     agent_variants: tuple[str, ...] = Field(("one_stage", "two_stage", "single_agent"), description="agent variants "
                                             "run on the subset")

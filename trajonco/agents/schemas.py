@@ -3,25 +3,27 @@
 Every string has a maxLength and every list a maxItems, and objects forbid extra keys, so a schema-constrained
 small model (SmolLM2-135M on llama.cpp) always produces parseable output of bounded length. Two sets of bounds
 exist: `STANDARD_LIMITS` for real endpoints (long, detailed summaries) and `COMPACT_LIMITS` for small-context
-models, whose output budget is a few hundred tokens. `output_models(limits)` returns the classes for a set of
+models, whose answers must fit a budget of about a thousand tokens. `output_models(limits)` returns the classes for a set of
 bounds; the compact classes subclass the standard ones, so code typed against `WorkerOutput` accepts both.
 
 >>> models = output_models(COMPACT_LIMITS)
 >>> issubclass(models.worker, WorkerOutput)
 True
 >>> models.worker.model_json_schema()["properties"]["updated_summary"]["maxLength"]
-600
+280
 >>> WorkerOutput.model_json_schema()["additionalProperties"]
 False
 
-A schema-constrained small model can spend one token per character (digits are single tokens in SmolLM2's
-vocabulary), so `fit_limits` shrinks bounds until the longest valid answer fits the answer budget:
+A small model's answer can cost up to one token per character (runs of digits and dates do), and one cut off at
+the answer budget fails validation, so `fit_limits` shrinks bounds until the longest valid answer fits the budget:
 
->>> worst_case_chars(models.worker) > 1024
+>>> max(worst_case_chars(m) for m in (models.worker, models.manager, models.preprocessor))
+1004
+>>> fit_limits(COMPACT_LIMITS, max_tokens=1024) is COMPACT_LIMITS
 True
->>> fitted = fit_limits(COMPACT_LIMITS, max_tokens=1024)
->>> max(worst_case_chars(m) for m in (output_models(fitted).worker, output_models(fitted).manager)) <= 1024
-True
+>>> fitted = fit_limits(COMPACT_LIMITS, max_tokens=600)
+>>> fitted.name, max(worst_case_chars(m) for m in (output_models(fitted).worker, output_models(fitted).manager)) <= 600
+('compact-600', True)
 """
 
 from __future__ import annotations
@@ -107,9 +109,11 @@ STANDARD_LIMITS = OutputLimits("standard", summary_chars=4000, reasoning_chars=1
                                ids_per_event=10, worker_events=25, manager_events=40, preprocessor_ids=300, rationale_chars=500)
 """Bounds for real endpoints (the classes above as written)."""
 
-COMPACT_LIMITS = OutputLimits("compact", summary_chars=600, reasoning_chars=300, temporal_chars=200, event_chars=120,
-                              ids_per_event=3, worker_events=4, manager_events=8, preprocessor_ids=40, rationale_chars=120)
-"""Bounds for small-context models: a worker answer at every bound is ~2,000 characters (≈500 tokens)."""
+COMPACT_LIMITS = OutputLimits("compact", summary_chars=280, reasoning_chars=150, temporal_chars=100, event_chars=80,
+                              ids_per_event=2, worker_events=2, manager_events=3, preprocessor_ids=40, rationale_chars=120)
+"""Bounds for small models: the longest valid answer of every agent is at most 1,024 characters, so it fits the
+embedded model's default 1,024-token answer budget even at one token per character (`fit_limits` shrinks them
+for smaller budgets)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,22 +128,32 @@ class OutputModels:
 
 def _tightened(base: type[BaseModel], prefix: str, **overrides: int | tuple[int, type[BaseModel]]) -> Any:
     """A subclass of ``base`` whose named fields get a new max length (and, for lists, a new item type)."""
-    fields: dict[str, Any] = {}
+    overridden: dict[str, Any] = {}
     for name, spec in overrides.items():
         info = base.model_fields[name]
         limit, item = spec if isinstance(spec, tuple) else (spec, None)
         annotation = list[item] if item is not None else info.annotation  # type: ignore[valid-type]
         kept = [m for m in info.metadata if not isinstance(m, annotated_types.MaxLen)]
-        fields[name] = (Annotated[(annotation, *kept, annotated_types.MaxLen(limit))], Field(description=info.description))
-    return create_model(prefix + base.__name__, __base__=base, __doc__=base.__doc__, **fields)
+        overridden[name] = (Annotated[(annotation, *kept, annotated_types.MaxLen(limit))], Field(description=info.description))
+    return create_model(prefix + base.__name__, __base__=base, __doc__=base.__doc__, **overridden)
+
+
+_LIMITS_OF: dict[type[BaseModel], OutputLimits] = {}
 
 
 @lru_cache(maxsize=None)
 def output_models(limits: OutputLimits) -> OutputModels:
     """The agents' response models bounded by ``limits`` (the same classes for the same limits)."""
+    models = _build_models(limits)
+    for model in (models.worker, models.manager, models.preprocessor):
+        _LIMITS_OF.setdefault(model, limits)
+    return models
+
+
+def _build_models(limits: OutputLimits) -> OutputModels:
     if limits == STANDARD_LIMITS:
         return OutputModels(limits, WorkerOutput, ManagerOutput, PreprocessorOutput)
-    prefix = limits.name.title()
+    prefix = "".join(part.title() for part in limits.name.split("-"))
     event = _tightened(ExtractedEvent, prefix, description=limits.event_chars, event_ids=limits.ids_per_event)
     worker = _tightened(WorkerOutput, prefix, updated_summary=limits.summary_chars, temporal_analysis=limits.temporal_chars,
                         risk_reasoning=limits.reasoning_chars, new_events=(limits.worker_events, event))
@@ -179,7 +193,11 @@ def worst_case_chars(model: type[BaseModel]) -> int:
 @lru_cache(maxsize=64)
 def fit_limits(limits: OutputLimits, max_tokens: int) -> OutputLimits:
     """``limits`` scaled down (every bound by the same factor, at least 1) until each agent's longest answer has at
-    most ``max_tokens`` characters, so a model writing one token per character is never cut off."""
+    most ``max_tokens`` characters, so a model writing one token per character is never cut off.
+
+    The result is named ``<name>-<max_tokens>`` (``limits`` itself when it already fits), which `resolve_limits`
+    turns back into the same bounds in another process.
+    """
     def longest(candidate: OutputLimits) -> int:
         models = output_models(candidate)
         return max(worst_case_chars(m) for m in (models.worker, models.manager, models.preprocessor))
@@ -188,7 +206,31 @@ def fit_limits(limits: OutputLimits, max_tokens: int) -> OutputLimits:
     while longest(fitted) > max_tokens:
         factor *= 0.9
         if factor < 0.01:
-            raise ValueError(f"max_tokens={max_tokens} cannot hold even the smallest answers; raise it")
+            raise ValueError(f"max_tokens={max_tokens} cannot hold even the smallest agent answers; raise it")
         scaled = {f.name: max(1, int(getattr(limits, f.name) * factor)) for f in fields(limits) if f.name != "name"}
-        fitted = replace(limits, name=f"{limits.name}{int(factor * 100)}", **scaled)
+        fitted = replace(limits, name=f"{limits.name}-{max_tokens}", **scaled)
     return fitted
+
+
+_BASE_LIMITS = {STANDARD_LIMITS.name: STANDARD_LIMITS, COMPACT_LIMITS.name: COMPACT_LIMITS}
+
+
+def resolve_limits(name: str) -> OutputLimits:
+    """The limits called ``name``: ``standard``, ``compact`` or a fitted ``compact-<max_tokens>``.
+
+    >>> resolve_limits("compact-1024") == fit_limits(COMPACT_LIMITS, 1024)
+    True
+    """
+    base, dash, budget = name.partition("-")
+    if base in _BASE_LIMITS and (not dash or budget.isdigit()):
+        return fit_limits(_BASE_LIMITS[base], int(budget)) if budget else _BASE_LIMITS[base]
+    raise ValueError(f"unknown output limits {name!r}; expected standard, compact or compact-<max_tokens>")
+
+
+def limits_of(model: type[BaseModel]) -> OutputLimits | None:
+    """The limits whose `output_models` produced ``model`` (None for any other class), to rebuild it elsewhere."""
+    return _LIMITS_OF.get(model)
+
+
+for _limits in _BASE_LIMITS.values():  # register the base classes, so limits_of knows them from the start
+    output_models(_limits)
