@@ -9,8 +9,8 @@ fits and scores LR, KNN and XGBoost, runs the sensitivity analyses (trajectory l
 stratified results, then runs the agents with ``jobs.predict`` (one process per variant) on a small subset of
 the focus cohort (the embedded model by default; any OpenAI-compatible endpoint with --backend openai), scores
 every prediction file (given or produced), profiles latency and cost, and writes OUT/report.html (one
-self-contained file), OUT/results.json (every number) and OUT/figures/*.png. The domain logic lives in `benchmarks.report`; this module
-only maps options onto `ReportSettings` and runs ``jobs.predict`` for the agents.
+self-contained file), OUT/results.json (every number) and OUT/figures/*.png. The domain logic lives in
+`benchmarks.report`; this module only maps options onto `ReportSettings` and runs ``jobs.predict`` for the agents.
 
 Rerunning the same command reuses the dataset and the agents' finished patients (jobs.predict resumes).
 """
@@ -99,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a prediction file to score (repeatable); COHORT defaults to the focus cohort")
     agents.add_argument("--usage-ledger", type=Path, action="append", default=[],
                         help="a vista.llm usage ledger (parquet or JSON) for the per-agent table (repeatable)")
-    agents.add_argument("--backend", choices=["embedded", "openai"], help="LLM backend of the agents (default embedded)")
+    agents.add_argument("--backend", choices=["embedded", "openai"],
+                        help="LLM backend of the agents (default embedded)")
     agents.add_argument("--base-url", help="endpoint root for --backend openai")
     agents.add_argument("--model", help="model name sent to the endpoint")
     agents.add_argument("--api-key-env", help="environment variable holding the API key")

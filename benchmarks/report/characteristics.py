@@ -31,7 +31,8 @@ DAYS_PER_YEAR = 365.25
 
 def _static_value(prefix: str, name: str) -> pl.Expr:
     code = pl.col(schema.CODE).cast(pl.String)
-    return code.filter(code.str.starts_with(prefix + schema.SEP)).str.strip_prefix(prefix + schema.SEP).sort().first().alias(name)
+    head = prefix + schema.SEP
+    return code.filter(code.str.starts_with(head)).str.strip_prefix(head).sort().first().alias(name)
 
 
 def demographics(events: pl.LazyFrame, labels: pl.DataFrame) -> pl.DataFrame:
@@ -53,7 +54,8 @@ def demographics(events: pl.LazyFrame, labels: pl.DataFrame) -> pl.DataFrame:
 
 
 def _counts(values: list[str | None]) -> dict[str, int]:
-    return dict(sorted(Counter(UNKNOWN if v is None else str(v) for v in values).items(), key=lambda kv: (-kv[1], kv[0])))
+    counts = Counter(UNKNOWN if v is None else str(v) for v in values)
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def group_characteristics(rows: pl.DataFrame, tokens: np.ndarray) -> GroupCharacteristics:

@@ -7,7 +7,6 @@ generator is deterministic, so the same configuration means the same bytes).
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from pydantic import BaseModel, Field
 

@@ -141,7 +141,8 @@ def strata_plot(results: Sequence[StratumResult], cohort: str) -> bytes:
             rows = [r for r in results if r.stratifier == stratifier and r.model == model and r.auroc is not None]
             y = [strata.index(r.stratum) + offset for r in rows]
             ax.errorbar([r.auroc.value for r in rows], y, fmt="o", ms=3.5, capsize=2, color=colors[model],
-                        xerr=[[r.auroc.value - r.auroc.lower for r in rows], [r.auroc.upper - r.auroc.value for r in rows]],
+                        xerr=[[r.auroc.value - r.auroc.lower for r in rows],
+                              [r.auroc.upper - r.auroc.value for r in rows]],
                         label=model)
         ax.set_yticks(range(len(strata)), strata, fontsize=8)
         ax.invert_yaxis()
@@ -154,7 +155,8 @@ def strata_plot(results: Sequence[StratumResult], cohort: str) -> bytes:
     return _png(fig)
 
 
-def latency_plot(profiles: Sequence[RunProfile], per_patient: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> bytes:
+def latency_plot(profiles: Sequence[RunProfile],
+                 per_patient: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> bytes:
     """Runtime per patient vs EHR length (XML tokens, chunks) per run, and median seconds per stage."""
     names = [p.name for p in profiles]
     colors = _colors(names)

@@ -116,7 +116,8 @@ def _quantiles(frame: pl.DataFrame, column: str) -> Quantiles:
     return Quantiles.of(frame[column].cast(pl.Float64).to_numpy()) if column in frame.columns else Quantiles(n=0)
 
 
-def _bins(frame: pl.DataFrame, column: str, edges: Sequence[int], unit: str, *, counts: bool = False) -> list[LengthBin]:
+def _bins(frame: pl.DataFrame, column: str, edges: Sequence[int], unit: str, *,
+          counts: bool = False) -> list[LengthBin]:
     """Runtime quantiles per bin [low, high) of ``column``; empty bins are left out. ``counts``: integer labels."""
     out = []
     values = frame[column].cast(pl.Float64).to_numpy()

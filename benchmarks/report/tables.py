@@ -149,7 +149,8 @@ def profile_table(profiles: Sequence[RunProfile]) -> Table:
                      ", ".join(f"{k} {v}" for k, v in p.statuses.items()), str(p.profiled), _q(p.runtime_s),
                      _q(p.wall_s), _q(p.timeline_tokens, 0), _q(p.chunks, 0), _q(p.llm_calls, 0),
                      _q(p.prompt_tokens, 0), _q(p.completion_tokens, 0), _q(p.cost_usd, 5),
-                     f"{p.total_cost_usd:.4f}" + (f" (+{p.unpriced_calls} unpriced calls)" if p.unpriced_calls else "")])
+                     f"{p.total_cost_usd:.4f}"
+                     + (f" (+{p.unpriced_calls} unpriced calls)" if p.unpriced_calls else "")])
     return Table("table-latency", "Latency, tokens and cost per patient (median [IQR])",
                  ["run", "LLM", "variant", "patients", "status", "profiled", "runtime s", "wall s", "XML tokens",
                   "chunks", "LLM calls", "prompt tokens", "completion tokens", "cost $", "total cost $"], rows,

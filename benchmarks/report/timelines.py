@@ -121,7 +121,7 @@ def truncate_events(events: pl.LazyFrame, windows: pl.DataFrame) -> pl.LazyFrame
     """
     time = pl.col(schema.TIME)
     starts = windows.lazy().select(pl.col(SID).cast(pl.Int64), pl.col(WINDOW_START).dt.cast_time_unit("us"))
-    kept = (events.with_columns(pl.col(SID).cast(pl.Int64)).join(starts, on=SID, how="inner")
+    kept = (events.with_columns(pl.col(SID).cast(pl.Int64)).join(starts, on=SID, how="inner", maintain_order="left")
             .filter(time.is_null() | (pl.col(schema.CODE) == schema.BIRTH_CODE) | pl.col(WINDOW_START).is_null()
                     | (time >= pl.col(WINDOW_START))))
     return kept.drop(WINDOW_START)
