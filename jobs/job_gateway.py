@@ -102,24 +102,19 @@ class ModelRef:
 _ROLES = ("worker", "manager", "preprocessor")
 
 
-def _known_limits() -> dict[str, object]:
-    from trajonco.agents.schemas import COMPACT_LIMITS, STANDARD_LIMITS
-
-    return {limits.name: limits for limits in (STANDARD_LIMITS, COMPACT_LIMITS)}
-
-
 def model_ref(model: type[BaseModel]) -> ModelRef:
     """A `ModelRef` for ``model`` (raises TypeError when it cannot be found again by name)."""
     module = importlib.import_module(model.__module__)
     if getattr(module, model.__qualname__, None) is model:
         return ModelRef(model.__module__, model.__qualname__)
-    from trajonco.agents.schemas import output_models
+    from trajonco.agents.schemas import limits_of, output_models
 
-    for name, limits in _known_limits().items():
-        models = output_models(limits)  # type: ignore[arg-type]
+    limits = limits_of(model)
+    if limits is not None:
+        models = output_models(limits)
         for role in _ROLES:
             if getattr(models, role) is model:
-                return ModelRef("trajonco.agents.schemas", role, name)
+                return ModelRef("trajonco.agents.schemas", role, limits.name)
     raise TypeError(f"response model {model.__qualname__} cannot be shipped to another process: it is neither importable "
                     "by name nor one of the agents' output models")
 
@@ -129,9 +124,9 @@ def resolve_model(ref: ModelRef) -> type[BaseModel]:
     if ref.limits is None:
         found = getattr(importlib.import_module(ref.module), ref.name)
     else:
-        from trajonco.agents.schemas import output_models
+        from trajonco.agents.schemas import output_models, resolve_limits
 
-        found = getattr(output_models(_known_limits()[ref.limits]), ref.name)  # type: ignore[arg-type]
+        found = getattr(output_models(resolve_limits(ref.limits)), ref.name)
     if not (isinstance(found, type) and issubclass(found, BaseModel)):
         raise TypeError(f"{ref} does not name a pydantic model")
     return found

@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("out/report"), help="report folder (default out/report)")
     parser.add_argument("--quick", action="store_true", help="small CI configuration: 4,000 subjects, lung + "
-                        "any-cancer, 3 budgets and gaps, 2 agent patients (one_stage)")
+                        "any-cancer, 3 budgets and gaps, 4 agent patients (one_stage)")
     data = parser.add_argument_group("data")
     data.add_argument("--dataset", type=Path, help="use this MEDS dataset instead of the synthetic one")
     data.add_argument("--synth-dir", type=Path, help="where to generate or reuse the synthetic dataset "
@@ -89,10 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
     sens.add_argument("--gap-years", type=_floats, help="gaps in years (default 0.5,1,2,3,4,5; empty string: none)")
     sens.add_argument("--gap-cohorts", type=_csv, help="cohorts rebuilt per gap (default: the 15 cancers)")
     sens.add_argument("--gap-models", type=_csv, help="baselines refitted per gap (default xgboost)")
-    sens.add_argument("--gap-train-cases-cap", type=int, help="training cases of the gap cohorts at most (default 800)")
+    sens.add_argument("--gap-train-cases-cap", type=int, help="training cases of the gap cohorts at most (default 400)")
     agents = parser.add_argument_group("agents (jobs.predict on a subset of the focus cohort)")
     agents.add_argument("--agent-patients", type=int, help="patients (half cases) the agents assess (default 4; "
-                        "quick 2; 0: none)")
+                        "0: none)")
     agents.add_argument("--agent-variants", type=_csv, help="variants (default one_stage,two_stage,single_agent)")
     agents.add_argument("--agent-max-tokens", type=int, help="longest timeline admitted to the subset (default 2500)")
     agents.add_argument("--predictions", type=_prediction, action="append", default=[], metavar="[COHORT=]PATH",
@@ -130,7 +130,7 @@ SETTING_OPTIONS = {
 }
 """Command-line option -> `ReportSettings` field."""
 
-QUICK_AGENTS = {"agent_patients": 2, "agent_variants": ("one_stage",), "agent_max_tokens": 1500}
+QUICK_AGENTS = {"agent_patients": 4, "agent_variants": ("one_stage",), "agent_max_tokens": 1500}
 
 
 def settings_from_args(args: argparse.Namespace, command: str) -> ReportSettings:

@@ -36,7 +36,7 @@ from vista.tokens import count_tokens
 JsonSchema = Mapping[str, object]
 _ID_ATTRIBUTE = re.compile(r'\bid="([^"]+)"')
 _TOKEN = re.compile(r"[A-Za-z0-9_.:-]+")
-_EVENT_DATE = re.compile(r'\btime="(\d{4}-\d{2}-\d{2})')
+_EVENT_DATE = re.compile(r'(?:\btime="|^- )(\d{4}-\d{2}-\d{2})', re.M)
 _DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
 _WORDS = ("stable", "follow-up", "labs", "visit", "noted", "trend", "review", "history", "screening", "signs")
 

@@ -139,6 +139,17 @@ def test_unknown_event_ids_are_dropped_and_counted():
     assert result.status == "ok"
 
 
+def test_events_dated_after_the_prediction_time_are_dropped_and_counted():
+    def future_worker(request, n):
+        answer = worker_answer(request, n)
+        answer["new_events"].append({"timestamp": "2021-01-01", "description": "as of the prediction date", "event_ids": []})
+        return answer
+
+    result, _ = run(Script(worker=future_worker, manager=manager_answer()), SMALL_CHUNKS)
+    assert result.dropped_events == result.chunks.n_chunks
+    assert result.memory_events == result.chunks.n_chunks  # only the dated-before events were stored
+
+
 def test_an_id_from_another_chunk_is_unknown_to_this_worker():
     def cites_next_chunk(request, n):
         answer = worker_answer(request, n)

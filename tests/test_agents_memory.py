@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trajonco.agents.evidence import SourceIndex, clean_event, keep_known_ids
+from trajonco.agents.evidence import EventRules, SourceIndex, clean_events, keep_known_ids
 from trajonco.agents.memory import LongTermMemory, MemoryEvent, normalize_text, render_events
 from trajonco.agents.schemas import ExtractedEvent
 from test_agents_patients import lung_patient
@@ -50,9 +50,9 @@ def test_copy_forwarded_note_repeating_a_finding_is_stored_once():
     for chunk, note_id in enumerate(notes):
         when = next(e.time.date() for e in record.events if e.event_id == note_id)
         reported = ExtractedEvent(timestamp=when, description="Former smoker, 40 pack-years", event_ids=[note_id])
-        event, dropped = clean_event(reported, allowed={note_id}, chunk_index=chunk, sources=sources)
-        assert dropped == 0
-        ltm.add([event])
+        cleaned = clean_events([reported], EventRules(frozenset({note_id}), sources=sources), chunk_index=chunk)
+        assert cleaned.dropped_ids == 0
+        ltm.add(cleaned.events)
     assert len(ltm) == 1
     assert ltm.events()[0].event_ids == tuple(notes)
 
@@ -93,9 +93,18 @@ def test_memory_never_holds_two_events_with_the_same_date_and_text(items):
 
 def test_unknown_ids_are_dropped_and_counted_but_the_event_stays():
     reported = ExtractedEvent(timestamp=date(2020, 1, 5), description=" Cough ", event_ids=["e3", "e404", "e3", "e5"])
-    event, dropped = clean_event(reported, allowed={"e3", "e5"}, chunk_index=4)
-    assert (event.description, event.event_ids, event.chunk_index, dropped) == ("Cough", ("e3", "e5"), 4, 1)
+    cleaned = clean_events([reported], EventRules(frozenset({"e3", "e5"})), chunk_index=4)
+    (event,) = cleaned.events
+    assert (event.description, event.event_ids, event.chunk_index, cleaned.dropped_ids) == ("Cough", ("e3", "e5"), 4, 1)
     assert keep_known_ids([], {"e1"}) == ((), 0)
+
+
+@pytest.mark.parametrize("cutoff,kept", [(datetime(2021, 1, 1), 1), (datetime(2021, 1, 1, 12), 2), (datetime(2020, 12, 31), 0)])
+def test_events_dated_at_or_after_the_prediction_time_are_dropped(cutoff, kept):
+    reported = [ExtractedEvent(timestamp=date(2020, 12, 31), description="seen", event_ids=[]),
+                ExtractedEvent(timestamp=date(2021, 1, 1), description="as of today", event_ids=[])]
+    cleaned = clean_events(reported, EventRules(frozenset(), cutoff), chunk_index=0)
+    assert (len(cleaned.events), cleaned.dropped_events) == (kept, 2 - kept)
 
 
 def test_render_events_lists_date_text_and_ids():

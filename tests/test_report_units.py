@@ -68,7 +68,7 @@ def test_settings_reject_unknown_models_and_cohorts(tmp_path):
     with pytest.raises(ValidationError, match="not among the cohorts"):
         ReportSettings(out=tmp_path, cohorts=("lung",), stratify_cohorts=("breast",))
     with pytest.raises(ValidationError, match="focus_cohort"):
-        ReportSettings(out=tmp_path, cohorts=("breast",), stratify_cohorts=(), gap_cohorts=())
+        ReportSettings(out=tmp_path, cohorts=("breast",), focus_cohort="lung")
     assert ReportSettings(out=tmp_path).gap_days == (183, 365, 730, 1096, 1461, 1826)
 
 
@@ -210,3 +210,21 @@ def test_agent_subset_prefers_short_timelines_and_fills_with_the_shortest(small_
         shortest = sorted(role, key=lambda s: (sizes[s], s))[:2]
         assert sorted(tiny.filter(pl.col("boolean_value") == outcome)["subject_id"].to_list()) == sorted(shortest)
     assert subset.columns == labels.columns
+
+
+def test_a_prediction_file_too_small_for_a_ci_is_reported_not_fatal(tmp_path):
+    """One case and one control cannot give a bootstrap CI: the run is listed as unscored, with the reason."""
+    from benchmarks.report.predictions import evaluate_predictions, load_predictions
+    from benchmarks.report.results import UnscoredRun
+    from benchmarks.report.settings import PredictionSource
+
+    when = datetime(2020, 1, 1)
+    labels = pl.DataFrame({"subject_id": [1, 2, 3, 4], "prediction_time": [when] * 4,
+                           "boolean_value": [True, False, True, False]})
+    path = tmp_path / "predictions.parquet"
+    pl.DataFrame({"subject_id": [1, 2], "prediction_time": [when] * 2, "predicted_boolean_probability": [0.9, 0.2],
+                  "model": ["tiny-llm"] * 2, "variant": ["one_stage"] * 2}).write_parquet(path)
+    result, scores = evaluate_predictions(load_predictions(PredictionSource(path=path)), labels, cohort="lung",
+                                          gap_days=365, n_resamples=100, seed=0)
+    assert isinstance(result, UnscoredRun) and result.n_scored == 2 and scores.n == 2
+    assert result.llm_model == "tiny-llm" and "2 cases and 2 controls" in result.reason

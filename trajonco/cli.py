@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 
 Handler = Callable[[argparse.Namespace], int]
@@ -63,6 +64,45 @@ def _cmd_chunk(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parse_when(text: str | None, option: str) -> datetime | None:
+    """An ISO date/time from the command line, or a one-line `ValueError` naming the option."""
+    if text is None:
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise CommandLineError(f"{option}: {text!r} is not an ISO date or date-time (e.g. 2019-06-30)") from None
+
+
+def _cmd_predict_one(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from trajonco.agents.display import print_result
+    from trajonco.pipeline import PipelineConfig, run_any_cancer_sync, run_patient_sync
+    from vista.llm import LLMConfig
+    from vista.meds.reader import MedsDataset
+
+    when = _parse_when(args.prediction_time, "--prediction-time")
+    dataset = MedsDataset(Path(args.dataset))
+    record = dataset.load_patients([args.subject])[args.subject]
+    settings = {"variant": args.variant, "horizon_days": args.horizon_days, "chunk_tokens": args.chunk_tokens,
+                "memory_k": args.memory_k, "cancer": "lung" if args.cancer == "any" else args.cancer}
+    try:
+        config = PipelineConfig(**{k: v for k, v in settings.items() if v is not None})
+    except ValidationError as exc:
+        problems = "; ".join(f"--{'-'.join(map(str, e['loc'])).replace('_', '-')}: {e['msg']}" for e in exc.errors())
+        raise CommandLineError(problems) from None
+    llm = LLMConfig.from_cli(args.llm)
+    run = run_any_cancer_sync if args.cancer == "any" else run_patient_sync
+    result = run(record, dataset.code_catalog(), config, llm=llm, prediction_time=when)
+    print_result(result, as_json=args.json)
+    return 0
+
+
+class CommandLineError(ValueError):
+    """A command-line value that cannot be used (shown as one line)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trajonco",
@@ -105,6 +145,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, default=16_000, help="chunk budget l in tokens (default 16000)")
     p.add_argument("--limit", type=int, help="only the first N patients")
     p.set_defaults(handler=_cmd_chunk)
+
+    p = sub.add_parser("predict-one", help="run the TrajOnco agents on one patient and print the assessment")
+    p.add_argument("--dataset", required=True, help="MEDS dataset root")
+    p.add_argument("--subject", type=int, required=True, help="subject_id")
+    p.add_argument("--cancer", default="lung", help="one of the 15 cancer keys (lung, breast, ...) or 'any' for "
+                   "any-cancer max pooling over all 15 (default lung)")
+    p.add_argument("--variant", choices=["one_stage", "two_stage", "single_agent"], help="agent design (default one_stage)")
+    p.add_argument("--prediction-time", help="ISO date/time; only events strictly before it are seen (default: after "
+                   "the last event)")
+    p.add_argument("--horizon-days", type=int, help="prediction horizon in days (default 365)")
+    p.add_argument("--chunk-tokens", type=int, help="chunk limit l in tokens (default: fitted to the model's context)")
+    p.add_argument("--memory-k", type=int, help="latest memory events shown to each worker (default 10)")
+    p.add_argument("--llm", action="append", default=[], metavar="KEY=VALUE", help="LLM setting (repeatable), e.g. "
+                   "--llm backend=openai --llm base_url=http://127.0.0.1:8000/v1 --llm model=NAME; default: the "
+                   "embedded model, overridable by VISTA_LLM_* variables")
+    p.add_argument("--json", action="store_true", help="print the typed result as JSON")
+    p.set_defaults(handler=_cmd_predict_one)
     return parser
 
 

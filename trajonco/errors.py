@@ -11,6 +11,10 @@ _USER_ERROR_TYPES = (
     ("vista.timeline", "TimelineError"),
     ("trajonco.chunking", "ChunkingError"),
     ("vista.tokens", "TokenizerUnavailableError"),
+    ("trajonco.agents.budget", "BudgetError"),
+    ("trajonco.cancers", "UnknownCancerError"),
+    ("vista.llm.errors", "LLMConfigError"),
+    ("trajonco.cli", "CommandLineError"),
 )
 
 

@@ -25,10 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from trajonco.agents.budget import BudgetError, ContextBudget
 from trajonco.agents.calls import UsageTally
 from trajonco.agents.chain import run_chain
-from trajonco.agents.evidence import SourceIndex, with_provenance
+from trajonco.agents.evidence import CleanedEvents, EventRules, SourceIndex, with_provenance
 from trajonco.agents.preprocessor import filter_and_rechunk
 from trajonco.agents.prompts import PromptContext, render_pair
-from trajonco.agents.manager import FinalEvents
 from trajonco.agents.results import (
     AgentError,
     AnyCancerResult,
@@ -124,8 +123,7 @@ class PreparedPatient:
     timeline: Timeline
     chunks: list[Chunk]
     chunk_tokens: int
-    static_ids: frozenset[str]
-    sources: SourceIndex
+    rules: EventRules  # the root's static ids (repeated in every chunk), the prediction time, note source keys
 
 
 def default_prediction_time(record: PatientRecord) -> datetime:
@@ -161,8 +159,8 @@ def prepare_patient(
     timeline = render_timeline(record, catalog, when)
     chunk_tokens = config.chunk_tokens or auto_chunk_tokens(facts.context_tokens)
     chunks = chunk_timeline(timeline, chunk_tokens)  # also for the single agent: C describes the record's length
-    static_ids = frozenset(e.event_id for e in timeline.root.static)
-    return PreparedPatient(record, when, timeline, chunks, chunk_tokens, static_ids, SourceIndex.from_record(record))
+    rules = EventRules(frozenset(e.event_id for e in timeline.root.static), when, SourceIndex.from_record(record))
+    return PreparedPatient(record, when, timeline, chunks, chunk_tokens, rules)
 
 
 def _check_worker_fits(prepared: PreparedPatient, ctx: PromptContext, limits: OutputLimits, budget: ContextBudget) -> None:
@@ -187,12 +185,13 @@ class _Outcome:
 
     tally: UsageTally
     answer: ManagerOutput | None
-    final: FinalEvents | None
+    final: CleanedEvents | None
     stats: ChunkStats
     latency: dict[str, float]
     trajectory: tuple[ChunkRisk, ...] = ()
     memory_size: int = 0
-    dropped: int = 0
+    dropped_ids: int = 0
+    dropped_events: int = 0
     truncation_note: str | None = None
     errors: tuple[AgentError, ...] = ()
 
@@ -200,11 +199,12 @@ class _Outcome:
 async def _single_agent(prepared: PreparedPatient, ctx: PromptContext, gateway: LLMGateway, models: OutputModels,
                         budget: ContextBudget, stats: ChunkStats) -> _Outcome:
     single = await run_single_agent(gateway, ctx, prepared.timeline, response_model=models.manager,
-                                    patient_id=prepared.record.subject_id, budget=budget, sources=prepared.sources)
+                                    patient_id=prepared.record.subject_id, budget=budget, rules=prepared.rules)
     tally = UsageTally()
     tally.add(single.call)
     return _Outcome(tally, single.call.output, single.final, stats, {"single_agent": single.call.finished - single.call.started},
-                    dropped=single.final.dropped_ids, truncation_note=single.truncation_note)
+                    dropped_ids=single.final.dropped_ids, dropped_events=single.final.dropped_events,
+                    truncation_note=single.truncation_note)
 
 
 async def _agent_chain(prepared: PreparedPatient, ctx: PromptContext, gateway: LLMGateway, models: OutputModels,
@@ -224,14 +224,15 @@ async def _agent_chain(prepared: PreparedPatient, ctx: PromptContext, gateway: L
             "reduced_tokens": sum(c.n_tokens for c in chunks),
         })
     chain = await run_chain(gateway, ctx, chunks, models=models, patient_id=subject, budget=budget,
-                            static_ids=prepared.static_ids, sources=prepared.sources)
+                            rules=prepared.rules)
     tally.extend(chain.calls)
     latency["workers"], latency["manager"] = chain.worker_seconds, chain.manager_seconds
     manager = chain.manager
     left_out = manager.memory_left_out if manager is not None else 0
     return _Outcome(
         tally, manager.call.output if manager else None, manager.final if manager else None, stats, latency,
-        trajectory=tuple(chain.trajectory), memory_size=len(chain.memory), dropped=dropped + chain.dropped_ids,
+        trajectory=tuple(chain.trajectory), memory_size=len(chain.memory), dropped_ids=dropped + chain.dropped_ids,
+        dropped_events=chain.dropped_events,
         truncation_note=f"manager prompt left out the {left_out} oldest memory events to fit the context" if left_out else None,
         errors=(chain.skipped_manager,) if chain.skipped_manager is not None else (),
     )
@@ -266,7 +267,7 @@ async def assess(
         summary=answer.risk_evolution_summary if answer is not None else None,
         reasoning=answer.risk_reasoning if answer is not None else None,
         events=with_provenance(out.final.events, prepared.record) if out.final is not None else (),
-        memory_events=out.memory_size, dropped_event_ids=out.dropped,
+        memory_events=out.memory_size, dropped_event_ids=out.dropped_ids, dropped_events=out.dropped_events,
         truncated=out.truncation_note is not None, truncation_note=out.truncation_note,
         chunks=out.stats, usage=out.tally.per_agent(),
         latency=Latency(**out.latency, total=time.perf_counter() - started), errors=tuple(errors),

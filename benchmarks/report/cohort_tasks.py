@@ -121,11 +121,12 @@ def run_cohort_task(task: CohortTask, events: pl.DataFrame, dataset_root: Path) 
     test, train = built.test, built.train
     outcome.test_labels, outcome.train_labels = test, train
     lazy = events.lazy()
+    started = time.perf_counter()
     if task.token_sample > 0:
         sample = sample_per_role(test, task.token_sample, task.seed)
         tokens = token_counts(dataset_root, sample, source=str(built.label_paths["test"]))
         outcome.characteristics = cohort_characteristics(definition.name, lazy, test, tokens, task.token_sample)
-
+    describe_seconds = time.perf_counter() - started
     started = time.perf_counter()
     featurizer = SummaryFeaturizer()
     train_matrix = featurizer.fit_transform(lazy, train, source=str(built.label_paths["train"]))
@@ -135,7 +136,6 @@ def run_cohort_task(task: CohortTask, events: pl.DataFrame, dataset_root: Path) 
     outcome.results, scores = score_baselines(task.models, train_matrix, test_matrix, cohort=definition.name,
                                               gap_days=definition.gap_days, seed=task.seed,
                                               n_resamples=task.n_resamples)
-    model_seconds = time.perf_counter() - started
     if task.keep_scores:
         outcome.scores = scores
     if task.stratify:
@@ -143,11 +143,12 @@ def run_cohort_task(task: CohortTask, events: pl.DataFrame, dataset_root: Path) 
         for model_scores in scores:
             outcome.stratified += stratified_results(model_scores, outcome.strata, n_resamples=task.n_resamples,
                                                      seed=task.seed)
+    model_seconds = time.perf_counter() - started
     outcome.info = CohortInfo(
         cohort=definition.name, gap_days=definition.gap_days, test_cases=int(test["boolean_value"].sum()),
         test_controls=int((~test["boolean_value"]).sum()), train_rows=train.height,
         n_features=len(train_matrix.feature_names), labels_dir=str(task.out_dir / "labels"),
-        build_seconds=round(build_seconds, 2), feature_seconds=round(feature_seconds, 2),
+        build_seconds=round(build_seconds, 2), describe_seconds=round(describe_seconds, 2), feature_seconds=round(feature_seconds, 2),
         model_seconds=round(model_seconds, 2))
     log.info("%s: %d test rows, %d training rows, %d features", task.label, test.height, train.height,
              len(train_matrix.feature_names))

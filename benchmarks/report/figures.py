@@ -52,7 +52,7 @@ def auroc_overview(results: Sequence[ModelResult], cohorts: Sequence[str]) -> by
     ax.invert_yaxis()
     ax.set_xlabel("AUROC (95% bootstrap CI)")
     ax.set_xlim(0.4, 1.0)
-    ax.legend(loc="lower right", fontsize=8)
+    fig.legend(loc="outside lower center", ncols=min(3, len(models)), fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)
 

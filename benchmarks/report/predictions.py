@@ -14,8 +14,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from baselines import MetricInputError, ModelScores, PredictionFileModel, evaluate
-from benchmarks.report.errors import ReportInputError
-from benchmarks.report.results import ModelResult
+from benchmarks.report.results import ModelResult, UnscoredRun
 from benchmarks.report.settings import PredictionSource
 
 
@@ -52,15 +51,18 @@ def load_predictions(source: PredictionSource) -> LoadedPredictions:
 
 
 def evaluate_predictions(loaded: LoadedPredictions, test_labels: pl.DataFrame, *, cohort: str, gap_days: int,
-                         n_resamples: int, seed: int) -> tuple[ModelResult, ModelScores]:
-    """AUROC/AUPRC (with CIs), curves and thresholds of a prediction file on the rows of a cohort it scored."""
+                         n_resamples: int, seed: int) -> tuple[ModelResult | UnscoredRun, ModelScores]:
+    """AUROC/AUPRC (with CIs), curves and thresholds of a prediction file on the rows of a cohort it scored.
+
+    Too few scored cases or controls for the metrics give an `UnscoredRun` saying so (the report shows it).
+    """
     model = PredictionFileModel(loaded.source.path, name=loaded.name, on_missing="subset")
     scores = model.scores_for(test_labels)
     try:
         evaluation = evaluate(scores, n_resamples=n_resamples, seed=seed)
     except MetricInputError as exc:
-        raise ReportInputError(str(loaded.source.path), f"cannot be evaluated on cohort {loaded.source.cohort!r}: "
-                               f"{exc}", field="predicted_boolean_probability") from None
+        return UnscoredRun(cohort=cohort, model=loaded.name, llm_model=loaded.llm_model, variant=loaded.variant,
+                           source=str(loaded.source.path), n_scored=scores.n, reason=str(exc)), scores
     result = ModelResult(cohort=cohort, gap_days=gap_days, model=loaded.name, kind="prediction_file",
                          llm_model=loaded.llm_model, variant=loaded.variant, source=str(loaded.source.path),
                          evaluation=evaluation)

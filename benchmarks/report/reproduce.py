@@ -47,6 +47,7 @@ from benchmarks.report.results import (
     ModelResult,
     RealismVerdict,
     TruncationPoint,
+    UnscoredRun,
 )
 from benchmarks.report.settings import PredictionSource, ReportSettings
 from benchmarks.report.timelines import pick_subset
@@ -91,10 +92,12 @@ class ReportResults(BaseModel):
     settings: ReportSettings
     dataset: DatasetSource
     cohorts: list[CohortInfo]
+    gap_cohorts: list[CohortInfo] = Field(default_factory=list, description="cohorts rebuilt for the time-gap analysis")
     skips: list[CohortSkip]
     characteristics: list[CohortCharacteristics]
     focus_cohort: str = Field(description="name of the focus cohort (ROC/PR figure, trajectory length, agents)")
     results: list[ModelResult] = Field(description="every model on every cohort at the cohorts' own gap")
+    unscored: list[UnscoredRun] = Field(default_factory=list, description="prediction files too small to evaluate")
     truncation_cohort: str | None
     truncation: list[TruncationPoint]
     gaps: list[GapPoint]
@@ -241,26 +244,31 @@ def agent_request(settings: ReportSettings, definitions: dict[str, CohortDefinit
 
 
 def score_prediction_files(settings: ReportSettings, sources: Sequence[PredictionSource],
-                           main: dict[str, CohortOutcome]) -> tuple[list[ModelResult], list[LoadedPredictions],
+                           main: dict[str, CohortOutcome]) -> tuple[list[ModelResult], list[UnscoredRun],
+                                                                    list[LoadedPredictions],
                                                                     dict[str, list[ModelScores]],
                                                                     dict[str, list[StratumResult]]]:
-    results, loaded_all, scores, stratified = [], [], {}, {}
+    """Evaluate each prediction file on the test labels of its cohort (and within its strata)."""
+    results, unscored, loaded_all, scores, stratified = [], [], [], {}, {}
     for source in sources:
         outcome = main.get(source.cohort)
         if outcome is None or outcome.test_labels is None:
             raise ReportInputError(str(source.path), f"scores cohort {source.cohort!r}, which this report did not "
                                    f"build (cohorts: {', '.join(main)})", field="cohort")
         loaded = load_predictions(source)
+        loaded_all.append(loaded)
         result, model_scores = evaluate_predictions(loaded, outcome.test_labels, cohort=outcome.cohort,
                                                     gap_days=outcome.gap_days, n_resamples=settings.n_resamples,
                                                     seed=settings.seed)
+        if isinstance(result, UnscoredRun):
+            unscored.append(result)
+            continue
         results.append(result)
-        loaded_all.append(loaded)
         scores.setdefault(source.cohort, []).append(model_scores)
         if outcome.strata is not None:
             stratified.setdefault(source.cohort, []).extend(
                 stratified_results(model_scores, outcome.strata, n_resamples=settings.n_resamples, seed=settings.seed))
-    return results, loaded_all, scores, stratified
+    return results, unscored, loaded_all, scores, stratified
 
 
 def reproduce(settings: ReportSettings, *, agent_runner: AgentRunner | None = None,
@@ -284,7 +292,13 @@ def reproduce(settings: ReportSettings, *, agent_runner: AgentRunner | None = No
     mark = step("dataset (generate or reuse)" if dataset.synthetic else "dataset (open)", mark)
     definitions = _definitions(settings.cohorts)
     main, gaps, truncation = run_cohort_tasks(settings, definitions, dataset_root, progress)
-    mark = step("cohorts, baselines, characteristics, strata, trajectory length, time gaps", mark)
+    mark = step(f"cohort tasks in {settings.workers} worker(s) (wall)", mark)
+    for label, outcomes in (("main cohorts", list(main.values())), ("time-gap cohorts", gaps)):
+        busy = sum(o.info.total_seconds for o in outcomes if o.info is not None)
+        timings.append(Timing(step=f"  of which {label} (summed over workers)", seconds=round(busy, 2)))
+    if truncation is not None:
+        timings.append(Timing(step="  of which trajectory length (one worker)",
+                              seconds=round(truncation.render_seconds + truncation.fit_seconds, 2)))
 
     request, commands = None, [settings.command or "python -m jobs.report (from Python)"]
     sources = list(settings.predictions)
@@ -299,7 +313,7 @@ def reproduce(settings: ReportSettings, *, agent_runner: AgentRunner | None = No
             commands += run.commands
             mark = step("agents (jobs.predict)", mark)
 
-    extra_results, loaded, file_scores, file_strata = score_prediction_files(settings, sources, main)
+    extra_results, unscored, loaded, file_scores, file_strata = score_prediction_files(settings, sources, main)
     profiles = [run_profile(item) for item in loaded if has_usage(item.frame)]
     roles = [role for p in profiles for role in p.agents]
     for ledger in settings.usage_ledgers:
@@ -321,12 +335,13 @@ def reproduce(settings: ReportSettings, *, agent_runner: AgentRunner | None = No
     results = ReportResults(
         settings=settings, dataset=dataset, focus_cohort=definitions[settings.focus_cohort].name,
         cohorts=[o.info for ref in settings.cohorts if (o := main.get(ref)) is not None and o.info is not None],
+        gap_cohorts=sorted((o.info for o in gaps if o.info is not None), key=lambda i: (i.cohort, i.gap_days)),
         skips=[o.skip for o in [*main.values(), *gaps] if o.skip is not None],
         characteristics=[o.characteristics for ref in settings.cohorts
                          if (o := main.get(ref)) is not None and o.characteristics is not None],
         results=sorted(all_results, key=lambda r: (cohort_order.index(r.cohort) if r.cohort in cohort_order else 99,
                                                    r.kind, r.model)),
-        truncation_cohort=truncation.task.cohort if truncation else None,
+        unscored=unscored, truncation_cohort=truncation.task.cohort if truncation else None,
         truncation=truncation.points if truncation else [], gaps=gap_points(settings, gaps), strata=strata,
         profiles=profiles, agent_roles=roles, selection=selection_view(profiles, extra_results), realism=realism,
         agent_request=request, commands=commands, timings=timings, total_seconds=0.0)

@@ -80,8 +80,13 @@ class CohortInfo(BaseModel):
     n_features: int = Field(description="summary features kept (present in ≥ 1% of training rows)")
     labels_dir: str
     build_seconds: float
+    describe_seconds: float = Field(0.0, description="Table 1 (demographics and sampled timelines)")
     feature_seconds: float
-    model_seconds: float
+    model_seconds: float = Field(description="fitting, scoring, evaluating and stratifying")
+
+    @property
+    def total_seconds(self) -> float:
+        return self.build_seconds + self.describe_seconds + self.feature_seconds + self.model_seconds
 
 
 class CohortSkip(BaseModel):
@@ -109,6 +114,18 @@ class ModelResult(BaseModel):
     evaluation: Evaluation
     seconds: float = Field(0.0, description="fit + scoring time of a baseline (0 for prediction files)")
     tuning: TuningReport | None = None
+
+
+class UnscoredRun(BaseModel):
+    """A prediction file whose scored rows cannot give an AUROC with a CI (too few cases or controls), and why."""
+
+    cohort: str
+    model: str
+    llm_model: str | None
+    variant: str | None
+    source: str
+    n_scored: int
+    reason: str
 
 
 class TruncationPoint(BaseModel):

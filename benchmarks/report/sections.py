@@ -27,11 +27,14 @@ def _figure(figure_id: str, caption: str, png: bytes, folder: Path) -> Figure:
 
 def _llm_sentence(data: ReportData) -> str:
     files = [r for r in data.results.results if r.kind == "prediction_file"]
-    if not files:
+    unscored = data.results.unscored
+    if not files and not unscored:
         return "No LLM prediction file was given or produced, so no agent appears in the tables."
-    described = "; ".join(f"{r.model} on {r.cohort}: LLM {r.llm_model or 'not recorded in the file'}"
-                          f" ({r.evaluation.n} patients scored)" for r in files)
-    return f"The agents' numbers were produced by these LLM runs — {described}."
+    described = [f"{r.model} on {r.cohort}: LLM {r.llm_model or 'not recorded in the file'} ({r.evaluation.n} "
+                 "patients scored)" for r in files]
+    described += [f"{u.model} on {u.cohort}: LLM {u.llm_model or 'not recorded in the file'} ({u.n_scored} patients "
+                  f"scored, not evaluated: {u.reason})" for u in unscored]
+    return f"The agents' numbers were produced by these LLM runs — {'; '.join(described)}."
 
 
 def build_sections(data: ReportData) -> list[Section]:
@@ -61,8 +64,11 @@ def build_sections(data: ReportData) -> list[Section]:
                 figs)] if baseline_and_files else []))
     sections.append(Section("auprc", "AUPRC of every model on every cohort", tables=[
         tables.metric_table(baseline_and_files, cohorts, "auprc", "table-auprc")]))
-    sections.append(Section("models", "Every model run and cohort", tables=[
-        tables.model_table(baseline_and_files), tables.cohort_info_table(r.cohorts, r.skips)]))
+    models = Section("models", "Every model run and cohort", tables=[
+        tables.model_table(baseline_and_files), tables.cohort_info_table([*r.cohorts, *r.gap_cohorts], r.skips)])
+    if r.unscored:
+        models.tables.insert(1, tables.unscored_table(r.unscored))
+    sections.append(models)
 
     focus = r.focus_cohort if any(c.cohort == r.focus_cohort for c in r.cohorts) else None
     focus_results = [x for x in r.results if x.cohort == focus]

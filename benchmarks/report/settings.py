@@ -6,6 +6,9 @@
 >>> q = ReportSettings.quick_defaults(out="out/quick")
 >>> q.quick, q.synth_subjects < s.synth_subjects
 (True, True)
+>>> c = ReportSettings(out="x", cohorts=("breast", "any_cancer"))  # cohort-dependent defaults follow the cohorts
+>>> c.focus_cohort, c.stratify_cohorts, c.gap_cohorts
+('breast', ('any_cancer',), ('breast',))
 """
 
 from __future__ import annotations
@@ -79,7 +82,8 @@ class ReportSettings(BaseModel):
                                          "(empty: none)")
     gap_cohorts: tuple[str, ...] = Field(CANCER_COHORTS, description="cohorts rebuilt with each gap")
     gap_models: tuple[str, ...] = Field(("xgboost",), description="baselines refitted per gap and cohort")
-    gap_train_cases_cap: int | None = Field(800, ge=10, description="training-case cap of the rebuilt gap cohorts")
+    gap_train_cases_cap: int | None = Field(400, ge=10, description="training-case cap of the rebuilt gap cohorts "
+                                            "(smaller than the main one: 90 cohorts are rebuilt)")
     n_resamples: int = Field(1_000, ge=50, description="bootstrap resamples of every confidence interval")
     seed: int = Field(0, ge=0, description="seed of models, bootstraps and samples")
     workers: int = Field(2, ge=1, description="worker processes for the cohort tasks (1: all in this process)")
@@ -95,6 +99,19 @@ class ReportSettings(BaseModel):
     realistic_range: tuple[float, float] = Field((0.6, 0.9), description="AUROC range called realistic in the report")
     quick: bool = Field(False, description="the small CI configuration (see quick_defaults)")
     command: str = Field("", description="the command line that produced the report (printed in it)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults_within_cohorts(cls, data: Any) -> Any:
+        """Cohort-dependent defaults follow the cohorts given: focus, strata and gap cohorts among them."""
+        if not isinstance(data, dict) or "cohorts" not in data:
+            return data
+        cohorts = tuple(data["cohorts"])
+        data = dict(data)
+        data.setdefault("focus_cohort", "lung" if "lung" in cohorts else cohorts[0] if cohorts else "lung")
+        data.setdefault("stratify_cohorts", tuple(c for c in ("lung", "any_cancer") if c in cohorts))
+        data.setdefault("gap_cohorts", tuple(c for c in CANCER_COHORTS if c in cohorts))
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> ReportSettings:

@@ -20,6 +20,7 @@ from benchmarks.report.results import (
     GroupCharacteristics,
     ModelResult,
     TruncationPoint,
+    UnscoredRun,
 )
 
 
@@ -92,13 +93,21 @@ def model_table(results: Sequence[ModelResult]) -> Table:
                   "sensitivity @Youden", "specificity @Youden", "Brier", "fit + score s", "notes"], rows)
 
 
+def unscored_table(runs: Sequence[UnscoredRun]) -> Table:
+    rows = [[u.cohort, u.model, u.llm_model or "–", str(u.n_scored), u.reason, u.source] for u in runs]
+    return Table("table-unscored", "Prediction files that could not be evaluated",
+                 ["cohort", "model", "LLM", "rows scored", "why", "file"], rows)
+
+
 def cohort_info_table(infos: Sequence[CohortInfo], skips: Sequence[CohortSkip]) -> Table:
     rows = [[i.cohort, str(i.gap_days), str(i.test_cases), str(i.test_controls), str(i.train_rows), str(i.n_features),
-             f"{i.build_seconds:.1f}", f"{i.feature_seconds:.1f}", f"{i.model_seconds:.1f}", ""] for i in infos]
-    rows += [[s.cohort, str(s.gap_days), "–", "–", "–", "–", "–", "–", "–", f"skipped: {s.reason}"] for s in skips]
+             f"{i.build_seconds:.1f}", f"{i.describe_seconds:.1f}", f"{i.feature_seconds:.1f}",
+             f"{i.model_seconds:.1f}", ""] for i in infos]
+    rows += [[s.cohort, str(s.gap_days), "–", "–", "–", "–", "–", "–", "–", "–", f"skipped: {s.reason}"]
+             for s in skips]
     return Table("table-cohorts", "Cohorts built (test: held-out split; training: train + tuning splits)",
                  ["cohort", "gap, days", "test cases", "test controls", "training rows", "features", "build s",
-                  "features s", "models s", "note"], rows)
+                  "Table 1 s", "features s", "models s", "note"], rows)
 
 
 def truncation_table(points: Sequence[TruncationPoint]) -> Table:

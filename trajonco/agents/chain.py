@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from trajonco.agents.budget import ContextBudget
 from trajonco.agents.calls import AgentCall
-from trajonco.agents.evidence import SourceIndex
+from trajonco.agents.evidence import EventRules
 from trajonco.agents.manager import ManagerStep, run_manager
 from trajonco.agents.memory import LongTermMemory
 from trajonco.agents.prompts import PromptContext
@@ -34,6 +34,7 @@ class ChainOutcome:
     last_output: WorkerOutput | None
     manager: ManagerStep | None
     dropped_ids: int
+    dropped_events: int
     worker_seconds: float
     manager_seconds: float
     skipped_manager: AgentError | None
@@ -47,48 +48,47 @@ async def run_chain(
     models: OutputModels,
     patient_id: int,
     budget: ContextBudget | None,
-    static_ids: frozenset[str] = frozenset(),
-    sources: SourceIndex | None = None,
+    rules: EventRules,
 ) -> ChainOutcome:
     """Run the workers over ``chunks`` in order, then the manager over the last answer and the memory.
 
-    ``static_ids`` are the ids of the root's static elements, which every chunk repeats and agents may cite;
-    ``sources`` gives the source keys the memory uses to recognize copy-forwarded notes.
+    ``rules`` hold what every agent may cite besides its chunk (the root's static elements, repeated in every
+    chunk), the prediction time, and the source keys the memory uses to recognize copy-forwarded notes.
     """
     memory = LongTermMemory()
     previous: WorkerOutput | None = None
     trajectory: list[ChunkRisk] = []
     calls: list[AgentCall] = []
-    dropped = 0
+    dropped_ids = dropped_events = 0
     started = time.perf_counter()
     for chunk in chunks:
         step: WorkerStep = await run_worker(
             gateway, ctx, chunk, len(chunks), previous, memory.last(ctx.memory_k),
-            response_model=models.worker, patient_id=patient_id, static_ids=static_ids, sources=sources,
+            response_model=models.worker, patient_id=patient_id, rules=rules,
         )
         calls.append(step.call)
-        report = memory.add(step.events)
-        dropped += step.dropped_ids
+        report = memory.add(step.cleaned.events)
+        dropped_ids += step.cleaned.dropped_ids
+        dropped_events += step.cleaned.dropped_events
         if step.call.output is not None:
             previous = step.call.output
         trajectory.append(ChunkRisk(
             chunk_index=chunk.index, start_time=chunk.start_time, end_time=chunk.end_time,
             risk_level=step.call.output.risk_level if step.call.output is not None else None,
-            new_events=len(step.events), stored_events=report.added,
+            new_events=len(step.cleaned.events), stored_events=report.added,
         ))
     worker_seconds = time.perf_counter() - started
 
     if previous is None:
         skipped = AgentError(agent=Stage.MANAGER.value, chunk_index=None, kind="skipped", message="not run: every worker call failed")
-        return ChainOutcome(trajectory, calls, memory, None, None, dropped, worker_seconds, 0.0, skipped)
+        return ChainOutcome(trajectory, calls, memory, None, None, dropped_ids, dropped_events, worker_seconds, 0.0, skipped)
     started = time.perf_counter()
-    allowed = static_ids | frozenset(i for c in chunks for i in c.event_ids)
     manager = await run_manager(
-        gateway, ctx, previous, memory.events(), allowed,
-        response_model=models.manager, patient_id=patient_id, budget=budget, sources=sources,
+        gateway, ctx, previous, memory.events(), rules.with_ids(i for c in chunks for i in c.event_ids),
+        response_model=models.manager, patient_id=patient_id, budget=budget,
     )
     calls.append(manager.call)
     return ChainOutcome(
-        trajectory, calls, memory, previous, manager, dropped + manager.final.dropped_ids,
-        worker_seconds, time.perf_counter() - started, None,
+        trajectory, calls, memory, previous, manager, dropped_ids + manager.final.dropped_ids,
+        dropped_events + manager.final.dropped_events, worker_seconds, time.perf_counter() - started, None,
     )

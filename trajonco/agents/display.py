@@ -77,7 +77,8 @@ def _facts(result: PatientResult) -> Table:
     for agent, usage in result.usage.items():
         table.add_row(f"usage {agent}", f"{usage.calls} calls ({usage.cache_hits} cached, {usage.failed} failed) · "
                       f"{usage.prompt_tokens}+{usage.completion_tokens} tokens · {usage.model_seconds:.2f} s model")
-    table.add_row("memory", f"{result.memory_events} events · {result.dropped_event_ids} unknown ids dropped")
+    table.add_row("memory", f"{result.memory_events} events · dropped: {result.dropped_event_ids} unknown ids, "
+                  f"{result.dropped_events} events dated at/after the prediction time")
     if result.truncation_note:
         table.add_row("truncated", result.truncation_note)
     for error in result.errors:

@@ -1,18 +1,17 @@
 """The manager agent: reads the last worker's answer and the whole long-term memory; gives the final score.
 
 When the memory does not fit the model's context (long records on a small model), its oldest events are left
-out of the prompt and the result says so. The manager's final events are cleaned of ids that are not in the
-timeline, deduplicated and put in date order by code (`LongTermMemory`), whatever order the model wrote.
+out of the prompt and the result says so. The manager's final events are checked (`evidence.clean_events`),
+deduplicated and put in date order by code (`LongTermMemory`), whatever order the model wrote.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import dataclass
 
 from trajonco.agents.budget import BudgetError, ContextBudget, oldest_to_drop
 from trajonco.agents.calls import AgentCall, call_agent
-from trajonco.agents.evidence import SourceIndex, clean_event
+from trajonco.agents.evidence import CleanedEvents, EventRules, clean_events
 from trajonco.agents.memory import LongTermMemory, MemoryEvent, render_events
 from trajonco.agents.prompts import PromptContext, render_pair
 from trajonco.agents.results import Stage
@@ -21,33 +20,20 @@ from vista.tokens import count_tokens
 from vista.llm import LLMGateway
 
 
-@dataclass(frozen=True, slots=True)
-class FinalEvents:
-    """A final answer's events after cleaning: unique, chronological, only known ids."""
-
-    events: tuple[MemoryEvent, ...]
-    dropped_ids: int
-
-
-def consolidate(reported: list[ExtractedEvent], allowed: Collection[str], sources: SourceIndex | None = None) -> FinalEvents:
-    """Clean, deduplicate (the memory's rules) and sort an agent's final event list."""
+def consolidate(reported: list[ExtractedEvent], rules: EventRules) -> CleanedEvents:
+    """Check, deduplicate (the memory's rules) and sort an agent's final event list."""
+    cleaned = clean_events(reported, rules, chunk_index=-1)
     memory = LongTermMemory()
-    dropped = 0
-    cleaned = []
-    for event in reported:
-        item, n = clean_event(event, allowed=allowed, chunk_index=-1, sources=sources)
-        cleaned.append(item)
-        dropped += n
-    memory.add(cleaned)
-    return FinalEvents(tuple(memory.events()), dropped)
+    memory.add(cleaned.events)
+    return CleanedEvents(tuple(memory.events()), cleaned.dropped_ids, cleaned.dropped_events)
 
 
 @dataclass(frozen=True, slots=True)
 class ManagerStep:
-    """The manager's call, its cleaned final events, and how many memory events its prompt left out."""
+    """The manager's call, its checked final events, and how many memory events its prompt left out."""
 
     call: AgentCall[ManagerOutput]
-    final: FinalEvents
+    final: CleanedEvents
     memory_left_out: int
 
 
@@ -79,17 +65,16 @@ async def run_manager(
     ctx: PromptContext,
     last_output: WorkerOutput,
     memory: list[MemoryEvent],
-    allowed_ids: Collection[str],
+    rules: EventRules,
     *,
     response_model: type[ManagerOutput],
     patient_id: int,
     budget: ContextBudget | None,
-    sources: SourceIndex | None = None,
 ) -> ManagerStep:
-    """Call the manager and consolidate its final events."""
+    """Call the manager and consolidate its final events (checked against ``rules``: every id the chain read)."""
     system, user, left_out = manager_prompts(ctx, last_output, memory, budget, subject_id=patient_id)
     call = await call_agent(
         gateway, agent=Stage.MANAGER.value, system=system, user=user, response_model=response_model, patient_id=patient_id
     )
-    final = consolidate(call.output.final_events, allowed_ids, sources) if call.output is not None else FinalEvents((), 0)
+    final = consolidate(call.output.final_events, rules) if call.output is not None else CleanedEvents()
     return ManagerStep(call, final, left_out)

@@ -127,6 +127,7 @@ class PatientResult(_Frozen):
     events: tuple[EvidenceEvent, ...] = ()
     memory_events: int = Field(0, description="size of the long-term memory at the end of the chain")
     dropped_event_ids: int = Field(0, description="ids cited by agents that were not in the text they read (removed)")
+    dropped_events: int = Field(0, description="events agents dated at or after the prediction time (impossible: removed)")
     truncated: bool = Field(False, description="input was left-truncated to fit the model's context")
     truncation_note: str | None = None
     chunks: ChunkStats

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from trajonco.agents.budget import BudgetError, ContextBudget
 from trajonco.agents.calls import AgentCall, call_agent
-from trajonco.agents.evidence import SourceIndex
-from trajonco.agents.manager import FinalEvents, consolidate
+from trajonco.agents.evidence import CleanedEvents, EventRules
+from trajonco.agents.manager import consolidate
 from trajonco.agents.prompts import PromptContext, render_pair
 from trajonco.agents.results import Stage
 from trajonco.agents.schemas import ManagerOutput
@@ -25,7 +25,7 @@ class SingleAgentOutcome:
     """The single call, its cleaned events, and what was cut to fit."""
 
     call: AgentCall[ManagerOutput]
-    final: FinalEvents
+    final: CleanedEvents
     truncated: bool
     truncation_note: str | None
     timeline: Timeline
@@ -66,9 +66,9 @@ async def run_single_agent(
     response_model: type[ManagerOutput],
     patient_id: int,
     budget: ContextBudget | None,
-    sources: SourceIndex | None = None,
+    rules: EventRules,
 ) -> SingleAgentOutcome:
-    """One call over the (possibly left-truncated) timeline."""
+    """One call over the (possibly left-truncated) timeline; its events are checked against ``rules`` plus its ids."""
     kept, note = fit_timeline(ctx, timeline, budget)
     system, user = render_pair(
         "single_agent", ctx, timeline_xml=kept.to_xml().rstrip("\n"),
@@ -77,5 +77,5 @@ async def run_single_agent(
     call = await call_agent(
         gateway, agent=Stage.SINGLE.value, system=system, user=user, response_model=response_model, patient_id=patient_id
     )
-    final = consolidate(call.output.final_events, frozenset(kept.event_ids()) | {e.event_id for e in kept.root.static}, sources) if call.output is not None else FinalEvents((), 0)
+    final = consolidate(call.output.final_events, rules.with_ids(kept.event_ids())) if call.output is not None else CleanedEvents()
     return SingleAgentOutcome(call, final, note is not None, note, kept)

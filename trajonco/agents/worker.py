@@ -1,7 +1,7 @@
 """A worker agent: reads one chunk, the previous worker's answer and the last k memory events; updates them.
 
 The first worker (or the first one after every earlier worker failed) has no previous answer and gets the
-"first worker" prompt. The events it reports are checked against the chunk's ids (`evidence.clean_event`).
+"first worker" prompt. The events it reports are checked against the chunk (`evidence.clean_events`).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trajonco.agents.calls import AgentCall, call_agent
-from trajonco.agents.evidence import SourceIndex, clean_event
+from trajonco.agents.evidence import CleanedEvents, EventRules, clean_events
 from trajonco.agents.memory import MemoryEvent, render_events
 from trajonco.agents.prompts import PromptContext, render_pair
 from trajonco.agents.results import Stage
@@ -20,12 +20,11 @@ from vista.llm import LLMGateway
 
 @dataclass(frozen=True, slots=True)
 class WorkerStep:
-    """One worker's call and the events it reported, cleaned of unknown ids (empty when the call failed)."""
+    """One worker's call and the events it reported after the checks (none when the call failed)."""
 
     chunk: Chunk
     call: AgentCall[WorkerOutput]
-    events: tuple[MemoryEvent, ...]
-    dropped_ids: int
+    cleaned: CleanedEvents
 
 
 def worker_prompts(
@@ -50,21 +49,14 @@ async def run_worker(
     *,
     response_model: type[WorkerOutput],
     patient_id: int,
-    static_ids: frozenset[str] = frozenset(),
-    sources: SourceIndex | None = None,
+    rules: EventRules,
 ) -> WorkerStep:
-    """Call the worker for ``chunk`` and clean the ids of the events it reports (chunk ids and ``static_ids`` pass)."""
+    """Call the worker for ``chunk`` and check its events against ``rules`` plus the chunk's ids."""
     system, user = worker_prompts(ctx, chunk, n_chunks, previous, memory_view)
     call = await call_agent(
         gateway, agent=Stage.WORKERS.value, system=system, user=user, response_model=response_model,
         patient_id=patient_id, chunk_index=chunk.index,
     )
     if call.output is None:
-        return WorkerStep(chunk, call, (), 0)
-    allowed = static_ids | frozenset(chunk.event_ids)
-    events, dropped = [], 0
-    for reported in call.output.new_events:
-        event, n = clean_event(reported, allowed=allowed, chunk_index=chunk.index, sources=sources)
-        events.append(event)
-        dropped += n
-    return WorkerStep(chunk, call, tuple(events), dropped)
+        return WorkerStep(chunk, call, CleanedEvents())
+    return WorkerStep(chunk, call, clean_events(call.output.new_events, rules.with_ids(chunk.event_ids), chunk_index=chunk.index))
