@@ -18,6 +18,7 @@ BENCHMARKS = {
     "features": "summary features of 100k patients, polars vs pandas",
     "graph": "MEDS Graph of a 10k-node patient vs a plain networkx build",
     "agents": "agent chain on the embedded model: calls, tokens, cache hits, overhead",
+    "vista_eval": "VISTA vs BM25 RAG on synthetic lung cases, LLM-judge accuracy with CIs (embedded model: ~20 min)",
 }
 
 

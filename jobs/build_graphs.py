@@ -1,16 +1,40 @@
-"""build-graphs: a MEDS dataset [+ a label file] -> one persisted, provenance-carrying timeline per patient, on Ray.
+"""build-graphs: the VISTA cohort job — per patient, the MEDS Graph, its TOA timeline and its tumor-board display, on Ray.
 
-    python -m jobs.build_graphs --dataset MEDS --out out/timelines [--labels COHORT/labels/test.parquet] [--limit N]
+    python -m jobs.build_graphs --dataset MEDS --out out/vista [--labels LABELS.parquet] [--limit N | --sample N]
+    python -m jobs.build_graphs --xml-dir PATIENT_XML_DIR --out out/vista
+    python -m jobs.build_graphs --dataset MEDS --out out/vista --stages graph,toa,display \\
+        --backend openai --base-url http://HOST:8000/v1 --model NAME
 
-Until the VISTA graph lands, each patient's artifact is the XML timeline plus its provenance table (element id ->
-MEDS shard and row): ``OUT/timelines/<bucket>/<name>.xml``, ``<name>.provenance.parquet`` and the done marker
-``<name>.json``; at the end ``OUT/timelines.parquet`` indexes them (one row per patient, errors included).
+Inputs. A MEDS dataset (one task per subject, the whole record; with ``--labels`` one per label row, only events
+strictly before its prediction time), or ``--xml-dir``: every ``*.xml`` patient file under it, in either XML variant
+`vista.graph` reads (one task per file). MEDS subjects are listed by Ray Data tasks reading only the ``subject_id``
+column of each shard; patients' rows are read inside the actors by the targeted MEDS reader (no shuffle, nothing
+collected on the driver).
 
-Tasks: with ``--labels``, one per label row (events strictly before its prediction time); without, one per
-subject of the dataset (the whole record) — subjects are listed by Ray Data tasks reading only the ``subject_id``
-column of each shard. As in the predict job, patients' rows are read inside the actors by the targeted MEDS reader
-(no shuffle, nothing collected on the driver), outputs are written atomically, failures become error rows, and
-rerunning the same command resumes where a killed run stopped.
+Stages (``--stages``, in order). ``graph``: the MEDS Graph, persisted as GraphML plus a node index per task.
+``toa``: the Timeline Object Architecture (`vista.toa`: encounter chunks, extraction sub-agents, unifier, radiology
+safety net, episodes). ``display``: the tumor-board variables and summary note (`vista.display`). The default,
+``auto``, is ``graph,toa,display`` when a model is chosen (``--backend``/``--base-url``/``--model``, the
+``VISTA_LLM_BACKEND``/``_BASE_URL``/``_MODEL`` variables or the ``TRAJONCO_LLM_*`` ones cluster.yaml sets) and
+``graph`` alone otherwise: the embedded SmolLM2 default runs at ≈50 tokens/s on two cores, so a whole record's TOA
+costs it minutes per patient — ask for it explicitly (``--stages graph,toa,display``) for a handful of patients.
+The LLM options are those of ``jobs.predict`` (same flags, same environment, cache under ``OUT/llm_cache``, usage
+recorded per task and stage).
+
+Outputs, under ``--out``: per task ``vista/<bucket>/<task>/graph.graphml``, ``index.parquet``, ``toa/<id>.json``,
+``display/<id>.json``; its row (status, error with the stage, file, patient and field; counts of nodes, events,
+timeline events; calls, tokens and seconds per stage), written last as ``patients/<bucket>/<task>.json`` (or
+``.failed.json``) — the done marker; at the end ``patients.parquet`` (one row per selected task), ``index.parquet``
+(the node index of the whole cohort) and ``summary.json``.
+
+Resume. Rerunning the same command skips tasks that have a row and runs the rest; inside a task the graph is
+rewritten only when its content hash changed and the TOA/display stores make no call for an unchanged patient, so a
+task cut short by a kill costs nothing twice. ``--retry-failed`` reruns tasks whose row is an error or failure.
+The stages, their settings and the model's answer-determining settings are recorded in ``OUT/job.json``; a rerun
+with others stops with the list of differences (choose another ``--out``; graphs rebuild in milliseconds).
+Bad input — a malformed XML file, a patient without events, an event dated 2300 — becomes that task's error row
+and the job goes on; the summary counts failures by reason and the exit status is 3 when any selected task ended
+in error (0 when all are ok, 1 when some have no row yet, 2 for unusable options or inputs).
 """
 
 from __future__ import annotations
@@ -20,149 +44,309 @@ import logging
 from datetime import datetime
 from pathlib import Path
 
-import pyarrow as pa
 from rich.console import Console
 
 from jobs.consolidate import consolidate
 from jobs.driver import job_main, keep_planned, label_dataset, new_run_id, stream_status
 from jobs.errors import JobInputError
+from jobs.llm_options import add_llm_arguments, answer_fields, check_llm, llm_config, llm_configured
 from jobs.manifest import check_manifest
 from jobs.outputs import MarkerStore, OutputLock
 from jobs.progress import ProgressPrinter, ProgressTracker
 from jobs.ray_runtime import LIGHT_TASK_CPUS, RayOptions, add_ray_arguments, connect, shutdown
+from jobs.resources import plan_resources
 from jobs.summary import RunSummary
 from jobs.tasks import TaskKey, keys_table, plan_tasks, read_label_tasks, task_keys
-from jobs.timeline_actor import (
-    TIMELINE_SCHEMA,
-    TIMELINES,
-    TimelineActor,
-    TimelineSettings,
-    list_shard_subjects,
-    timeline_row_from_json,
-    timeline_rows_to_table,
-)
+from jobs.vista_actor import PATIENTS, VistaActor, VistaSettings
+from jobs.vista_index import consolidate_index
+from jobs.vista_rows import STAGES, VISTA_SCHEMA, rows_to_table, vista_row_from_json
+from jobs.vista_tasks import XmlTask, dataset_task_keys, list_xml_tasks, subject_source, with_null_times, xml_dataset
 
 log = logging.getLogger("jobs.build_graphs")
-FORMAT_VERSION = 1  # of the persisted artifacts; part of the resume check
+FORMAT_VERSION = 2  # of the persisted artifacts (2: VISTA graphs, timelines, displays); part of the resume check
+EXIT_SOME_FAILED = 3
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m jobs.build_graphs", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     io = parser.add_argument_group("inputs and outputs")
-    io.add_argument("--dataset", required=True, type=Path, help="MEDS dataset root (data/**/*.parquet, metadata/)")
+    source = io.add_mutually_exclusive_group(required=True)
+    source.add_argument("--dataset", type=Path, help="MEDS dataset root (data/**/*.parquet, metadata/)")
+    source.add_argument("--xml-dir", type=Path, help="directory of VISTA patient XML files (*.xml, searched recursively)")
     io.add_argument("--out", required=True, type=Path, help="output directory; rerunning the same command resumes there")
-    io.add_argument("--labels", type=Path, help="optional MEDS label parquet: one timeline per row, cut at its "
+    io.add_argument("--labels", type=Path, help="with --dataset: MEDS label parquet, one task per row cut at its "
                     "prediction_time (default: every subject, whole record)")
+
     pick = parser.add_argument_group("which patients")
     chosen = pick.add_mutually_exclusive_group()
-    chosen.add_argument("--limit", type=int, help="only the first N tasks in (subject_id, prediction_time) order")
+    chosen.add_argument("--limit", type=int, help="only the first N tasks in (subject_id, prediction_time) order "
+                        "(XML: in file-key order)")
     chosen.add_argument("--sample", type=int, help="a random sample of N tasks (seeded by --seed)")
     pick.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
-    pick.add_argument("--retry-failed", action="store_true", help="run again the tasks whose earlier output is an error row")
-    group = parser.add_argument_group("actors")
-    group.add_argument("--actors", type=int, help="timeline actors (default: one per CPU, at least 1)")
-    group.add_argument("--actor-cpus", type=float, default=0.5, help="CPUs each actor asks for (default 0.5)")
-    group.add_argument("--batch-size", type=int, default=16, help="patients per Ray Data batch (default 16)")
+    pick.add_argument("--retry-failed", action="store_true", help="run again the tasks whose earlier row is an error or "
+                      "a failure")
+
+    stages = parser.add_argument_group("stages")
+    stages.add_argument("--stages", default="auto", help="comma-separated subset of graph,toa,display (graph is always "
+                        "included; display needs toa); default auto: graph,toa,display when a model is configured, "
+                        "else graph")
+    stages.add_argument("--profile", help="TOA event-definition profile: packaged name or TOML path (default thoracic)")
+    stages.add_argument("--chunk-limit", type=int, help="TOA chunk size limit (default: fitted to the model's context, "
+                        "at most the paper's 120,000 characters)")
+    stages.add_argument("--chunk-unit", choices=["chars", "tokens"], default="chars",
+                        help="unit of --chunk-limit (default chars)")
+    stages.add_argument("--max-events-per-chunk", type=int, help="most events one extraction call may return "
+                        "(default 24)")
+    stages.add_argument("--answer-tokens", type=int, help="answer token cap of each TOA and display call (default: "
+                        "the gateway's max_tokens)")
+    stages.add_argument("--no-safety-net", action="store_true", help="skip the TOA radiology safety net")
+    stages.add_argument("--no-judge", action="store_true", help="do not ask the judge about ambiguous same-date events")
+    stages.add_argument("--variables", type=Path, help="display variable definitions TOML (default: the packaged "
+                        "thoracic-oncology list)")
+    stages.add_argument("--group-size", type=int, help="display variables per LLM call (default 3)")
+    stages.add_argument("--no-summary-note", action="store_true", help="display without the summary note call")
+
+    add_llm_arguments(parser)
+
+    actors = parser.add_argument_group("actors")
+    actors.add_argument("--actors", type=int, help="VISTA actors (default: graph only, one per CPU; with LLM stages, "
+                        "as jobs.predict: 4 for HTTP endpoints, one per spare CPU for the embedded model)")
+    actors.add_argument("--actor-cpus", type=float, help="CPUs each actor asks for (default: 0.5 for graph only; with "
+                        "LLM stages, 0.25 for HTTP endpoints and 0.5-1 for the embedded model)")
+    actors.add_argument("--patients-per-actor", type=int, help="patients whose LLM stages an actor runs at once "
+                        "(default: the gateway's max_concurrency; 2 for the embedded model)")
+    actors.add_argument("--batch-size", type=int, help="tasks handed to an actor per Ray Data batch (default: 16 for "
+                        "graph only, else --patients-per-actor)")
+
     run = parser.add_argument_group("run")
-    run.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines (default 10)")
+    run.add_argument("--patient-timeout", type=float, default=3600.0,
+                     help="seconds after which a task's LLM stages still running give an error row (default 3600)")
+    run.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines (default 10; "
+                     "0: only at the end)")
     add_ray_arguments(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return parser
 
 
-def _subject_source(dataset: Path):
-    """Ray Data: one row per subject of the dataset (a task per shard reads its subject_id column)."""
-    import ray.data
+# ---------------------------------------------------------------------------------------------- settings
+def resolve_stages(text: str, *, model_configured: bool) -> tuple[str, ...]:
+    """The stages a ``--stages`` value asks for, in pipeline order.
 
-    from vista.meds.reader import MedsDataset
+    >>> resolve_stages("auto", model_configured=False), resolve_stages("auto", model_configured=True)
+    (('graph',), ('graph', 'toa', 'display'))
+    >>> resolve_stages("display,toa", model_configured=False)
+    ('graph', 'toa', 'display')
+    >>> resolve_stages("graph,display", model_configured=True)
+    Traceback (most recent call last):
+    ...
+    jobs.errors.JobInputError: --stages: display needs toa (it is built from the timeline)
+    """
+    if text.strip() == "auto":
+        return STAGES if model_configured else ("graph",)
+    asked = {part.strip() for part in text.split(",") if part.strip()}
+    unknown = sorted(asked - set(STAGES))
+    if unknown:
+        raise JobInputError(f"--stages: unknown stage(s) {', '.join(unknown)} (choose from {', '.join(STAGES)}, or auto)")
+    if "display" in asked and "toa" not in asked:
+        raise JobInputError("--stages: display needs toa (it is built from the timeline)")
+    return tuple(stage for stage in STAGES if stage in asked or stage == "graph")
 
-    shards = MedsDataset(dataset).shards
-    return ray.data.from_items([{"shard": s} for s in shards], override_num_blocks=len(shards)).map_batches(
-        list_shard_subjects, fn_kwargs={"root": str(dataset)}, batch_size=1, batch_format="pyarrow",
-        num_cpus=LIGHT_TASK_CPUS,
+
+def _toa_config(args: argparse.Namespace):
+    from vista.toa import ChunkBudget, TOAConfig
+
+    fields: dict[str, object] = {"safety_net": not args.no_safety_net, "resolve_ambiguous": not args.no_judge}
+    if args.profile is not None:
+        fields["profile"] = args.profile
+    if args.chunk_limit is not None:
+        fields["budget"] = ChunkBudget(limit=args.chunk_limit, unit=args.chunk_unit)
+    if args.max_events_per_chunk is not None:
+        fields["max_events_per_chunk"] = args.max_events_per_chunk
+    if args.answer_tokens is not None:
+        fields["max_tokens"] = args.answer_tokens
+    return TOAConfig(**fields)
+
+
+def _display_config(args: argparse.Namespace):
+    from vista.display import DisplayConfig
+
+    fields: dict[str, object] = {"summary_note": not args.no_summary_note}
+    if args.variables is not None:
+        fields["variables"] = args.variables.resolve()
+    if args.group_size is not None:
+        fields["group_size"] = args.group_size
+    if args.answer_tokens is not None:
+        fields["max_tokens"] = args.answer_tokens
+    return DisplayConfig(**fields)
+
+
+def build_settings(args: argparse.Namespace, run_id: str) -> VistaSettings:
+    """The actors' settings from the command line (`JobInputError` for unusable values)."""
+    from pydantic import ValidationError
+
+    for flag, value in (("--limit", args.limit), ("--sample", args.sample), ("--actors", args.actors),
+                        ("--patients-per-actor", args.patients_per_actor), ("--batch-size", args.batch_size)):
+        if value is not None and value < 1:
+            raise JobInputError(f"{flag} must be at least 1, not {value}")
+    if args.labels is not None and args.xml_dir is not None:
+        raise JobInputError("--labels goes with --dataset, not with --xml-dir")
+    stages = resolve_stages(args.stages, model_configured=llm_configured(args))
+    llm = llm_config(args) if len(stages) > 1 else None
+    try:
+        toa, display = _toa_config(args), _display_config(args)
+    except ValidationError as exc:
+        first = exc.errors(include_input=False)[0]
+        raise JobInputError(f"stage option {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    if "display" in stages:
+        from vista.display import load_variables
+
+        load_variables(display.variables)  # a bad variables file fails here, naming the file
+    if "toa" in stages:
+        from vista.toa import load_profile
+
+        load_profile(toa.profile)  # likewise for the event profile
+    return VistaSettings(
+        out=args.out.resolve(), dataset=args.dataset.resolve() if args.dataset else None,
+        xml_dir=args.xml_dir.resolve() if args.xml_dir else None, stages=stages, toa=toa, display=display, llm=llm,
+        patients_per_actor=args.patients_per_actor or 1, patient_timeout_s=args.patient_timeout,
+        retry_failed=args.retry_failed, run_id=run_id,
     )
 
 
-def _dataset_tasks(dataset: Path) -> list[TaskKey]:
-    keys: list[TaskKey] = []
-    for batch in _subject_source(dataset).iter_batches(batch_size=None, batch_format="pyarrow"):
-        keys.extend(TaskKey(int(s)) for s in batch.column("subject_id").to_pylist())
-    return keys
+def fingerprint(settings: VistaSettings, labels: Path | None) -> dict[str, object]:
+    """The settings that decide the outputs (see `jobs.manifest`)."""
+    from vista.graph import DEFAULT_CONFIG
+
+    llm_stages = settings.llm_stages
+    return {
+        "dataset": str(settings.dataset) if settings.dataset else None,
+        "xml_dir": str(settings.xml_dir) if settings.xml_dir else None,
+        "labels": str(labels.resolve()) if labels else None, "format": FORMAT_VERSION,
+        "graph": DEFAULT_CONFIG.fingerprint(), "stages": list(settings.stages),
+        "toa": settings.toa.model_dump(mode="json") if llm_stages else None,
+        "display": settings.display.model_dump(mode="json") if "display" in settings.stages else None,
+        "llm": answer_fields(settings.llm) if settings.llm is not None else None,
+    }
 
 
+# ---------------------------------------------------------------------------------------------- the run
 def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
-    from ray.data import ActorPoolStrategy
-
-    from vista.meds.reader import MedsDataset
-
+    """The whole job; returns its summary (also printed and written to ``OUT/summary.json``)."""
     console = console or Console(width=110)
     started_at = datetime.now().astimezone()
     run_id = new_run_id()
-    for flag, value in (("--limit", args.limit), ("--sample", args.sample), ("--actors", args.actors),
-                        ("--batch-size", args.batch_size)):
-        if value is not None and value < 1:
-            raise JobInputError(f"{flag} must be at least 1, not {value}")
-    MedsDataset(args.dataset)  # fails here, naming the path, when there is no dataset
+    settings = build_settings(args, run_id)
+    if settings.dataset is not None:
+        from vista.meds.reader import MedsDataset
+
+        MedsDataset(settings.dataset)  # fails here, naming the path, when there is no dataset
     label_tasks = read_label_tasks(args.labels) if args.labels is not None else None
-    out = args.out.resolve()
-    settings = TimelineSettings(dataset=args.dataset.resolve(), out=out, retry_failed=args.retry_failed, run_id=run_id)
-    store = MarkerStore(out, TIMELINES)
+    xml_tasks = list_xml_tasks(settings.xml_dir) if settings.xml_dir is not None else None
+    if settings.llm is not None:
+        check_llm(settings.llm)
+    out = settings.out
+    store = MarkerStore(out, PATIENTS)
     with OutputLock(out):
-        check_manifest(out, "build-graphs", {
-            "dataset": str(settings.dataset), "labels": str(args.labels.resolve()) if args.labels else None,
-            "format": FORMAT_VERSION,
-        })
+        check_manifest(out, "build-graphs", fingerprint(settings, args.labels))
         store.remove_stale_temporaries()
         runtime = connect(RayOptions.from_args(args))
         try:
-            keys = task_keys(label_tasks) if label_tasks is not None else _dataset_tasks(settings.dataset)
+            if xml_tasks is not None:
+                keys = [t.key for t in xml_tasks]
+            elif label_tasks is not None:
+                keys = task_keys(label_tasks)
+            else:
+                keys = dataset_task_keys(settings.dataset)
             plan = plan_tasks(keys, store.scan(), limit=args.limit, sample=args.sample, seed=args.seed,
                               retry_failed=args.retry_failed)
             tracker = ProgressTracker("build-graphs", to_run=len(plan.todo), skipped_before=plan.skipped)
-            actors = args.actors or max(1, int(runtime.cpus))
-            where = "local Ray" if runtime.started_locally else f"cluster {runtime.address}"
-            console.print(f"[build-graphs] run {run_id}: {len(plan.selected)} selected, {plan.skipped} already done, "
-                          f"{len(plan.todo)} to run on {where} ({runtime.cpus:g} CPUs): {actors} actor(s) x "
-                          f"{args.actor_cpus:g} CPU", markup=False, highlight=False, soft_wrap=True)
             if plan.todo:
-                planned = keys_table(plan.todo)
-                if args.labels is not None:
-                    work = label_dataset(args.labels, planned, args.batch_size)
-                else:
-                    work = _subject_source(settings.dataset).map_batches(
-                        _with_null_times, batch_format="pyarrow", batch_size=None, num_cpus=LIGHT_TASK_CPUS,
-                    ).map_batches(
-                        keep_planned, fn_kwargs={"planned": planned}, batch_format="pyarrow", batch_size=None,
-                        num_cpus=LIGHT_TASK_CPUS,
-                    ).repartition(target_num_rows_per_block=args.batch_size)
-                results = work.map_batches(
-                    TimelineActor, fn_constructor_kwargs={"settings": settings}, batch_size=args.batch_size,
-                    batch_format="pyarrow", compute=ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=2),
-                    num_cpus=args.actor_cpus,
-                )
-                with ProgressPrinter(tracker, interval_s=args.progress_every):
-                    stream_status(results, tracker)
+                _execute(args, settings, plan.todo, xml_tasks, tracker, runtime, console, len(plan.selected),
+                         plan.skipped)
+            else:
+                console.print(f"[build-graphs] run {run_id}: all {len(plan.selected)} selected tasks already have a row; "
+                              "consolidating only", markup=False, highlight=False, soft_wrap=True)
         finally:
             shutdown(runtime)
-        report = consolidate(store, plan.selected, out / "timelines.parquet", parse=timeline_row_from_json,
-                             to_table=timeline_rows_to_table, schema=TIMELINE_SCHEMA, status_of=lambda row: row.status)
+        report = consolidate(store, plan.selected, out / "patients.parquet", parse=vista_row_from_json,
+                             to_table=rows_to_table, schema=VISTA_SCHEMA, status_of=lambda row: row.status)
+        index = consolidate_index(out, report.path)
         summary = RunSummary.from_tracker(
             tracker, run_id=run_id, started_at=started_at, selected=len(plan.selected), skipped=plan.skipped,
-            retried=plan.retried, complete=report.complete, outputs={"timelines": str(report.path)},
+            retried=plan.retried, complete=report.complete,
+            outputs={"patients": str(report.path), "index": str(index.path)},
             totals=dict(sorted(report.statuses.items())),
         )
         summary.write(out)
     summary.print(console)
+    not_ok = sum(n for status, n in summary.totals.items() if status != "ok")
+    if not_ok:
+        console.print(f"[build-graphs] {not_ok} of {len(plan.selected)} selected tasks ended in error or failure; "
+                      f"their rows in {report.path} say why (rerun with --retry-failed to try them again)",
+                      markup=False, highlight=False, soft_wrap=True)
+    if report.missing:
+        console.print(f"[build-graphs] {len(report.missing)} selected tasks have no row yet; rerun the same command to "
+                      "finish", markup=False, highlight=False, soft_wrap=True)
     return summary
 
 
-def _with_null_times(batch: pa.Table) -> pa.Table:
-    return batch.append_column("prediction_time", pa.nulls(batch.num_rows, pa.timestamp("us")))
+def _execute(args: argparse.Namespace, settings: VistaSettings, todo: list[TaskKey], xml_tasks: list[XmlTask] | None,
+             tracker: ProgressTracker, runtime, console: Console, selected: int, skipped: int) -> None:
+    from ray.data import ActorPoolStrategy
+
+    llm = settings.llm
+    if llm is None:  # graph only: CPU-bound actors, one per CPU, small batches
+        actors = args.actors or max(1, int(runtime.cpus))
+        actor_cpus = args.actor_cpus if args.actor_cpus is not None else 0.5
+        batch_size = args.batch_size or 16
+        compute = ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=2)
+        model = "no LLM stage"
+    else:
+        resources = plan_resources(
+            cluster_cpus=runtime.cpus, backend=llm.backend, two_stage=False, llm_concurrency=llm.max_concurrency,
+            actors=args.actors, actor_cpus=args.actor_cpus, patients_per_actor=args.patients_per_actor,
+            batch_size=args.batch_size)
+        if resources.model_threads is not None and llm.threads is None:
+            llm = llm.with_overrides({"threads": resources.model_threads})
+        settings = settings.model_copy(update={"llm": llm, "patients_per_actor": resources.patients_per_actor})
+        actors, actor_cpus, batch_size = resources.actors, resources.actor_cpus, resources.batch_size
+        compute = ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=2, max_concurrent_calls_per_actor=2,
+                                    enable_true_multi_threading=True)
+        model = f"model {llm.model} ({llm.backend}, {llm.base_url or 'in-process'})"
+    where = "local Ray" if runtime.started_locally else f"cluster {runtime.address}"
+    console.print(f"[build-graphs] run {settings.run_id}: {selected} selected, {skipped} already done, {len(todo)} to run "
+                  f"({','.join(settings.stages)}) on {where} ({runtime.cpus:g} CPUs): {actors} actor(s) x "
+                  f"{actor_cpus:g} CPU; {model}", markup=False, highlight=False, soft_wrap=True)
+    planned = keys_table(todo)
+    if xml_tasks is not None:
+        wanted = set(todo)
+        work = xml_dataset([t for t in xml_tasks if t.key in wanted], batch_size)
+    elif args.labels is not None:
+        work = label_dataset(args.labels, planned, batch_size)
+    else:
+        work = subject_source(settings.dataset).map_batches(
+            with_null_times, batch_format="pyarrow", batch_size=None, num_cpus=LIGHT_TASK_CPUS,
+        ).map_batches(
+            keep_planned, fn_kwargs={"planned": planned}, batch_format="pyarrow", batch_size=None,
+            num_cpus=LIGHT_TASK_CPUS,
+        ).repartition(target_num_rows_per_block=batch_size)
+    results = work.map_batches(VistaActor, fn_constructor_kwargs={"settings": settings}, batch_size=batch_size,
+                               batch_format="pyarrow", compute=compute, num_cpus=actor_cpus)
+    with ProgressPrinter(tracker, interval_s=args.progress_every):
+        stream_status(results, tracker)
+
+
+def exit_status(summary: RunSummary) -> int:
+    """0 all selected tasks ok; 3 some ended in error/failure; 1 some have no row yet."""
+    if not summary.complete:
+        return 1
+    return EXIT_SOME_FAILED if any(status != "ok" for status in summary.totals) else 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    return job_main(build_parser, run, argv)
+    """Exit status: 0 all selected tasks ok; 3 some ended in error/failure; 1 some have no row yet; 2 bad options."""
+    return job_main(build_parser, run, argv, exit_status)
 
 
 if __name__ == "__main__":

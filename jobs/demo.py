@@ -1,72 +1,59 @@
-"""The main job on embedded defaults: synthetic cohort → lung-cancer case–control cohort → XML timelines → chunks.
+"""The main job on embedded defaults: the whole TrajOnco vertical slice in one command (``make demo``).
 
-Run with ``make demo`` (or ``python -m jobs.demo [--subjects N] [--out DIR]``). Re-running reuses the generated
-dataset when its config is unchanged.
+    python -m jobs.demo                      # out/demo/report.html, about 10 minutes on 2 cores
+    python -m jobs.demo --out DIR [any jobs.report option, e.g. --agent-patients 6]
+
+Steps: a seeded synthetic MEDS dataset (4,000 subjects) → the lung-cancer and any-cancer case–control cohorts →
+the Ray predict job (``jobs.predict``) with the embedded SmolLM2 model on a handful of lung test patients, one-stage
+and two-stage agents → logistic regression, KNN and XGBoost on summary features → the reproduction report
+(Table 1, AUROC/AUPRC with CIs, ROC/PR curves, sensitivity analyses, strata, latency and cost). No API key, no
+server, nothing downloaded. It is ``python -m jobs.report --quick`` with the demo's agent settings; rerunning
+reuses the dataset and the patients the agents already assessed.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import sys
 import time
-from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 
-from trajonco.cohort_timelines import summary_table, timeline_stats
-from trajonco.cohorts import build_cohort, load_definition
-from vista.synth import SynthConfig, generate
+from jobs import report
 
-console = Console()
-
-
-def _dataset(config: SynthConfig, out: Path) -> Path:
-    """Generate the synthetic dataset unless the same config already produced it."""
-    stamp = out / "synth_config.json"
-    wanted = config.model_dump_json()
-    if stamp.is_file() and stamp.read_text() == wanted and (out / "data").is_dir():
-        console.print(f"[dim]reusing synthetic dataset {out} (same config)[/dim]")
-        return out
-    summary = generate(config, out)
-    stamp.write_text(wanted)
-    console.print(summary)
-    return out
+DEMO_DEFAULTS: tuple[tuple[str, str], ...] = (
+    ("--out", "out/demo"),
+    ("--agent-patients", "4"),
+    ("--agent-variants", "one_stage,two_stage"),
+    ("--chunk-tokens", "800"),  # the demo's timelines have ≤ 1,500 tokens: two chunks, so the chain passes state
+)
+"""Options the demo sets unless the command line gives them."""
 
 
-def _cohort_table(manifest_path: Path) -> Table:
-    manifest = json.loads(manifest_path.read_text())
-    table = Table(title=f"Cohort {manifest_path.parent.name}")
-    table.add_column("")
-    table.add_column("value", justify="right")
-    for key, value in manifest.get("counts", {}).items():
-        table.add_row(key, str(value))
-    return table
+def demo_argv(argv: list[str]) -> list[str]:
+    """``jobs.report`` arguments: quick mode, the demo defaults, then the user's own options.
+
+    >>> demo_argv(["--agent-patients", "2"])
+    ['--quick', '--out', 'out/demo', '--agent-variants', 'one_stage,two_stage', '--chunk-tokens', '800', '--agent-patients', '2']
+    """
+    given = {item.split("=", 1)[0] for item in argv if item.startswith("--")}
+    defaults = [part for option, value in DEMO_DEFAULTS if option not in given for part in (option, value)]
+    return ["--quick", *defaults, *argv]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--subjects", type=int, default=20_000, help="synthetic subjects (default 20000)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default="out/demo", help="output directory (default out/demo)")
-    parser.add_argument("--max-tokens", type=int, default=16_000, help="chunk budget l (default 16000)")
-    args = parser.parse_args(argv)
-
-    out = Path(args.out)
+    args = demo_argv(list(sys.argv[1:] if argv is None else argv))
+    if any(flag in args for flag in ("-h", "--help")):
+        print(__doc__)
+        return report.main(args)
+    console = Console()
     started = time.perf_counter()
-    console.rule("1. synthetic MEDS dataset")
-    dataset = _dataset(SynthConfig(n_subjects=args.subjects, seed=args.seed), out / "synth")
-
-    console.rule("2. lung-cancer case–control cohort")
-    cohort = build_cohort(dataset, load_definition("lung"), out / "cohorts" / "lung")
-    console.print(cohort.manifest.summary_text() if hasattr(cohort.manifest, "summary_text") else cohort.manifest)
-
-    console.rule("3. XML timelines and time-aware chunks (test cohort)")
-    labels = out / "cohorts" / "lung" / "labels" / "test.parquet"
-    stats = timeline_stats(dataset, labels, max_tokens=args.max_tokens)
-    console.print(summary_table(stats, title=f"Lung test cohort: timelines before prediction time, chunks of ≤ {args.max_tokens:,} tokens"))
-    console.print(f"done in {time.perf_counter() - started:.1f} s; outputs under {out}/")
-    return 0
+    console.rule("TrajOnco demo: synthetic cohort → agents on Ray (embedded model) → baselines → report")
+    code = report.main(args)
+    if code == 0:
+        out = args[args.index("--out") + 1]
+        console.print(f"demo finished in {time.perf_counter() - started:.0f} s — open [bold]{out}/report.html[/bold] "
+                      f"(every number also in {out}/results.json, figures in {out}/figures/)")
+    return code
 
 
 if __name__ == "__main__":

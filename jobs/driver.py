@@ -58,10 +58,11 @@ def stream_status(dataset, tracker: ProgressTracker) -> None:
         tracker.update(batch)
 
 
-def job_main(build_parser, run, argv: list[str] | None = None) -> int:
+def job_main(build_parser, run, argv: list[str] | None = None, exit_status=None) -> int:
     """The ``main`` of a job module: parse options, set logging, run; user errors print one line and exit 2.
 
-    Exit status 0 when every task ended (ok or recorded error), 1 when the run stopped short.
+    Exit status: ``exit_status(summary)`` when given, else 0 when every task ended (ok or recorded error) and 1
+    when the run stopped short.
     """
     import logging
     import sys
@@ -76,4 +77,6 @@ def job_main(build_parser, run, argv: list[str] | None = None) -> int:
     except job_user_errors() as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if exit_status is not None:
+        return exit_status(summary)
     return 0 if summary.complete else 1

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 from datetime import datetime
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from rich.console import Console
 from jobs.consolidate import consolidate
 from jobs.driver import job_main, label_dataset, new_run_id, stream_status
 from jobs.errors import JobInputError
+from jobs.llm_options import add_llm_arguments, answer_fields, check_llm, llm_config
 from jobs.manifest import check_manifest
 from jobs.outputs import MarkerStore, OutputLock
 from jobs.predict_actor import PATIENTS, PredictActor, PredictSettings
@@ -51,15 +51,6 @@ from jobs.summary import RunSummary
 from jobs.tasks import TaskPlan, keys_table, plan_tasks, read_label_tasks, task_keys
 
 log = logging.getLogger("jobs.predict")
-
-LLM_ANSWER_FIELDS = ("backend", "model", "schema_mode", "schema_in_prompt", "temperature", "max_tokens",
-                     "max_tokens_field", "reasoning_effort", "seed", "model_path", "n_ctx", "context_tokens")
-"""LLM settings that change answers (hence outputs). The others (endpoint URL, timeouts, concurrency, cache) only
-change where and how fast answers come; like the response cache's key, the manifest ignores them."""
-
-CLUSTER_ENV = {"base_url": "TRAJONCO_LLM_BASE_URL", "model": "TRAJONCO_LLM_MODEL"}
-"""Environment variables cluster.yaml writes on every node; setting one selects the openai backend."""
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -99,21 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="bounds of the agents' answers (default auto: compact below a 32k-token context)")
     model.add_argument("--context-tokens", type=int, help="the model's context window (default: ask the endpoint)")
 
-    llm = parser.add_argument_group(
-        "LLM", "Defaults: the embedded SmolLM2 model; VISTA_LLM_<FIELD> environment variables, then "
-        "TRAJONCO_LLM_BASE_URL / TRAJONCO_LLM_MODEL (set by cluster.yaml), then these options apply.")
-    llm.add_argument("--backend", choices=["embedded", "openai"], help="embedded (in-process llama.cpp) or openai "
-                     "(any OpenAI-compatible endpoint)")
-    llm.add_argument("--base-url", help="endpoint root for --backend openai, e.g. http://HOST:8000/v1")
-    llm.add_argument("--model", help="model name sent to the endpoint")
-    llm.add_argument("--api-key-env", help="environment variable holding the API key (default OPENAI_API_KEY)")
-    llm.add_argument("--max-concurrency", type=int, help="requests in flight per actor gateway (default 4)")
-    llm.add_argument("--llm-timeout", type=float, help="seconds allowed for one request (default 120)")
-    llm.add_argument("--cache-dir", type=Path, help="LLM response cache (default OUT/llm_cache; must be shared by the "
-                     "nodes for resumes to be free on a cluster)")
-    llm.add_argument("--no-cache", action="store_true", help="no LLM response cache")
-    llm.add_argument("--llm", action="append", default=[], metavar="KEY=VALUE", help="any other LLMConfig field "
-                     "(repeatable), e.g. --llm qps=5 --llm schema_mode=json_object")
+    add_llm_arguments(parser)
 
     add_resource_arguments(parser)
     run = parser.add_argument_group("run")
@@ -126,33 +103,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_ray_arguments(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return parser
-
-
-def llm_config(args: argparse.Namespace, env: dict[str, str] | None = None):
-    """The LLM settings: defaults < VISTA_LLM_* < TRAJONCO_LLM_* < explicit options < --llm KEY=VALUE."""
-    from vista.llm import LLMConfig
-
-    env = dict(os.environ if env is None else env)
-    config = LLMConfig.from_env(env)
-    cluster = {field: env[var] for field, var in CLUSTER_ENV.items() if env.get(var)}
-    if cluster:
-        config = config.with_overrides({"backend": "openai", **cluster})
-    explicit = {
-        "backend": args.backend, "base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
-        "max_concurrency": args.max_concurrency, "timeout_s": args.llm_timeout,
-    }
-    config = config.with_overrides({k: v for k, v in explicit.items() if v is not None})
-    if args.no_cache:
-        config = config.with_overrides({"cache_dir": None})
-    elif args.cache_dir is not None:
-        config = config.with_overrides({"cache_dir": args.cache_dir})
-    elif config.cache_dir is None:
-        config = config.with_overrides({"cache_dir": args.out / "llm_cache"})
-    if args.llm:
-        config = config.with_overrides(args.llm)
-    if config.cache_dir is not None:
-        config = config.with_overrides({"cache_dir": Path(config.cache_dir).resolve()})
-    return config
 
 
 def build_settings(args: argparse.Namespace, run_id: str) -> PredictSettings:
@@ -172,11 +122,10 @@ def build_settings(args: argparse.Namespace, run_id: str) -> PredictSettings:
 
 def fingerprint(settings: PredictSettings, labels: Path) -> dict[str, object]:
     """The settings that decide the outputs (see `jobs.manifest`)."""
-    llm = settings.llm.model_dump(mode="json")
     return {
         "labels": str(labels.resolve()), "dataset": str(settings.dataset),
         "pipeline": settings.pipeline.model_dump(mode="json"), "any_cancer": settings.any_cancer,
-        "threshold": settings.threshold, "llm": {name: llm[name] for name in LLM_ANSWER_FIELDS},
+        "threshold": settings.threshold, "llm": answer_fields(settings.llm),
     }
 
 
@@ -199,23 +148,6 @@ def _check_inputs(args: argparse.Namespace) -> None:
     if not 0.0 <= args.threshold <= 1.0:
         raise JobInputError(f"--threshold must be between 0 and 1, not {args.threshold}")
     MedsDataset(args.dataset)  # a missing or empty dataset fails here, naming the path
-
-
-def check_llm(llm) -> None:
-    """Fail on the driver, in one line, when the LLM settings cannot work (missing key or model file), rather than
-    in every actor: an OpenAI-compatible backend is built (no request is sent), the embedded model file is located."""
-    from vista.llm import LLMConfigError
-
-    if llm.backend == "embedded":
-        from vista.llm.embedded import default_model_path
-
-        path = llm.model_path or default_model_path()
-        if not Path(path).is_file():
-            raise LLMConfigError(f"embedded backend: model file {path} does not exist")
-        return
-    from vista.llm import build_backend
-
-    build_backend(llm)
 
 
 def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:

@@ -276,20 +276,23 @@ def test_build_graphs_submitted_with_ray_job_submit(cohort, ray_session, tmp_pat
     port = ray_session.gcs_address.rsplit(":", 1)[1]
     assert "on cluster " in plan_line and f":{port} " in plan_line, plan_line  # it joined the head, no Ray of its own
 
-    index = pq.read_table(out / "timelines.parquet").to_pylist()
-    assert [row["status"] for row in index] == ["ok"] * 5
+    from vista.graph import read_graph
+
+    rows = pq.read_table(out / "patients.parquet").to_pylist()
+    assert [row["status"] for row in rows] == ["ok"] * 5
+    assert [row["stages"] for row in rows] == ["graph"] * 5  # no model configured: graph only
     dataset = MedsDataset(cohort["dataset"])
-    for row in index:
+    for row in rows:
         record = dataset.load_patients([row["subject_id"]])[row["subject_id"]]
-        xml = (out / row["xml_file"]).read_text()
-        assert xml.startswith(f'<patient id="{row["subject_id"]}"')
-        provenance = pq.read_table(out / row["provenance_file"])
-        assert provenance.num_rows == row["n_events"] > 0
-        for event_id, shard, source_row in zip(*(provenance.column(c).to_pylist() for c in ("event_id", "shard", "row"))):
-            assert f'id="{event_id}"' in xml
-            assert record.provenance(event_id) == type(record.provenance(event_id))(shard, source_row)
-        times = [t for t in provenance.column("time").to_pylist() if t is not None]
-        assert max(times) < row["prediction_time"]
+        graph = read_graph(out / row["graph_file"])
+        assert graph.subject_id == row["subject_id"] and graph.n_nodes == row["n_nodes"]
+        events = graph.events_in_order()
+        assert 0 < len(events) <= row["n_events"]
+        for event in events:  # provenance: every source event is the MEDS row it names, before the prediction time
+            assert record.provenance(event.event_id) == event.provenance
+            assert event.time < row["prediction_time"]
+    index = pq.read_table(out / "index.parquet")
+    assert index.num_rows == sum(row["n_nodes"] for row in rows)
 
     again = run_in_process(build_graphs, ["--dataset", str(cohort["dataset"]), "--labels", str(cohort["labels"]),
                                           "--out", str(out), "--limit", "5"])
@@ -303,8 +306,8 @@ def test_build_graphs_over_a_whole_dataset(cohort, ray_session, tmp_path):
     summary = run_in_process(build_graphs, ["--dataset", str(cohort["dataset"]), "--out", str(out), "--sample", "12",
                                             "--batch-size", "4"])
     assert summary.complete and summary.by_status == {"ok": 12}
-    index = pq.read_table(out / "timelines.parquet")
-    assert index.num_rows == 12 and index.column("prediction_time").null_count == 12
+    rows = pq.read_table(out / "patients.parquet")
+    assert rows.num_rows == 12 and rows.column("prediction_time").null_count == 12
 
 
 # ------------------------------------------------------------------------------------------------ the real model

@@ -365,7 +365,8 @@ def test_help_documents_every_option(capsys):
 
 
 def test_llm_settings_precedence(tmp_path):
-    from jobs.predict import build_parser, llm_config
+    from jobs.llm_options import llm_config
+    from jobs.predict import build_parser
 
     base = ["--labels", "l.parquet", "--dataset", "d", "--out", str(tmp_path / "out")]
     args = build_parser().parse_args(base)
@@ -409,7 +410,7 @@ def test_any_cancer_row_keeps_the_strongest_cancer_and_every_score():
 
 
 def test_llm_settings_that_cannot_work_fail_on_the_driver(tmp_path, monkeypatch):
-    from jobs.predict import check_llm
+    from jobs.llm_options import check_llm
     from vista.llm import LLMConfigError
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -7,13 +7,13 @@ Each sub-command imports its machinery lazily so `trajonco --help` stays instant
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-Handler = Callable[[argparse.Namespace], int]
-
+from vista.errors import CommandLineError, run_command
 
 def _cmd_synth(args: argparse.Namespace) -> int:
     from vista.synth import SynthConfig, generate
@@ -78,7 +78,7 @@ def _cmd_predict_one(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from trajonco.agents.display import print_result
-    from trajonco.pipeline import PipelineConfig, run_any_cancer_sync, run_patient_sync
+    from trajonco.pipeline import PipelineConfig
     from vista.llm import LLMConfig
     from vista.meds.reader import MedsDataset
 
@@ -93,14 +93,37 @@ def _cmd_predict_one(args: argparse.Namespace) -> int:
         problems = "; ".join(f"--{'-'.join(map(str, e['loc'])).replace('_', '-')}: {e['msg']}" for e in exc.errors())
         raise CommandLineError(problems) from None
     llm = LLMConfig.from_cli(args.llm)
-    run = run_any_cancer_sync if args.cancer == "any" else run_patient_sync
-    result = run(record, dataset.code_catalog(), config, llm=llm, prediction_time=when)
+    result = asyncio.run(_predict_with_progress(record, dataset.code_catalog(), config, llm, when,
+                                                any_cancer=args.cancer == "any"))
     print_result(result, as_json=args.json)
     return 0
 
 
-class CommandLineError(ValueError):
-    """A command-line value that cannot be used (shown as one line)."""
+async def _predict_with_progress(record, catalog, config, llm, when, *, any_cancer: bool):
+    """Run one patient while a status line on stderr shows the plan (tokens, chunks) and the calls made so far."""
+    from rich.console import Console
+
+    from trajonco.cancers import CANCERS
+    from trajonco.pipeline import assess, gateway_facts, prepare_patient, run_any_cancer
+    from vista.llm import LLMGateway
+
+    console = Console(stderr=True)
+    async with LLMGateway(llm) as gateway:
+        facts = await gateway_facts(gateway, config)
+        prepared = prepare_patient(record, catalog, config, facts, when)
+        plan = (f"subject {record.subject_id}: {prepared.timeline.n_tokens():,} timeline tokens in "
+                f"{len(prepared.chunks)} chunk(s) of ≤ {prepared.chunk_tokens:,}; {config.variant.value} on {facts.model}")
+        console.print(plan)
+        if any_cancer:
+            work = run_any_cancer(record, catalog, gateway, config, prediction_time=when)
+        else:
+            work = assess(prepared, CANCERS[config.cancer], gateway, config, facts)
+        task = asyncio.ensure_future(work)
+        with console.status("") as status:
+            while not task.done():
+                status.update(f"{len(gateway.ledger)} LLM call(s) done")
+                await asyncio.wait({task}, timeout=0.5)
+        return task.result()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -169,13 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `trajonco` console script."""
     from trajonco.errors import user_errors
 
-    args = build_parser().parse_args(argv)
-    handler: Handler = args.handler
-    try:
-        return handler(args)
-    except user_errors() as exc:  # errors the user can act on: one line, no traceback
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return run_command(build_parser().parse_args(argv), user_errors())
 
 
 if __name__ == "__main__":

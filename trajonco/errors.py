@@ -1,29 +1,20 @@
-"""The exception types that mean "the input is wrong", shown to users as one clear line rather than a traceback."""
+"""The exception types that mean "the input is wrong" (vista's plus TrajOnco's), shown as one line, not a traceback."""
 
 from __future__ import annotations
 
-import importlib
+from vista.errors import CommandLineError
+from vista.errors import user_errors as vista_user_errors
 
-_USER_ERROR_TYPES = (
-    ("vista.meds.errors", "MedsDataError"),
+__all__ = ["CommandLineError", "user_errors"]
+
+_TRAJONCO_USER_ERRORS = (
     ("trajonco.cohorts", "CohortError"),
-    ("vista.synth", "SynthOutputError"),
-    ("vista.timeline", "TimelineError"),
     ("trajonco.chunking", "ChunkingError"),
-    ("vista.tokens", "TokenizerUnavailableError"),
     ("trajonco.agents.budget", "BudgetError"),
     ("trajonco.cancers", "UnknownCancerError"),
-    ("vista.llm.errors", "LLMConfigError"),
-    ("trajonco.cli", "CommandLineError"),
 )
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
-    """Exception classes whose message alone tells the user what to fix (plus FileNotFoundError)."""
-    found: list[type[BaseException]] = [FileNotFoundError]
-    for module_name, attr in _USER_ERROR_TYPES:
-        try:
-            found.append(getattr(importlib.import_module(module_name), attr))
-        except (ImportError, AttributeError):
-            continue
-    return tuple(found)
+    """Exception classes whose message alone tells the user what to fix (vista's and TrajOnco's)."""
+    return vista_user_errors(_TRAJONCO_USER_ERRORS)

@@ -225,12 +225,17 @@ def agent_roles_from_ledger(path: Path) -> list[AgentRole]:
                       model_seconds=round(s.latency_s_total, 3)) for s in ledger.summarise("agent")]
 
 
-def selection_view(profiles: Sequence[RunProfile], results: Sequence[ModelResult]) -> list[SelectionPoint]:
-    """AUROC vs median runtime vs median cost of each profiled run that was evaluated, with the Pareto front."""
+def selection_view(profiles: Sequence[RunProfile], results: Sequence[ModelResult],
+                   baselines: Sequence[ModelResult] = ()) -> list[SelectionPoint]:
+    """AUROC vs median runtime vs median cost of each profiled run that was evaluated, plus the ``baselines`` (their
+    fit + scoring time shared over the rows they scored; no token cost), with the Pareto front over all of them."""
     auroc = {r.source: r.evaluation.auroc.value for r in results if r.source is not None}
     usable = [p for p in profiles if p.source in auroc and p.runtime_s.median is not None]
-    points = [(auroc[p.source], float(p.runtime_s.median), float(p.cost_usd.median or 0.0)) for p in usable]
-    front = pareto_front(points) if points else []
-    return [SelectionPoint(name=p.name, llm_model=p.llm_model, variant=p.variant, auroc=a, median_runtime_s=r,
-                           median_cost_usd=c, on_pareto_front=f)
-            for p, (a, r, c), f in zip(usable, points, front)]
+    named = [(p.name, p.llm_model, p.variant, auroc[p.source], float(p.runtime_s.median), float(p.cost_usd.median or 0.0))
+             for p in usable]
+    named += [(b.model, None, None, b.evaluation.auroc.value, b.seconds / max(b.evaluation.n, 1), 0.0)
+              for b in baselines if b.kind == "baseline"]
+    front = pareto_front([(a, r, c) for *_, a, r, c in named]) if named else []
+    return [SelectionPoint(name=name, llm_model=llm, variant=variant, auroc=a, median_runtime_s=r, median_cost_usd=c,
+                           on_pareto_front=f)
+            for (name, llm, variant, a, r, c), f in zip(named, front)]

@@ -343,7 +343,8 @@ def reproduce(settings: ReportSettings, *, agent_runner: AgentRunner | None = No
                                                    r.kind, r.model)),
         unscored=unscored, truncation_cohort=truncation.task.cohort if truncation else None,
         truncation=truncation.points if truncation else [], gaps=gap_points(settings, gaps), strata=strata,
-        profiles=profiles, agent_roles=roles, selection=selection_view(profiles, extra_results), realism=realism,
+        profiles=profiles, agent_roles=roles, selection=selection_view(
+            profiles, extra_results, [r for r in baseline_results if r.cohort == definitions[settings.focus_cohort].name]), realism=realism,
         agent_request=request, commands=commands, timings=timings, total_seconds=0.0)
     data = ReportData(results=results, scores=scores, predictions=loaded)
     step("prediction files, profile, verdict", mark)

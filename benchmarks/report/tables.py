@@ -190,9 +190,12 @@ def agent_table(roles: Sequence[AgentRole]) -> Table:
 
 
 def selection_table(points: Sequence[SelectionPoint]) -> Table:
-    rows = [[p.name, p.llm_model or "–", p.variant or "–", f"{p.auroc:.3f}", f"{p.median_runtime_s:.1f}",
+    rows = [[p.name, p.llm_model or "–", p.variant or "–", f"{p.auroc:.3f}", f"{p.median_runtime_s:.3g}",
              f"{p.median_cost_usd:.5f}", "yes" if p.on_pareto_front else "no"] for p in points]
     return Table("table-selection", "Model selection: AUROC vs median runtime vs median cost per patient",
                  ["run", "LLM", "variant", "AUROC", "median runtime s", "median cost $", "Pareto front"], rows,
                  note="A run is on the Pareto front when no other run has a higher-or-equal AUROC, a lower-or-equal "
-                      "runtime and a lower-or-equal cost, with at least one strictly better.")
+                      "runtime and a lower-or-equal cost, with at least one strictly better. Agents: median wall time "
+                      "and cost per patient from their prediction files; baselines (focus cohort): fit + scoring "
+                      "time divided by the rows they scored, no token cost. Agents' AUROCs on a handful of "
+                      "patients carry wide uncertainty (see their n in the model table).")

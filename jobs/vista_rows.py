@@ -1,0 +1,174 @@
+"""The VISTA job's per-patient row: what each stage produced (counts, files, calls, tokens, seconds) or why it stopped.
+
+One `VistaRow` per task is its done marker (``OUT/patients/<bucket>/<name>.json``, or ``.failed.json`` for an error
+row) and its row of the consolidated ``OUT/patients.parquet``. A failed task names the stage it stopped in and the
+problem (for bad input: the file, the patient and the field, as `vista.graph.GraphInputError` and
+`vista.meds.errors.MedsDataError` word it); the stages before it keep their outputs and counts.
+
+>>> vista_failure_kind(GraphInputError("p.xml", "not well-formed XML", patient=None))
+'input'
+>>> row = VistaRow(task="7", subject_id=7, status="ok", stages="graph", run_id="r", finished_at=datetime(2024, 1, 1))
+>>> rows_to_table([row]).num_rows, vista_row_from_json(row.model_dump_json().encode(), "7.json") == row
+(1, True)
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+from vista.graph import GraphFileError, GraphInputError
+
+from jobs.job_gateway import TaskUsage
+
+Stage = Literal["graph", "toa", "display"]
+STAGES: tuple[Stage, ...] = ("graph", "toa", "display")
+_MAX_ERROR_CHARS = 2000
+
+RUN_DEPENDENT_COLUMNS = (
+    "graph_rebuilt", "toa_rebuilt", "display_rebuilt", "llm_calls", "cache_hits", "failed_calls", "prompt_tokens",
+    "completion_tokens", "cost_usd", "unpriced_calls", "toa_calls", "display_calls", "load_s", "graph_s", "toa_s",
+    "display_s", "wall_s", "run_id", "finished_at",
+)
+"""Columns whose values depend on the run (what was already on disk or cached, machine load), not on the patient."""
+
+
+class StageUsage(BaseModel):
+    """LLM usage of one stage of one task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    calls: int = 0
+    cache_hits: int = 0
+    failed_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
+
+    @classmethod
+    def of(cls, usage: TaskUsage) -> StageUsage:
+        return cls(calls=usage.calls, cache_hits=usage.cache_hits, failed_calls=usage.failed_calls,
+                   prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cost_usd=usage.cost_usd,
+                   unpriced_calls=usage.unpriced_calls)
+
+    def __add__(self, other: StageUsage) -> StageUsage:
+        return StageUsage(**{name: getattr(self, name) + getattr(other, name) for name in StageUsage.model_fields})
+
+
+class VistaRow(BaseModel):
+    """One task of the VISTA job (see the module docstring). Paths are relative to the output directory."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str = Field(description="the task's name: <subject>[_<prediction time>] for MEDS input, a file key for XML")
+    subject_id: int | None = Field(description="the patient (null when an XML file could not be read far enough)")
+    prediction_time: datetime | None = Field(None, description="events strictly before it (MEDS labels); null: all")
+    source: str | None = Field(None, description="where the patient's rows came from: MEDS shard or XML file")
+    status: Literal["ok", "failed", "error"] = Field(
+        description="ok; failed: some LLM calls of a stage failed (its output is incomplete); error: a stage stopped")
+    error_stage: str | None = Field(None, description="load | graph | toa | display: where the task stopped or failed")
+    error_kind: str | None = None
+    error: str | None = None
+    stages: str = Field(description="stages completed, comma-separated, in order")
+    content_hash: str | None = Field(None, description="the graph's content hash (its inputs and build settings)")
+    n_nodes: int | None = None
+    n_edges: int | None = None
+    n_events: int | None = Field(None, description="source events in the graph (encounter rows and notes included)")
+    n_encounters: int | None = Field(None, description="encounter nodes (visits and per-day pseudo-encounters)")
+    graph_file: str | None = None
+    index_file: str | None = None
+    graph_rebuilt: bool | None = Field(None, description="False: an identical graph was already on disk (same hash)")
+    toa_file: str | None = None
+    n_chunks: int | None = None
+    failed_chunks: int | None = None
+    n_timeline_events: int | None = None
+    n_episodes: int | None = None
+    toa_rebuilt: bool | None = Field(None, description="False: the stored timeline's content hash was current")
+    display_file: str | None = None
+    n_display_values: int | None = None
+    failed_display_values: int | None = None
+    display_rebuilt: bool | None = None
+    llm_calls: int = 0
+    cache_hits: int = 0
+    failed_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    toa_calls: int = 0
+    display_calls: int = 0
+    load_s: float = 0.0
+    graph_s: float = 0.0
+    toa_s: float = 0.0
+    display_s: float = 0.0
+    wall_s: float = 0.0
+    run_id: str
+    finished_at: datetime
+
+    def with_usage(self, usage: dict[str, StageUsage]) -> VistaRow:
+        """This row with the LLM totals of ``usage`` (per stage) filled in."""
+        total = sum(usage.values(), StageUsage())
+        return self.model_copy(update={
+            "llm_calls": total.calls, "cache_hits": total.cache_hits, "failed_calls": total.failed_calls,
+            "prompt_tokens": total.prompt_tokens, "completion_tokens": total.completion_tokens,
+            "cost_usd": total.cost_usd, "unpriced_calls": total.unpriced_calls,
+            "toa_calls": usage.get("toa", StageUsage()).calls, "display_calls": usage.get("display", StageUsage()).calls,
+        })
+
+
+_ARROW_TYPES = {int: pa.int64(), float: pa.float64(), bool: pa.bool_(), str: pa.string()}
+_SPECIAL_TYPES = {"prediction_time": pa.timestamp("us"), "finished_at": pa.timestamp("us", tz="UTC"), "status": pa.string()}
+
+
+def _arrow_field(name: str) -> pa.Field:
+    """The arrow column of a `VistaRow` field: its (optional) int/float/bool/str type, or a time column."""
+    if name in _SPECIAL_TYPES:
+        return pa.field(name, _SPECIAL_TYPES[name])
+    annotation = VistaRow.model_fields[name].annotation
+    base = next(t for t in _ARROW_TYPES if annotation is t or t in getattr(annotation, "__args__", ()))
+    return pa.field(name, _ARROW_TYPES[base])
+
+
+VISTA_SCHEMA = pa.schema([_arrow_field(name) for name in VistaRow.model_fields])
+"""``patients.parquet``: one `VistaRow` per selected task, in task order."""
+
+
+def rows_to_table(rows: list[VistaRow]) -> pa.Table:
+    return pa.Table.from_pylist([row.model_dump() for row in rows], schema=VISTA_SCHEMA)
+
+
+def vista_row_from_json(data: bytes, source: str) -> VistaRow:
+    try:
+        return VistaRow.model_validate_json(data)
+    except ValueError as exc:
+        raise ValueError(f"{source}: not a VISTA job marker ({exc})") from None
+
+
+def vista_failure_kind(exc: BaseException) -> str:
+    """The reason class of an exception that stopped a task (the summary counts failures by it)."""
+    from vista.llm import LLMConfigError
+    from vista.meds.errors import MedsDataError
+    from vista.toa import TOAError
+
+    if isinstance(exc, GraphInputError):
+        return "input"
+    if isinstance(exc, MedsDataError):
+        return "data"
+    if isinstance(exc, GraphFileError):
+        return "graph_file"
+    if isinstance(exc, TOAError):
+        return "timeline"
+    if isinstance(exc, LLMConfigError):
+        return "llm_config"
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    return "internal"
+
+
+def error_text(exc: BaseException) -> str:
+    """``Type: message`` of ``exc``, capped (the message of our input errors names file, patient and field)."""
+    return f"{type(exc).__name__}: {str(exc) or type(exc).__name__}"[:_MAX_ERROR_CHARS]

@@ -1,0 +1,17 @@
+"""The runnable examples in the vista.display docstrings stay true."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["vista.display.model", "vista.display.structured", "vista.display.timeline_view", "vista.display.answers",
+           "vista.display.render"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name):
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.failed == 0 and result.attempted > 0

@@ -1,0 +1,207 @@
+"""The VISTA job's parts without Ray: the actor run in this process over MEDS and XML tasks, the stores' skips, the
+error rows of bad input, stage selection, rows and the cohort index."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from graph_fixtures import synth_records, synth_root
+from jobs.synthetic_llm import SyntheticLLMServer
+from jobs.tasks import TaskKey, keys_table
+from jobs.vista_actor import PATIENTS, VistaActor, VistaSettings
+from jobs.vista_graphs import TASK_INDEX_SCHEMA, task_folder
+from jobs.vista_rows import VistaRow
+from jobs.vista_tasks import XML_FILE, list_xml_tasks
+from vista.graph import build_graph, encounter_xml, read_graph
+from vista.llm import LLMConfig
+from vista.toa import TimelineStore
+
+VISTA_MODULES = ["jobs.vista_rows", "jobs.vista_tasks", "jobs.build_graphs"]
+SUBJECTS = 3
+
+
+@pytest.mark.parametrize("name", VISTA_MODULES)
+def test_docstring_examples(name):
+    failures, tried = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert tried > 0 and failures == 0
+
+
+def rows_of(out: Path) -> dict[str, VistaRow]:
+    return {p.name.split(".")[0]: VistaRow.model_validate_json(p.read_bytes()) for p in (out / PATIENTS).rglob("*.json")}
+
+
+def run_actor(settings: VistaSettings, batch: pa.Table) -> list[dict]:
+    actor = VistaActor(settings)
+    try:
+        return actor(batch).to_pylist()
+    finally:
+        actor.close()
+
+
+@pytest.fixture(scope="module")
+def server():
+    with SyntheticLLMServer() as server:
+        yield server
+
+
+def meds_settings(out: Path, server: SyntheticLLMServer, **extra) -> VistaSettings:
+    llm = LLMConfig(backend="openai", base_url=server.base_url, model="synthetic", cache_dir=out / "llm_cache")
+    return VistaSettings(out=out, dataset=synth_root(), stages=("graph", "toa", "display"), llm=llm, patients_per_actor=2,
+                         run_id="test", **extra)
+
+
+def test_meds_tasks_get_graph_timeline_display_whose_refs_resolve_and_a_rerun_asks_nothing(server, tmp_path):
+    records, _ = synth_records()
+    subjects = sorted(records)[:SUBJECTS]
+    batch = keys_table([TaskKey(s) for s in subjects])
+    before = server.stats.requests
+    statuses = run_actor(meds_settings(tmp_path, server), batch)
+    asked = server.stats.requests - before
+    assert [s["status"] for s in statuses] == ["ok"] * SUBJECTS and asked > 0
+    rows = rows_of(tmp_path)
+    for sid in subjects:
+        row = rows[str(sid)]
+        assert row.stages == "graph,toa,display" and row.graph_rebuilt and row.toa_rebuilt and row.display_rebuilt
+        graph = read_graph(tmp_path / row.graph_file)  # the persisted graph, not the one in memory
+        assert (graph.n_nodes, graph.n_edges, graph.info.content_hash) == (row.n_nodes, row.n_edges, row.content_hash)
+        index = pq.read_table(tmp_path / row.index_file)
+        assert index.schema.equals(TASK_INDEX_SCHEMA) and index.num_rows == row.n_nodes
+        assert index.num_rows - index.column("row").null_count == row.n_events
+        timeline = TimelineStore(task_folder(tmp_path, TaskKey(sid))).load(sid)
+        assert len(timeline.events) == row.n_timeline_events
+        for event in timeline.events:
+            assert event.source_event_refs and all(graph.has_event(ref) for ref in event.source_event_refs)
+        display = json.loads((tmp_path / row.display_file).read_text())
+        assert len(display["values"]) == row.n_display_values and row.failed_display_values == 0
+        assert row.llm_calls == row.toa_calls + row.display_calls > 0 and row.prompt_tokens > 0
+        assert row.graph_s > 0 and row.toa_s > 0 and row.display_s > 0 and row.wall_s >= row.graph_s
+
+    # a run cut short before its markers were written: nothing is rebuilt, nothing asked again
+    for marker in (tmp_path / PATIENTS).rglob("*.json"):
+        marker.unlink()
+    before = server.stats.requests
+    statuses = run_actor(meds_settings(tmp_path, server), batch)
+    assert server.stats.requests == before and [s["status"] for s in statuses] == ["ok"] * SUBJECTS
+    again = rows_of(tmp_path)
+    assert not any(r.graph_rebuilt or r.toa_rebuilt or r.display_rebuilt for r in again.values())
+    assert all(r.prompt_tokens == 0 for r in again.values())
+    assert {k: r.n_timeline_events for k, r in again.items()} == {k: r.n_timeline_events for k, r in rows.items()}
+
+    # and a task that has its marker is skipped outright
+    statuses = run_actor(meds_settings(tmp_path, server), batch)
+    assert [s["status"] for s in statuses] == ["skipped"] * SUBJECTS
+
+
+def test_failed_extraction_calls_make_a_failed_row_and_a_retry_asks_again(server, tmp_path):
+    records, _ = synth_records()
+    sid = sorted(records)[0]
+    batch = keys_table([TaskKey(sid)])
+    with SyntheticLLMServer(fail_markers=["["]) as failing:  # every serialized chunk line carries "[e<k>]"
+        statuses = run_actor(meds_settings(tmp_path, failing), batch)
+    assert statuses[0]["status"] == "failed" and statuses[0]["error_kind"] == "llm_call_failed"
+    row = rows_of(tmp_path)[str(sid)]
+    assert (row.error_stage, row.stages, row.display_file) == ("toa", "graph", None)
+    assert row.failed_chunks == row.n_chunks > 0 and "chunk extraction call(s) failed" in row.error
+    statuses = run_actor(meds_settings(tmp_path, server, retry_failed=True), batch)
+    row = rows_of(tmp_path)[str(sid)]
+    assert statuses[0]["status"] == "ok" and row.toa_rebuilt and row.failed_chunks == 0 and row.stages.endswith("display")
+
+
+# ------------------------------------------------------------------------------------------------ XML input
+MALFORMED = '<patient id="9001"><event id="e0" code="GENDER//F"/>\n<encounter id="e1" type="AMB"'
+EMPTY = '<patient id="9002" sex="F">\n<event id="e0" code="GENDER//F"/>\n</patient>\n'
+FAR_FUTURE = ('<patient id="9003" sex="M">\n<event id="e0" code="GENDER//M"/>\n'
+              '<encounter id="e1" type="AMB" start="2020-01-05T09:00:00">\n'
+              '<event id="e2" code="LOINC//718-7" time="2020-01-05T09:30:00" value="11.2" unit="g/dL"/>\n'
+              '</encounter>\n<event id="e3" code="ICD10CM//C34.11" time="2300-01-01T00:00:00"/>\n</patient>\n')
+
+
+def xml_cohort(root: Path, n_good: int = 3) -> dict[str, int]:
+    """Good patients (both XML variants) plus a malformed file, a patient with no events and one dated 2300."""
+    from vista.timeline import render_timeline
+
+    records, catalog = synth_records()
+    good = {}
+    for k, sid in enumerate(sorted(records)[:n_good]):
+        record = records[sid]
+        if k % 2:
+            text = render_timeline(record, catalog).to_xml()
+        else:
+            text = encounter_xml(build_graph(record, catalog))
+        (root / "good").mkdir(parents=True, exist_ok=True)
+        (root / "good" / f"{sid}.xml").write_text(text)
+        good[f"good/{sid}.xml"] = sid
+    (root / "bad").mkdir(exist_ok=True)
+    (root / "bad" / "malformed.xml").write_text(MALFORMED)
+    (root / "bad" / "empty.xml").write_text(EMPTY)
+    (root / "bad" / "future.xml").write_text(FAR_FUTURE)
+    return good
+
+
+def test_xml_files_become_graphs_and_bad_files_error_rows_naming_file_patient_and_field(tmp_path):
+    xml_dir = tmp_path / "xml"
+    good = xml_cohort(xml_dir)
+    tasks = list_xml_tasks(xml_dir)
+    assert len(tasks) == len(good) + 3
+    batch = keys_table([t.key for t in tasks]).append_column(XML_FILE, pa.array([t.file for t in tasks]))
+    out = tmp_path / "out"
+    statuses = run_actor(VistaSettings(out=out, xml_dir=xml_dir, run_id="x"), batch)
+    assert sorted(s["status"] for s in statuses) == ["error"] * 3 + ["ok"] * len(good)
+    rows = {Path(r.source).relative_to(xml_dir).as_posix(): r for r in rows_of(out).values()}
+    for file, sid in good.items():
+        row = rows[file]
+        assert (row.status, row.subject_id, row.stages) == ("ok", sid, "graph")
+        assert read_graph(out / row.graph_file).n_nodes == row.n_nodes and row.n_events > 0
+    malformed, empty, future = rows["bad/malformed.xml"], rows["bad/empty.xml"], rows["bad/future.xml"]
+    assert (malformed.error_stage, malformed.error_kind) == ("load", "input")
+    assert str(xml_dir / "bad" / "malformed.xml") in malformed.error and "not well-formed XML" in malformed.error
+    assert (empty.error_stage, empty.error_kind, empty.subject_id) == ("graph", "input", 9002)
+    assert "empty.xml: patient 9002" in empty.error and "field 'time'" in empty.error and "no events" in empty.error
+    assert (future.error_stage, future.subject_id) == ("graph", 9003)
+    assert "future.xml: patient 9003: event e3: field 'time'" in future.error and "2300-01-01" in future.error
+    assert malformed.graph_file is None and empty.graph_file is None and future.graph_file is None
+
+
+def test_list_xml_tasks_refuses_a_missing_or_empty_directory(tmp_path):
+    from jobs.errors import JobInputError
+
+    with pytest.raises(JobInputError, match="not a directory"):
+        list_xml_tasks(tmp_path / "none")
+    with pytest.raises(JobInputError, match=r"no \*\.xml patient files"):
+        list_xml_tasks(tmp_path)
+
+
+def test_stage_options_and_llm_defaults(tmp_path):
+    from jobs.build_graphs import build_parser, build_settings
+    from jobs.errors import JobInputError
+
+    base = ["--dataset", str(synth_root()), "--out", str(tmp_path / "o")]
+    graph_only = build_settings(build_parser().parse_args(base), "r")
+    assert graph_only.stages == ("graph",) and graph_only.llm is None
+    with_model = build_settings(build_parser().parse_args(base + ["--backend", "openai", "--base-url",
+                                                                  "http://127.0.0.1:9/v1", "--model", "m"]), "r")
+    assert with_model.stages == ("graph", "toa", "display") and with_model.llm.cache_dir == (tmp_path / "o" / "llm_cache")
+    explicit = build_settings(build_parser().parse_args(base + ["--stages", "graph,toa", "--chunk-limit", "4000",
+                                                                "--no-safety-net"]), "r")
+    assert explicit.stages == ("graph", "toa") and explicit.llm.backend == "embedded"
+    assert (explicit.toa.budget.limit, explicit.toa.safety_net) == (4000, False)
+    with pytest.raises(JobInputError, match="unknown stage"):
+        build_settings(build_parser().parse_args(base + ["--stages", "graph,tao"]), "r")
+    with pytest.raises(JobInputError, match="--labels goes with --dataset"):
+        build_settings(build_parser().parse_args(["--xml-dir", str(tmp_path), "--out", str(tmp_path / "o"),
+                                                  "--labels", "l.parquet"]), "r")
+
+
+def test_bad_options_exit_with_one_clear_line(tmp_path, capsys):
+    from jobs.build_graphs import main
+
+    code = main(["--xml-dir", str(tmp_path / "missing"), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "not a directory" in err

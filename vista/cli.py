@@ -1,0 +1,321 @@
+"""The `vista` command line: build MEDS Graphs, build or show a patient's TOA timeline and display, ask questions
+about a patient, and open the source events an answer cites.
+
+    vista graph --dataset MEDS --store STORE [--subjects 3 7]     # or --xml-dir DIR
+    vista timeline --store STORE --subject 7 [--llm KEY=VALUE ...]
+    vista display --store STORE --subject 7
+    vista ask --store STORE --subject 7 "When did first-line therapy start?" [--verify] [--json]
+    vista source --store STORE --subject 7 e12 e13 t4
+    vista evaluate --store STORE --truth MEDS [--subjects 7 9] [--judge-llm KEY=VALUE ...]   # VISTA vs RAG
+
+Each sub-command imports its machinery lazily so `vista --help` stays instant. Errors the user can fix (a missing
+store or subject, an unknown event id, bad input data, a bad LLM setting) are printed as one line, exit status 2.
+LLM settings: the embedded SmolLM2 model by default, then ``VISTA_LLM_*`` variables, then ``--llm KEY=VALUE``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from vista.errors import CommandLineError, run_command, user_errors
+
+# ---------------------------------------------------------------------------------------------------- graph
+def _cmd_graph(args: argparse.Namespace) -> int:
+    from vista.graph import GraphStore
+
+    store = GraphStore(Path(args.store))
+    if args.dataset is not None:
+        from vista.meds.reader import MedsDataset
+
+        root = Path(args.dataset)
+        if not root.is_dir():
+            raise CommandLineError(f"--dataset {root}: no such directory")
+        report = store.build_dataset(MedsDataset(root), args.subjects)
+    else:
+        report = store.build(_xml_sources(Path(args.xml_dir), args.subjects))
+    print(f"{store.root}: built {report.built} graph(s) ({report.nodes_built:,} nodes), skipped {report.skipped} "
+          f"unchanged, in {report.seconds:.2f} s; the store holds {len(store)} subject(s)")
+    return 0
+
+
+def _xml_sources(directory: Path, subjects: Sequence[int] | None):
+    """The patients of ``directory/*.xml`` (only ``subjects`` when given; each must be found)."""
+    from vista.graph import GraphInputError, source_from_xml
+
+    if not directory.is_dir():
+        raise CommandLineError(f"--xml-dir {directory}: no such directory")
+    paths = sorted(directory.glob("*.xml"))
+    if not paths:
+        raise CommandLineError(f"--xml-dir {directory}: no *.xml files")
+    wanted = set(subjects) if subjects else None
+    found: set[int] = set()
+    for path in paths:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise GraphInputError(str(path), f"cannot read the file ({exc.strerror or exc})") from None
+        source = source_from_xml(data, path=str(path))
+        if wanted is None or source.subject_id in wanted:
+            found.add(source.subject_id)
+            yield source
+    if wanted is not None and wanted - found:
+        raise CommandLineError(f"--subjects: no XML file in {directory} holds subject(s) "
+                               f"{', '.join(map(str, sorted(wanted - found)))}")
+
+
+# ---------------------------------------------------------------------------------------------------- LLM steps
+async def _gateway(items: Sequence[str]):
+    """A gateway for the ``--llm`` settings whose context window is known (asked of the endpoint once), so the
+    timeline plan — and its content hash — is the same whichever command built it."""
+    from vista.llm import LLMConfig, LLMGateway
+
+    gateway = LLMGateway(LLMConfig.from_cli(items))
+    await gateway.discover_context_tokens()
+    return gateway
+
+
+def _usage_line(gateway, built: bool, what: str) -> str:
+    if not built:
+        return f"{what} loaded from the store (unchanged inputs; no model call)"
+    total = gateway.ledger.total()
+    return (f"{what} built with model {gateway.config.model}: {total.calls} call(s), {total.failed_calls} failed, "
+            f"{total.prompt_tokens} prompt + {total.completion_tokens} completion tokens")
+
+
+def _toa_config(args: argparse.Namespace):
+    from vista.toa import TOAConfig
+
+    return TOAConfig(profile=args.profile) if args.profile else TOAConfig()
+
+
+def _cmd_timeline(args: argparse.Namespace) -> int:
+    from vista.query import load_graph, open_graph_store, timeline_text
+    from vista.toa import TimelineStore
+
+    graph = load_graph(open_graph_store(args.store), args.subject)
+
+    async def run():
+        async with await _gateway(args.llm) as gateway:
+            timeline, built = await TimelineStore(args.store).build(graph, gateway, _toa_config(args))
+            return timeline, _usage_line(gateway, built, "timeline")
+
+    timeline, status = asyncio.run(run())
+    if args.json:
+        print(timeline.model_dump_json(indent=1))
+        return 0
+    print(timeline_text(timeline, with_refs=True))
+    stats = timeline.stats
+    print(f"\n{stats.chunks} chunk(s) ({stats.failed_chunks} failed), {stats.proposed_events} events proposed, "
+          f"{stats.rejected_events} rejected, {stats.dropped_refs} unknown refs dropped, {stats.merged_groups} merged; "
+          f"safety net: {stats.safety_net_added} of {stats.safety_net_candidates} imaging date(s) added; "
+          f"{len(timeline.ambiguous_pairs)} ambiguous pair(s) left")
+    print(status)
+    return 0
+
+
+def _cmd_display(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from vista.display import DisplayStore, render_display
+    from vista.query import load_graph, open_graph_store
+    from vista.toa import TimelineStore
+
+    graph = load_graph(open_graph_store(args.store), args.subject)
+
+    async def run():
+        async with await _gateway(args.llm) as gateway:
+            timeline, timeline_built = await TimelineStore(args.store).build(graph, gateway, _toa_config(args))
+            display, built = await DisplayStore(args.store).build(graph, timeline, gateway)
+            return timeline, display, _usage_line(gateway, timeline_built or built, "timeline and display")
+
+    timeline, display, status = asyncio.run(run())
+    if args.json:
+        print(display.model_dump_json(indent=1))
+        return 0
+    Console().print(render_display(display, timeline))
+    print(status)
+    return 0
+
+
+def _cmd_ask(args: argparse.Namespace) -> int:
+    from vista.query import QueryConfig, answer_text, ask, load_state
+
+    state = load_state(args.store, args.subject)
+
+    async def run():
+        async with await _gateway(args.llm) as gateway:
+            return await ask(args.question, state.timeline, state.graph, gateway, QueryConfig(), verify=args.verify)
+
+    answer = asyncio.run(run())
+    print(answer.model_dump_json(indent=1) if args.json else answer_text(answer, store=args.store))
+    return 1 if answer.status == "failed" else 0
+
+
+def _cmd_source(args: argparse.Namespace) -> int:
+    from vista.query import (
+        UnknownEventError,
+        load_graph,
+        load_timeline,
+        open_graph_store,
+        open_sources,
+        sources_text,
+    )
+
+    if args.chars < 1:
+        raise CommandLineError(f"--chars must be positive, not {args.chars}")
+    graph = load_graph(open_graph_store(args.store), args.subject)
+    refs: list[str] = []
+    events = {}
+    timeline_ids = [i for i in args.ids if i.startswith("t")]
+    if timeline_ids:  # a timeline id opens the source events behind it
+        events = {e.event_id: e for e in load_timeline(args.store, args.subject).events}
+        unknown = [i for i in timeline_ids if i not in events]
+        if unknown:
+            raise UnknownEventError(args.subject, unknown, where="its stored timeline", kind="timeline event",
+                                    pattern="t<k>")
+    for item in args.ids:
+        refs.extend(events[item].source_event_refs if item.startswith("t") else [item])
+    sources = open_sources(graph, refs, excerpt_chars=args.chars)
+    if args.json:
+        print("[" + ",\n".join(s.model_dump_json(indent=1) for s in sources) + "]")
+    else:
+        print(sources_text(sources, with_provenance=True))
+    return 0
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from vista.display import DisplayStore
+    from vista.evaluation import TruthCase, evaluate, load_oncology_truths
+    from vista.llm import LLMConfig, LLMGateway
+    from vista.query import load_graph, open_graph_store
+    from vista.rag import RagConfig, generate_rag_display
+    from vista.toa import TimelineStore
+
+    store = open_graph_store(args.store)
+    truth_root = Path(args.truth)
+    if args.subjects:
+        records = load_oncology_truths(truth_root, args.subjects)
+    else:  # every stored patient the ground truth describes
+        records = {sid: r for sid, r in load_oncology_truths(truth_root).items() if sid in store}
+        if not records:
+            raise CommandLineError(f"--truth {truth_root}: none of the {len(store)} patient(s) in {args.store} has an "
+                                   "oncology record; pass --subjects or build graphs of cancer patients")
+    graphs = {sid: load_graph(store, sid) for sid in sorted(records)}
+    judge_config = LLMConfig.from_cli(args.judge_llm) if args.judge_llm else None
+
+    async def run():
+        async with await _gateway(args.llm) as writer:
+            displays, truths = [], {}
+            for sid, graph in graphs.items():
+                timeline, _ = await TimelineStore(args.store).build(graph, writer, _toa_config(args))
+                vista, _ = await DisplayStore(args.store).build(graph, timeline, writer)
+                rag = (await generate_rag_display(graph, writer, RagConfig())).display
+                displays += [vista, rag]
+                truths[sid] = TruthCase(records[sid], demographics=graph.info.demographics)
+                print(f"subject {sid}: VISTA display ({vista.calls} new calls) and RAG display ({rag.calls} new calls)",
+                      file=sys.stderr)
+            if judge_config is None:
+                return await evaluate(displays, truths, writer, n_resamples=args.resamples)
+            async with LLMGateway(judge_config) as judge:
+                return await evaluate(displays, truths, judge, n_resamples=args.resamples)
+
+    report = asyncio.run(run())
+    if args.json:
+        print(report.model_dump_json(indent=1))
+    else:
+        Console(width=max(140, Console().width)).print(report.to_table())
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "evaluation.md").write_text(report.to_markdown())
+        (out / "evaluation.json").write_text(report.model_dump_json(indent=1))
+        print(f"wrote {out}/evaluation.md and {out}/evaluation.json", file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------- parser
+def _add_llm(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--llm", action="append", default=[], metavar="KEY=VALUE", help="LLM setting (repeatable), "
+                        "e.g. --llm backend=openai --llm base_url=http://127.0.0.1:8000/v1 --llm model=NAME; default: "
+                        "the embedded model, overridable by VISTA_LLM_* variables")
+
+
+def _add_patient(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", required=True, help="graph store directory (made by `vista graph`)")
+    parser.add_argument("--subject", type=int, required=True, help="subject_id")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vista", description="VISTA Architect: MEDS Graphs, oncology timelines "
+                                     "(TOA), tumor-board displays, and questions answered with cited evidence.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("graph", help="build (or update) the MEDS Graphs of a cohort in a graph store")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--dataset", help="MEDS dataset root")
+    source.add_argument("--xml-dir", help="directory of patient XML files (either variant of vista.graph.xml_input)")
+    p.add_argument("--store", required=True, help="graph store directory (created if needed)")
+    p.add_argument("--subjects", type=int, nargs="+", help="only these subject ids (default: every patient)")
+    p.set_defaults(handler=_cmd_graph)
+
+    p = sub.add_parser("timeline", help="build (or load, when unchanged) a patient's TOA timeline and print it")
+    _add_patient(p)
+    p.add_argument("--profile", help="event-definition profile: packaged name or TOML path (default thoracic)")
+    _add_llm(p)
+    p.add_argument("--json", action="store_true", help="print the stored timeline as JSON")
+    p.set_defaults(handler=_cmd_timeline)
+
+    p = sub.add_parser("display", help="build (or load) a patient's timeline and tumor-board display and print it")
+    _add_patient(p)
+    p.add_argument("--profile", help="event-definition profile of the timeline (default thoracic)")
+    _add_llm(p)
+    p.add_argument("--json", action="store_true", help="print the display as JSON")
+    p.set_defaults(handler=_cmd_display)
+
+    p = sub.add_parser("ask", help="answer a question from a patient's stored timeline, citing timeline events")
+    _add_patient(p)
+    p.add_argument("question", help="the question, in quotes")
+    p.add_argument("--verify", action="store_true", help="also check the answer against the cited source events "
+                   "(one more model call)")
+    _add_llm(p)
+    p.add_argument("--json", action="store_true", help="print the typed answer as JSON")
+    p.set_defaults(handler=_cmd_ask)
+
+    p = sub.add_parser("source", help="print source events of a patient's graph, with their MEDS row provenance")
+    _add_patient(p)
+    p.add_argument("ids", nargs="+", metavar="ID", help="graph event ids (e12) or timeline event ids (t3: the source "
+                   "events behind it)")
+    p.add_argument("--chars", type=int, default=600, help="characters of note text shown per event (default 600)")
+    p.add_argument("--json", action="store_true", help="print the source events as JSON")
+    p.set_defaults(handler=_cmd_source)
+
+    p = sub.add_parser("evaluate", help="score VISTA's displays and the BM25 RAG baseline's against the ground truth "
+                       "(accuracy per variable with 95%% CIs, an LLM judge where rules cannot decide)")
+    p.add_argument("--store", required=True, help="graph store directory (made by `vista graph`)")
+    p.add_argument("--truth", required=True, help="synthetic dataset root holding ground_truth/oncology.jsonl")
+    p.add_argument("--subjects", type=int, nargs="+", help="only these subject ids (default: every stored patient "
+                   "with an oncology record)")
+    p.add_argument("--profile", help="event-definition profile of the timeline (default thoracic)")
+    _add_llm(p)
+    p.add_argument("--judge-llm", action="append", default=[], metavar="KEY=VALUE", help="LLM setting of the judge "
+                   "(repeatable; default: the same LLM as the displays)")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples per CI (default 2000)")
+    p.add_argument("--out", help="also write evaluation.md and evaluation.json here")
+    p.add_argument("--json", action="store_true", help="print the evaluation report as JSON")
+    p.set_defaults(handler=_cmd_evaluate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `vista` console script."""
+    return run_command(build_parser().parse_args(argv), user_errors())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

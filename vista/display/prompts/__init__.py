@@ -1,0 +1,1 @@
+"""Prompt texts of the display generators (package data)."""

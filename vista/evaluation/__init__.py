@@ -1,0 +1,26 @@
+"""Evaluation of tumor-board displays (VISTA and the RAG baseline) against the generator's ground truth.
+
+`expected_values` turns an `OncologyRecord` into the reference answer of every variable (or says why it cannot);
+the ``exact``/``date``/``set`` comparisons are scored by rule (`vista.evaluation.scorers`), ``judge`` comparisons
+by an LLM judge on a 0–10 rubric (`JudgeScore`, its own `LLMGateway`); `evaluate` returns an `EvaluationReport`
+with per-variable and overall accuracy, mean scores and patient-bootstrap 95% CIs, VISTA and RAG side by side
+(`to_table`, `to_markdown`), naming the LLM that wrote each method's displays and the judge LLM.
+"""
+
+from vista.evaluation.bootstrap import Interval, paired_difference, patient_interval
+from vista.evaluation.errors import EvaluationError
+from vista.evaluation.evaluate import DEFAULT_THRESHOLD, evaluate, score_items, summarize
+from vista.evaluation.expected import RULES, Expected, expected_values
+from vista.evaluation.judge import JudgeScore, judge_messages, judge_prompt, judge_value
+from vista.evaluation.normalize import find_dates, normalize_site, normalize_text, says_nothing, split_sites
+from vista.evaluation.report import EvaluationReport, ItemScore, MethodResult, VariableResult
+from vista.evaluation.scorers import SCORERS, RuleScore, score_date, score_exact, score_set
+from vista.evaluation.truth import TruthCase, load_oncology_truths
+
+__all__ = [
+    "DEFAULT_THRESHOLD", "EvaluationError", "EvaluationReport", "Expected", "Interval", "ItemScore", "JudgeScore",
+    "MethodResult", "RULES", "RuleScore", "SCORERS", "TruthCase", "VariableResult", "evaluate", "expected_values",
+    "find_dates", "judge_messages", "judge_prompt", "judge_value", "load_oncology_truths", "normalize_site",
+    "normalize_text", "paired_difference", "patient_interval", "says_nothing", "score_date", "score_exact",
+    "score_items", "score_set", "split_sites", "summarize",
+]

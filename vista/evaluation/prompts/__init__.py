@@ -1,0 +1,1 @@
+"""Prompt texts of the evaluation (package data)."""

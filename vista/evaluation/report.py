@@ -1,0 +1,191 @@
+"""`EvaluationReport`: every scored evaluation, per-variable and overall accuracy with CIs, and how to show them.
+
+Accuracy is the share of evaluations scoring at least ``threshold`` (8 of 10 by default); the mean score is shown
+beside it. Both carry 95% CIs from the patient bootstrap. Evaluations that could not be scored are counted, never
+dropped: a display value whose call failed scores 0 (the method failed), a judge call that failed and a variable
+the truth cannot settle are left out of the accuracy and counted in their own columns. `to_table` (rich) and
+`to_markdown` put VISTA and RAG side by side and name the LLM that wrote each method's displays and the judge LLM.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from vista.display import Comparison
+from vista.evaluation.bootstrap import Interval
+
+Scorer = Literal["exact", "date", "set", "judge", "display_failed", "judge_failed", "unscorable"]
+
+
+COLUMNS = ("accuracy [95% CI]", "mean score", "n scored", "not scored")
+"""Each method's columns: accuracy, mean score (0-10), evaluations scored of those possible, and why not."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ItemScore(_Model):
+    """One variable of one patient's display, scored (or why not)."""
+
+    subject_id: int
+    method: str
+    key: str
+    comparison: Comparison
+    scorer: Scorer = Field(description="exact/date/set/judge: how it was scored; display_failed: the display's call "
+                           "failed (score 0); judge_failed: the judge call failed; unscorable: the truth cannot settle it")
+    score: int | None = Field(default=None, ge=0, le=10)
+    correct: bool | None = Field(default=None, description="score >= threshold (None when not scored)")
+    rationale: str = ""
+    reference: str = ""
+    value: str = ""
+
+    @property
+    def evaluated(self) -> bool:
+        return self.score is not None
+
+
+class VariableResult(_Model):
+    """One method's results on one variable across patients."""
+
+    method: str
+    key: str
+    label: str
+    comparison: Comparison
+    scored: bool = Field(description="part of the overall accuracy (the variable spec's `scored`)")
+    n_patients: int
+    n_evaluated: int
+    n_correct: int
+    accuracy: Interval | None
+    mean_score: Interval | None
+    display_failures: int
+    judge_failures: int
+    unscorable: int
+    unscorable_reasons: tuple[str, ...] = ()
+
+
+class MethodResult(_Model):
+    """One method's overall results over the scored variables."""
+
+    method: str
+    display_models: tuple[str, ...] = Field(description="the LLM(s) named by the method's displays")
+    n_patients: int
+    n_evaluated: int
+    n_correct: int
+    accuracy: Interval | None
+    mean_score: Interval | None
+    display_failures: int
+    judge_failures: int
+    unscorable: int
+    display_calls: int = Field(default=0, description="LLM calls the displays report (VISTA: display calls only, "
+                               "not the one-time TOA build)")
+    display_prompt_tokens: int = 0
+    display_completion_tokens: int = 0
+
+
+class EvaluationReport(_Model):
+    """The evaluation of one or more display methods against the ground truth by one judge."""
+
+    judge_model: str
+    judge_backend: str
+    threshold: int = Field(ge=0, le=10)
+    level: float
+    n_resamples: int
+    seed: int
+    methods: tuple[MethodResult, ...]
+    variables: tuple[VariableResult, ...]
+    difference: Interval | None = Field(default=None, description="accuracy of the first method minus the second "
+                                        "(vista − rag) over the patients both have, resampled together")
+    difference_methods: tuple[str, ...] = ()
+    judge_calls: int = Field(default=0, ge=0, description="distinct judge questions asked (identical ones once)")
+    items: tuple[ItemScore, ...]
+
+    def method(self, name: str) -> MethodResult:
+        for result in self.methods:
+            if result.method == name:
+                return result
+        raise KeyError(f"no method {name!r} in the report (have {[m.method for m in self.methods]})")
+
+    def variable(self, method: str, key: str) -> VariableResult:
+        for result in self.variables:
+            if result.method == method and result.key == key:
+                return result
+        raise KeyError(f"no result for method {method!r}, variable {key!r}")
+
+    # ------------------------------------------------------------------------------------------ rendering
+    def _method_names(self) -> list[str]:
+        return [m.method for m in self.methods]
+
+    def header_lines(self) -> list[str]:
+        """Who wrote what and how it was scored, in words."""
+        lines = [f"{m.method.upper()} displays written by: {', '.join(m.display_models) or 'no model'} "
+                 f"({m.n_patients} patients; {m.display_calls} calls, {m.display_prompt_tokens} prompt + "
+                 f"{m.display_completion_tokens} completion tokens)" for m in self.methods]
+        lines.append(f"Judge: {self.judge_model} ({self.judge_backend}, {self.judge_calls} calls); "
+                     f"correct = score >= {self.threshold}/10; "
+                     f"{self.level:.0%} CIs by bootstrap over patients ({self.n_resamples} resamples, seed {self.seed})")
+        if self.difference is not None:
+            a, b = self.difference_methods
+            lines.append(f"Accuracy difference {a} - {b}: {_fmt(self.difference)}")
+        return lines
+
+    def _cells(self, result: VariableResult | MethodResult | None) -> list[str]:
+        if result is None:
+            return ["-", "-", "-", "-"]
+        notes = [f"{n} {what}" for n, what in ((result.display_failures, "display failed"),
+                                                (result.judge_failures, "judge failed"),
+                                                (result.unscorable, "unscorable")) if n]
+        possible = result.n_evaluated + result.judge_failures + result.unscorable
+        return [_fmt(result.accuracy), _fmt(result.mean_score, scale=1), f"{result.n_evaluated}/{possible}",
+                "; ".join(notes) or "-"]
+
+    def _rows(self) -> list[tuple[str, list[str]]]:
+        names = self._method_names()
+        keys = list(dict.fromkeys(v.key for v in self.variables))
+        rows = []
+        for key in keys:
+            found = {v.method: v for v in self.variables if v.key == key}
+            first = next(iter(found.values()))
+            label = f"{first.label} [{first.comparison.value}]" + ("" if first.scored else " (not scored)")
+            rows.append((label, [c for name in names for c in self._cells(found.get(name))]))
+        rows.append(("OVERALL (scored variables)", [c for m in self.methods for c in self._cells(m)]))
+        return rows
+
+    def to_table(self) -> Group:
+        """A rich renderable: who wrote and judged, then one row per variable with each method's columns."""
+        table = Table(title="Tumor-board variables: accuracy against the ground truth", show_lines=False)
+        table.add_column("Variable")
+        for name in self._method_names():
+            for col in COLUMNS:
+                table.add_column(f"{name.upper()} {col}", justify="right" if col != "not scored" else "left")
+        rows = self._rows()
+        for k, (label, cells) in enumerate(rows):  # Text cells: brackets are content, not rich markup
+            table.add_row(Text(label), *(Text(c) for c in cells), end_section=k == len(rows) - 2)
+        return Group(*(Text(line) for line in self.header_lines()), table)
+
+    def to_markdown(self) -> str:
+        """The same content as `to_table`, as a Markdown table."""
+        names = self._method_names()
+        head = ["Variable"] + [f"{n.upper()} {c}" for n in names for c in COLUMNS]
+        out = [f"- {line}" for line in self.header_lines()] + ["", "| " + " | ".join(head) + " |",
+                                                               "|" + "---|" * len(head)]
+        for label, cells in self._rows():
+            out.append("| " + " | ".join([label, *cells]) + " |")
+        return "\n".join(out) + "\n"
+
+
+def _fmt(interval: Interval | None, *, scale: int = 100) -> str:
+    """``71% [55, 84]`` for accuracies (scale 100) or ``7.1 [6.0, 8.2]`` for mean scores (scale 1)."""
+    if interval is None:
+        return "n/a"
+    digits = 0 if scale == 100 else 1
+    unit = "%" if scale == 100 else ""
+    value = f"{interval.value * scale:.{digits}f}{unit}"
+    if interval.lower is None or interval.upper is None:
+        return f"{value} [CI n/a]"
+    return f"{value} [{interval.lower * scale:.{digits}f}, {interval.upper * scale:.{digits}f}]"

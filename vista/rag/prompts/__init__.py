@@ -1,0 +1,1 @@
+"""Prompt texts of the RAG baseline (package data)."""
