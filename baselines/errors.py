@@ -10,29 +10,15 @@ from __future__ import annotations
 
 from sklearn.exceptions import NotFittedError as SklearnNotFittedError
 
-from vista.meds.errors import describe_location
+from vista.errors import LocatedError
 
 
 class BaselineError(Exception):
     """Base class of every error raised by `baselines`."""
 
 
-class BaselineDataError(BaselineError, ValueError):
+class BaselineDataError(BaselineError, LocatedError):
     """Bad input data. ``source`` is the file (or a name for an in-memory table) the problem was found in."""
-
-    def __init__(self, source: str, problem: str, *, subject_id: int | None = None, field: str | None = None):
-        self.source = str(source)
-        self.problem = problem
-        self.subject_id = subject_id
-        self.field = field
-        super().__init__(describe_location(self.source, subject_id, field, problem))
-
-    def __reduce__(self):  # keyword-only arguments: teach pickle (Ray ships exceptions between processes)
-        return (_rebuild, (type(self), self.source, self.problem, self.subject_id, self.field))
-
-
-def _rebuild(cls: type[BaselineDataError], source: str, problem: str, subject_id: int | None, field: str | None):
-    return cls(source, problem, subject_id=subject_id, field=field)
 
 
 class LabelDataError(BaselineDataError):

@@ -18,7 +18,7 @@ import contextvars
 import importlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel
@@ -59,6 +59,10 @@ class TaskUsage:
             self.unpriced_calls += 1
         else:
             self.cost_usd += record.cost_usd
+
+    def __add__(self, other: TaskUsage) -> TaskUsage:
+        """Field-wise sum (e.g. a task's total over its stages)."""
+        return TaskUsage(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
 
 
 _CURRENT_USAGE: contextvars.ContextVar[TaskUsage | None] = contextvars.ContextVar("jobs_task_usage", default=None)

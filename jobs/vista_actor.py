@@ -28,14 +28,14 @@ from vista.llm import LLMConfig, LLMGateway
 from vista.records import PatientRecord
 from vista.toa import TOAConfig
 
-from jobs.job_gateway import JobGateway, NullLedger
+from jobs.job_gateway import JobGateway, NullLedger, TaskUsage
 from jobs.loop_thread import LoopThread
 from jobs.outputs import MarkerStore
 from jobs.patient_loader import PatientLoader
 from jobs.progress import StatusRow, status_table
 from jobs.tasks import TaskKey, task_keys
 from jobs.vista_graphs import GraphOutcome, meds_source, persist_graph, task_folder, xml_source
-from jobs.vista_rows import Stage, StageUsage, VistaRow, error_text, vista_failure_kind
+from jobs.vista_rows import Stage, VistaRow, error_text, vista_failure_kind
 from jobs.vista_stages import StageOutcome, display_stage, timeline_stage
 from jobs.vista_tasks import XML_FILE
 
@@ -75,7 +75,7 @@ class _Task:
     row: VistaRow
     started: float
     outcome: GraphOutcome | None = None
-    usage: dict[str, StageUsage] = field(default_factory=dict)
+    usage: dict[str, TaskUsage] = field(default_factory=dict)
 
     def fail(self, stage: str, exc: BaseException) -> None:
         kind = vista_failure_kind(exc)

@@ -36,29 +36,6 @@ RUN_DEPENDENT_COLUMNS = (
 """Columns whose values depend on the run (what was already on disk or cached, machine load), not on the patient."""
 
 
-class StageUsage(BaseModel):
-    """LLM usage of one stage of one task."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    calls: int = 0
-    cache_hits: int = 0
-    failed_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    unpriced_calls: int = 0
-
-    @classmethod
-    def of(cls, usage: TaskUsage) -> StageUsage:
-        return cls(calls=usage.calls, cache_hits=usage.cache_hits, failed_calls=usage.failed_calls,
-                   prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cost_usd=usage.cost_usd,
-                   unpriced_calls=usage.unpriced_calls)
-
-    def __add__(self, other: StageUsage) -> StageUsage:
-        return StageUsage(**{name: getattr(self, name) + getattr(other, name) for name in StageUsage.model_fields})
-
-
 class VistaRow(BaseModel):
     """One task of the VISTA job (see the module docstring). Paths are relative to the output directory."""
 
@@ -109,14 +86,14 @@ class VistaRow(BaseModel):
     run_id: str
     finished_at: datetime
 
-    def with_usage(self, usage: dict[str, StageUsage]) -> VistaRow:
+    def with_usage(self, usage: dict[str, TaskUsage]) -> VistaRow:
         """This row with the LLM totals of ``usage`` (per stage) filled in."""
-        total = sum(usage.values(), StageUsage())
+        total = sum(usage.values(), TaskUsage())
         return self.model_copy(update={
             "llm_calls": total.calls, "cache_hits": total.cache_hits, "failed_calls": total.failed_calls,
             "prompt_tokens": total.prompt_tokens, "completion_tokens": total.completion_tokens,
             "cost_usd": total.cost_usd, "unpriced_calls": total.unpriced_calls,
-            "toa_calls": usage.get("toa", StageUsage()).calls, "display_calls": usage.get("display", StageUsage()).calls,
+            "toa_calls": usage.get("toa", TaskUsage()).calls, "display_calls": usage.get("display", TaskUsage()).calls,
         })
 
 

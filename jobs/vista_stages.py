@@ -18,8 +18,7 @@ from vista.display import DisplayConfig, DisplayStore, TumorBoardDisplay
 from vista.graph import PatientGraph
 from vista.toa import PatientTimeline, TimelineStore, TOAConfig, TOAError
 
-from jobs.job_gateway import JobGateway, usage_scope
-from jobs.vista_rows import StageUsage
+from jobs.job_gateway import JobGateway, TaskUsage, usage_scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +26,7 @@ class StageOutcome:
     """One LLM stage of one task: whether it was built now, its usage and seconds, and what failed inside it."""
 
     rebuilt: bool
-    usage: StageUsage
+    usage: TaskUsage  # this stage's calls only (its own usage scope)
     seconds: float
     file: Path
     problem: str | None  # set when some of its calls failed (the output is incomplete)
@@ -75,7 +74,7 @@ async def timeline_stage(folder: Path, graph: PatientGraph, gateway: JobGateway,
     problem = _timeline_gaps(timeline)
     if usage.failed_calls and problem is None:
         problem = f"{usage.failed_calls} call(s) failed (ambiguous-pair judge)"
-    return timeline, StageOutcome(rebuilt, StageUsage.of(usage), time.perf_counter() - started, path, problem)
+    return timeline, StageOutcome(rebuilt, usage, time.perf_counter() - started, path, problem)
 
 
 async def display_stage(folder: Path, graph: PatientGraph, timeline: PatientTimeline, gateway: JobGateway,
@@ -90,4 +89,4 @@ async def display_stage(folder: Path, graph: PatientGraph, timeline: PatientTime
     problem = _display_gaps(display, config)
     if usage.failed_calls and problem is None:
         problem = f"{usage.failed_calls} call(s) failed"
-    return display, StageOutcome(rebuilt, StageUsage.of(usage), time.perf_counter() - started, path, problem)
+    return display, StageOutcome(rebuilt, usage, time.perf_counter() - started, path, problem)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from vista.cli import add_llm_option
 from vista.errors import CommandLineError, run_command
 
 def _cmd_synth(args: argparse.Namespace) -> int:
@@ -104,7 +105,7 @@ async def _predict_with_progress(record, catalog, config, llm, when, *, any_canc
     from rich.console import Console
 
     from trajonco.cancers import CANCERS
-    from trajonco.pipeline import assess, gateway_facts, prepare_patient, run_any_cancer
+    from trajonco.pipeline import assess, assess_any_cancer, gateway_facts, prepare_patient
     from vista.llm import LLMGateway
 
     console = Console(stderr=True)
@@ -115,7 +116,7 @@ async def _predict_with_progress(record, catalog, config, llm, when, *, any_canc
                 f"{len(prepared.chunks)} chunk(s) of ≤ {prepared.chunk_tokens:,}; {config.variant.value} on {facts.model}")
         console.print(plan)
         if any_cancer:
-            work = run_any_cancer(record, catalog, gateway, config, prediction_time=when)
+            work = assess_any_cancer(prepared, gateway, config, facts)
         else:
             work = assess(prepared, CANCERS[config.cancer], gateway, config, facts)
         task = asyncio.ensure_future(work)
@@ -180,9 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--horizon-days", type=int, help="prediction horizon in days (default 365)")
     p.add_argument("--chunk-tokens", type=int, help="chunk limit l in tokens (default: fitted to the model's context)")
     p.add_argument("--memory-k", type=int, help="latest memory events shown to each worker (default 10)")
-    p.add_argument("--llm", action="append", default=[], metavar="KEY=VALUE", help="LLM setting (repeatable), e.g. "
-                   "--llm backend=openai --llm base_url=http://127.0.0.1:8000/v1 --llm model=NAME; default: the "
-                   "embedded model, overridable by VISTA_LLM_* variables")
+    add_llm_option(p)
     p.add_argument("--json", action="store_true", help="print the typed result as JSON")
     p.set_defaults(handler=_cmd_predict_one)
     return parser

@@ -339,8 +339,16 @@ async def run_any_cancer(
     started = time.perf_counter()
     facts = await gateway_facts(gateway, config)
     prepared = prepare_patient(record, catalog, config, facts, prediction_time)
-    sex = record.demographics.sex
-    cancers = applicable_cancers(sex)
+    return await assess_any_cancer(prepared, gateway, config, facts, started=started)
+
+
+async def assess_any_cancer(prepared: PreparedPatient, gateway: LLMGateway, config: PipelineConfig, facts: GatewayFacts,
+                            *, started: float | None = None) -> AnyCancerResult:
+    """`assess` for every cancer that can occur with the prepared patient's sex, max-pooled (``started``: the
+    `time.perf_counter` the reported latency counts from; default now)."""
+    started = time.perf_counter() if started is None else started
+    record = prepared.record
+    cancers = applicable_cancers(record.demographics.sex)
     skipped = tuple(key for key in CANCERS if CANCERS[key] not in cancers)
     results = await asyncio.gather(*(
         assess(prepared, cancer, gateway, config.model_copy(update={"cancer": cancer.key}), facts) for cancer in cancers

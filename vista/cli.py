@@ -117,20 +117,29 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _timeline_and_display(args: argparse.Namespace, graph, gateway):
+    """The patient's stored TOA timeline and display, each built first when missing or out of date; and whether
+    anything was built (i.e. the model was asked)."""
+    from vista.display import DisplayStore
+    from vista.toa import TimelineStore
+
+    timeline, timeline_built = await TimelineStore(args.store).build(graph, gateway, _toa_config(args))
+    display, display_built = await DisplayStore(args.store).build(graph, timeline, gateway)
+    return timeline, display, timeline_built or display_built
+
+
 def _cmd_display(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from vista.display import DisplayStore, render_display
+    from vista.display import render_display
     from vista.query import load_graph, open_graph_store
-    from vista.toa import TimelineStore
 
     graph = load_graph(open_graph_store(args.store), args.subject)
 
     async def run():
         async with await _gateway(args.llm) as gateway:
-            timeline, timeline_built = await TimelineStore(args.store).build(graph, gateway, _toa_config(args))
-            display, built = await DisplayStore(args.store).build(graph, timeline, gateway)
-            return timeline, display, _usage_line(gateway, timeline_built or built, "timeline and display")
+            timeline, display, built = await _timeline_and_display(args, graph, gateway)
+            return timeline, display, _usage_line(gateway, built, "timeline and display")
 
     timeline, display, status = asyncio.run(run())
     if args.json:
@@ -190,12 +199,10 @@ def _cmd_source(args: argparse.Namespace) -> int:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from vista.display import DisplayStore
     from vista.evaluation import TruthCase, evaluate, load_oncology_truths
     from vista.llm import LLMConfig, LLMGateway
     from vista.query import load_graph, open_graph_store
     from vista.rag import RagConfig, generate_rag_display
-    from vista.toa import TimelineStore
 
     store = open_graph_store(args.store)
     truth_root = Path(args.truth)
@@ -213,8 +220,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         async with await _gateway(args.llm) as writer:
             displays, truths = [], {}
             for sid, graph in graphs.items():
-                timeline, _ = await TimelineStore(args.store).build(graph, writer, _toa_config(args))
-                vista, _ = await DisplayStore(args.store).build(graph, timeline, writer)
+                _, vista, _ = await _timeline_and_display(args, graph, writer)
                 rag = (await generate_rag_display(graph, writer, RagConfig())).display
                 displays += [vista, rag]
                 truths[sid] = TruthCase(records[sid], demographics=graph.info.demographics)
@@ -240,10 +246,14 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------- parser
-def _add_llm(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--llm", action="append", default=[], metavar="KEY=VALUE", help="LLM setting (repeatable), "
-                        "e.g. --llm backend=openai --llm base_url=http://127.0.0.1:8000/v1 --llm model=NAME; default: "
-                        "the embedded model, overridable by VISTA_LLM_* variables")
+LLM_OPTION_HELP = ("LLM setting (repeatable), e.g. --llm backend=openai --llm base_url=http://127.0.0.1:8000/v1 "
+                   "--llm model=NAME; default: the embedded model, overridable by VISTA_LLM_* variables")
+
+
+def add_llm_option(parser: argparse.ArgumentParser, flag: str = "--llm", help_text: str = LLM_OPTION_HELP) -> None:
+    """A repeatable ``KEY=VALUE`` option read with `vista.llm.LLMConfig.from_cli` (the same as
+    ``LLMConfig.add_cli_argument``, without importing the LLM layer, so ``--help`` stays instant)."""
+    parser.add_argument(flag, action="append", default=[], metavar="KEY=VALUE", help=help_text)
 
 
 def _add_patient(parser: argparse.ArgumentParser) -> None:
@@ -267,14 +277,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("timeline", help="build (or load, when unchanged) a patient's TOA timeline and print it")
     _add_patient(p)
     p.add_argument("--profile", help="event-definition profile: packaged name or TOML path (default thoracic)")
-    _add_llm(p)
+    add_llm_option(p)
     p.add_argument("--json", action="store_true", help="print the stored timeline as JSON")
     p.set_defaults(handler=_cmd_timeline)
 
     p = sub.add_parser("display", help="build (or load) a patient's timeline and tumor-board display and print it")
     _add_patient(p)
     p.add_argument("--profile", help="event-definition profile of the timeline (default thoracic)")
-    _add_llm(p)
+    add_llm_option(p)
     p.add_argument("--json", action="store_true", help="print the display as JSON")
     p.set_defaults(handler=_cmd_display)
 
@@ -283,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("question", help="the question, in quotes")
     p.add_argument("--verify", action="store_true", help="also check the answer against the cited source events "
                    "(one more model call)")
-    _add_llm(p)
+    add_llm_option(p)
     p.add_argument("--json", action="store_true", help="print the typed answer as JSON")
     p.set_defaults(handler=_cmd_ask)
 
@@ -302,9 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--subjects", type=int, nargs="+", help="only these subject ids (default: every stored patient "
                    "with an oncology record)")
     p.add_argument("--profile", help="event-definition profile of the timeline (default thoracic)")
-    _add_llm(p)
-    p.add_argument("--judge-llm", action="append", default=[], metavar="KEY=VALUE", help="LLM setting of the judge "
-                   "(repeatable; default: the same LLM as the displays)")
+    add_llm_option(p)
+    add_llm_option(p, "--judge-llm", "LLM setting of the judge (repeatable; default: the same LLM as the displays)")
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples per CI (default 2000)")
     p.add_argument("--out", help="also write evaluation.md and evaluation.json here")
     p.add_argument("--json", action="store_true", help="print the evaluation report as JSON")

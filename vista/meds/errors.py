@@ -19,16 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-
-def describe_location(file: str, subject_id: int | None, field: str | None, problem: str) -> str:
-    """``file: subject N: field 'x': problem``, leaving out the parts that are unknown."""
-    parts = [file]
-    if subject_id is not None:
-        parts.append(f"subject {subject_id}")
-    if field is not None:
-        parts.append(f"field {field!r}")
-    parts.append(problem)
-    return ": ".join(parts)
+from vista.errors import LocatedError, describe_location
 
 
 def one_line(exc: BaseException) -> str:
@@ -40,22 +31,13 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
-class MedsDataError(ValueError):
+class MedsDataError(LocatedError):
     """Bad MEDS input. ``file`` is relative to the dataset root when the file is inside it."""
 
-    def __init__(self, file: str, problem: str, *, subject_id: int | None = None, field: str | None = None):
-        self.file = str(file)
-        self.problem = problem
-        self.subject_id = subject_id
-        self.field = field
-        super().__init__(describe_location(self.file, subject_id, field, problem))
-
-    def __reduce__(self):  # keyword-only arguments: teach pickle (Ray ships exceptions between processes)
-        return (_rebuild_error, (type(self), self.file, self.problem, self.subject_id, self.field))
-
-
-def _rebuild_error(cls: type[MedsDataError], file: str, problem: str, subject_id: int | None, field: str | None):
-    return cls(file, problem, subject_id=subject_id, field=field)
+    @property
+    def file(self) -> str:
+        """The data file (or directory) the problem is in: the error's ``source``."""
+        return self.source
 
 
 class MedsFileError(MedsDataError):

@@ -23,7 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from vista.meds.errors import IssueScope, MedsIssue, describe_location
+from vista.errors import describe_location
+from vista.meds.errors import IssueScope, MedsIssue
 
 OnError = Literal["raise", "quarantine"]
 
