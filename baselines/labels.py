@@ -21,6 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from baselines.errors import LabelDataError
+from vista.meds.labels import LabelFileError, read_label_table
 
 SUBJECT_ID = "subject_id"
 PREDICTION_TIME = "prediction_time"
@@ -28,14 +29,15 @@ BOOLEAN_VALUE = "boolean_value"
 
 
 def read_labels(path: str | Path, *, require_outcome: bool = True) -> pl.DataFrame:
-    """A label parquet file, checked (see `check_labels`); errors name ``path``."""
-    path = Path(path)
-    if not path.is_file():
-        raise LabelDataError(str(path), "label file not found")
+    """A label parquet file (MEDS labels or ACES output, read by `vista.meds.labels.read_label_table`), checked (see
+    `check_labels`); errors name ``path``."""
     try:
-        frame = pl.read_parquet(path)
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        raise LabelDataError(str(path), f"cannot read the label file ({' '.join(str(exc).split())})") from None
+        table = read_label_table(path)
+    except LabelFileError as exc:
+        raise LabelDataError(exc.source, exc.problem, subject_id=exc.subject_id, field=exc.field) from None
+    frame = pl.from_arrow(table)
+    if frame[BOOLEAN_VALUE].null_count() == frame.height:  # no label at all: as if the file had no such column
+        frame = frame.drop(BOOLEAN_VALUE)
     return check_labels(frame, str(path), require_outcome=require_outcome)
 
 

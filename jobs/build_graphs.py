@@ -6,10 +6,10 @@
         --backend openai --base-url http://HOST:8000/v1 --model NAME
 
 Inputs. A MEDS dataset (one task per subject, the whole record; with ``--labels`` one per label row, only events
-strictly before its prediction time), or ``--xml-dir``: every ``*.xml`` patient file under it, in either XML variant
-`vista.graph` reads (one task per file). MEDS subjects are listed by Ray Data tasks reading only the ``subject_id``
-column of each shard; patients' rows are read inside the actors by the targeted MEDS reader (no shuffle, nothing
-collected on the driver).
+strictly before its prediction time), or ``--xml-dir``: every ``*.xml`` patient file under it, in any XML shape
+`vista.graph` reads — the project's ``<patient>`` documents or the VISTA team's ``<eventstream>`` files (one task per
+file). MEDS subjects are listed by Ray Data tasks reading only the ``subject_id`` column of each shard; patients'
+rows are read inside the actors by the targeted MEDS reader (no shuffle, nothing collected on the driver).
 
 Stages (``--stages``, in order). ``graph``: the MEDS Graph, persisted as GraphML plus a node index per task.
 ``toa``: the Timeline Object Architecture (`vista.toa`: encounter chunks, extraction sub-agents, unifier, radiology
@@ -32,15 +32,19 @@ rewritten only when its content hash changed and the TOA/display stores make no 
 task cut short by a kill costs nothing twice. ``--retry-failed`` reruns tasks whose row is an error or failure.
 The stages, their settings and the model's answer-determining settings are recorded in ``OUT/job.json``; a rerun
 with others stops with the list of differences (choose another ``--out``; graphs rebuild in milliseconds).
-Bad input — a malformed XML file, a patient without events, an event dated 2300 — becomes that task's error row
-and the job goes on; the summary counts failures by reason and the exit status is 3 when any selected task ended
-in error (0 when all are ok, 1 when some have no row yet, 2 for unusable options or inputs).
+Bad input — a malformed XML file, a patient without events, an event dated 2300, a subject whose rows are corrupt —
+becomes that task's error row (naming the file, patient, field and row) and the job goes on; a MEDS shard whose
+subjects cannot be listed (truncated, not parquet, a column missing) stops a whole-dataset run before it starts,
+naming the file (with ``--labels`` its subjects' rows say why instead). The summary counts failures by reason; the
+exit status is 3 when any selected task ended in error (0 when all are ok, 1 when some have no row yet, 2 for
+unusable options or inputs).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
 
@@ -49,9 +53,11 @@ from rich.console import Console
 from jobs.consolidate import consolidate
 from jobs.driver import job_main, keep_planned, label_dataset, new_run_id, stream_status
 from jobs.errors import JobInputError
-from jobs.llm_options import add_llm_arguments, answer_fields, check_llm, llm_config, llm_configured
-from jobs.manifest import check_manifest
+from jobs.llm_budget import job_budget
+from jobs.llm_options import add_llm_arguments, answer_fields, check_endpoint, check_llm, llm_config, llm_configured
+from jobs.manifest import add_manifest_arguments, check_manifest
 from jobs.outputs import MarkerStore, OutputLock
+from jobs.patient_loader import coding_profile_for
 from jobs.progress import ProgressPrinter, ProgressTracker
 from jobs.ray_runtime import LIGHT_TASK_CPUS, RayOptions, add_ray_arguments, connect, shutdown
 from jobs.resources import plan_resources
@@ -59,8 +65,18 @@ from jobs.summary import RunSummary
 from jobs.tasks import TaskKey, keys_table, plan_tasks, read_label_tasks, task_keys
 from jobs.vista_actor import PATIENTS, VistaActor, VistaSettings
 from jobs.vista_index import consolidate_index
+from vista.cli import add_profile_option
 from jobs.vista_rows import STAGES, VISTA_SCHEMA, rows_to_table, vista_row_from_json
-from jobs.vista_tasks import XmlTask, dataset_task_keys, list_xml_tasks, subject_source, with_null_times, xml_dataset
+from jobs.vista_tasks import (
+    XmlTask,
+    check_listable,
+    dataset_task_keys,
+    list_xml_tasks,
+    subject_source,
+    unusable_shards,
+    with_null_times,
+    xml_dataset,
+)
 
 log = logging.getLogger("jobs.build_graphs")
 FORMAT_VERSION = 2  # of the persisted artifacts (2: VISTA graphs, timelines, displays); part of the resume check
@@ -74,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     source = io.add_mutually_exclusive_group(required=True)
     source.add_argument("--dataset", type=Path, help="MEDS dataset root (data/**/*.parquet, metadata/)")
     source.add_argument("--xml-dir", type=Path, help="directory of VISTA patient XML files (*.xml, searched recursively)")
+    add_profile_option(io)
     io.add_argument("--out", required=True, type=Path, help="output directory; rerunning the same command resumes there")
     io.add_argument("--labels", type=Path, help="with --dataset: MEDS label parquet, one task per row cut at its "
                     "prediction_time (default: every subject, whole record)")
@@ -124,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="seconds after which a task's LLM stages still running give an error row (default 3600)")
     run.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines (default 10; "
                      "0: only at the end)")
+    add_manifest_arguments(parser)
     add_ray_arguments(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return parser
@@ -208,6 +226,7 @@ def build_settings(args: argparse.Namespace, run_id: str) -> VistaSettings:
         load_profile(toa.profile)  # likewise for the event profile
     return VistaSettings(
         out=args.out.resolve(), dataset=args.dataset.resolve() if args.dataset else None,
+        coding_profile=coding_profile_for(args.dataset, args.coding_profile) if args.dataset else args.coding_profile,
         xml_dir=args.xml_dir.resolve() if args.xml_dir else None, stages=stages, toa=toa, display=display, llm=llm,
         patients_per_actor=args.patients_per_actor or 1, patient_timeout_s=args.patient_timeout,
         retry_failed=args.retry_failed, run_id=run_id,
@@ -220,7 +239,7 @@ def fingerprint(settings: VistaSettings, labels: Path | None) -> dict[str, objec
 
     llm_stages = settings.llm_stages
     return {
-        "dataset": str(settings.dataset) if settings.dataset else None,
+        "dataset": str(settings.dataset) if settings.dataset else None, "coding_profile": settings.coding_profile,
         "xml_dir": str(settings.xml_dir) if settings.xml_dir else None,
         "labels": str(labels.resolve()) if labels else None, "format": FORMAT_VERSION,
         "graph": DEFAULT_CONFIG.fingerprint(), "stages": list(settings.stages),
@@ -237,18 +256,21 @@ def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
     started_at = datetime.now().astimezone()
     run_id = new_run_id()
     settings = build_settings(args, run_id)
-    if settings.dataset is not None:
-        from vista.meds.reader import MedsDataset
-
-        MedsDataset(settings.dataset)  # fails here, naming the path, when there is no dataset
+    if settings.dataset is not None and args.labels is None:
+        check_listable(settings.dataset)  # names every unreadable shard (and a missing dataset) before Ray starts
+    elif settings.dataset is not None:
+        for problem in unusable_shards(settings.dataset):  # their label rows get error rows naming the shard
+            console.print(f"[build-graphs] warning: {problem}", markup=False, highlight=False, soft_wrap=True)
     label_tasks = read_label_tasks(args.labels) if args.labels is not None else None
     xml_tasks = list_xml_tasks(settings.xml_dir) if settings.xml_dir is not None else None
     if settings.llm is not None:
         check_llm(settings.llm)
+        check_endpoint(settings.llm)  # one line when the endpoint is unreachable, refuses the key or lacks the model
     out = settings.out
     store = MarkerStore(out, PATIENTS)
     with OutputLock(out):
-        check_manifest(out, "build-graphs", fingerprint(settings, args.labels))
+        check_manifest(out, "build-graphs", fingerprint(settings, args.labels),
+                       allow_code_change=args.resume_with_changed_code)
         store.remove_stale_temporaries()
         runtime = connect(RayOptions.from_args(args))
         try:
@@ -331,10 +353,16 @@ def _execute(args: argparse.Namespace, settings: VistaSettings, todo: list[TaskK
             keep_planned, fn_kwargs={"planned": planned}, batch_format="pyarrow", batch_size=None,
             num_cpus=LIGHT_TASK_CPUS,
         ).repartition(target_num_rows_per_block=batch_size)
-    results = work.map_batches(VistaActor, fn_constructor_kwargs={"settings": settings}, batch_size=batch_size,
-                               batch_format="pyarrow", compute=compute, num_cpus=actor_cpus)
-    with ProgressPrinter(tracker, interval_s=args.progress_every):
-        stream_status(results, tracker)
+    budget_scope = nullcontext() if llm is None else job_budget(
+        llm, run_id=settings.run_id, in_flight=resources.in_flight, requests_per_s=args.requests_per_second,
+        tokens_per_min=args.tokens_per_minute)
+    with budget_scope as budget:  # every actor's LLM requests ask the job's budget; its figures stay in budget.final
+        if budget is not None:
+            settings = settings.model_copy(update={"llm_budget": budget.ref})
+        results = work.map_batches(VistaActor, fn_constructor_kwargs={"settings": settings}, batch_size=batch_size,
+                                   batch_format="pyarrow", compute=compute, num_cpus=actor_cpus)
+        with ProgressPrinter(tracker, interval_s=args.progress_every):
+            stream_status(results, tracker)
 
 
 def exit_status(summary: RunSummary) -> int:

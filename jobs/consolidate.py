@@ -1,4 +1,6 @@
-"""The final consolidated parquet of a job: one row per selected task, read back from the per-task markers.
+"""The final consolidated parquet of a job whose outputs are per-task marker files (build-graphs): one row per
+selected task, read back from the markers. (The predict job's rows are parquet part files written by its actors;
+their consolidation is a polars scan, `jobs.row_parts.consolidate_parts`.)
 
 Rows are streamed into a `pyarrow.parquet.ParquetWriter` a few thousand at a time (memory stays flat for 100,000
 patients) and the file is renamed into place when complete, so readers never see half a table. Each task has one

@@ -1,23 +1,27 @@
 """What every job's driver does around its Ray Data pipeline: run ids, the work dataset, the status stream.
 
-The work dataset is built by Ray Data from the task source (a label parquet file read by Ray Data, or the subjects
-listed from the MEDS shards), filtered to the tasks this run planned, and cut into small blocks so the actor pool
-receives them in parallel. The driver never holds patients' rows: actors read them from the MEDS dataset and
-write their outputs; the driver only consumes one short status row per task.
+The work dataset holds task keys only. ``predict`` builds it from the planned tasks the driver already holds
+(`task_dataset`: blocks in the driver's scheduling order, no Ray Data read or repartition task, so nothing but the
+actors needs a CPU); ``build-graphs`` builds it the same way from its label file (`label_dataset`), or reads it
+with Ray Data from the subjects listed in the MEDS shards, filtered to the planned tasks and cut into small blocks.
+The driver never holds patients' rows: actors read them from the MEDS dataset and write their outputs; the driver
+only consumes one short status row per task, on a thread, while its main thread watches for a stall (`stream_status`).
 """
 
 from __future__ import annotations
 
 import secrets
+import threading
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jobs.errors import JobError
 from jobs.progress import ProgressTracker
-from jobs.ray_runtime import LIGHT_TASK_CPUS
-from jobs.tasks import BOOLEAN_VALUE, PREDICTION_TIME, SUBJECT_ID, TASK_SCHEMA
+from jobs.tasks import BOOLEAN_VALUE, PREDICTION_TIME, SUBJECT_ID, TASK_SCHEMA, read_label_tasks
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -41,28 +45,117 @@ def keep_planned(batch: pa.Table, planned: pa.Table) -> pa.Table:
 
 
 def label_dataset(labels: Path, planned: pa.Table, block_rows: int):
-    """Ray Data: the label file's task columns, only the planned tasks, in blocks of at most ``block_rows`` rows."""
-    import pyarrow.parquet as pq
+    """Ray Data: the label file's planned tasks, in blocks of at most ``block_rows`` rows.
+
+    The file is read on the driver by `read_label_tasks` (task keys only, a few MB), so the job runs exactly the rows
+    it checked, whichever label layout the file has (MEDS labels, ACES's ``index_timestamp``/``label`` columns).
+    """
+    return task_dataset(keep_planned(read_label_tasks(labels), planned), block_rows)
+
+
+MAX_BLOCKS = 1000
+"""Most blocks `task_dataset` makes: the driver puts each into the object store (a few ms each)."""
+
+
+def block_sizes(rows: int, small: int, *, head: int = 0, max_blocks: int = MAX_BLOCKS) -> list[int]:
+    """Rows of each block: ``small`` for the first ``head`` rows (the longest tasks, spread over the actors), then
+    blocks large enough that there are at most ``max_blocks`` in all.
+
+    >>> block_sizes(10, 3)
+    [3, 3, 3, 1]
+    >>> sizes = block_sizes(100_000, 5, head=400)
+    >>> sizes[:3], len(sizes), sum(sizes), max(sizes)
+    ([5, 5, 5], 994, 100000, 109)
+    """
+    sizes = [small] * (min(head, rows) // small)
+    done = sum(sizes)
+    rest = rows - done
+    if rest > 0:
+        room = max(1, max_blocks - len(sizes))
+        large = max(small, -(-rest // room))
+        sizes += [large] * (rest // large) + ([rest % large] if rest % large else [])
+    return sizes
+
+
+def task_dataset(tasks: pa.Table, block_rows: int, *, head_rows: int = 0, max_blocks: int = MAX_BLOCKS):
+    """Ray Data: ``tasks`` (`TASK_SCHEMA` rows, in the order they should start) as blocks (`block_sizes`).
+
+    The blocks are put into the object store by the driver and handed to the actors in this order; no Ray Data
+    task runs before the actors (a read or a repartition would need a CPU the actors may hold).
+    """
     import ray.data
 
-    present = [c for c in TASK_SCHEMA.names if c in pq.read_schema(labels).names]
-    ds = ray.data.read_parquet(str(labels), num_cpus=LIGHT_TASK_CPUS).select_columns(present)
-    ds = ds.map_batches(keep_planned, fn_kwargs={"planned": planned}, batch_format="pyarrow", batch_size=None,
-                        num_cpus=LIGHT_TASK_CPUS)
-    return ds.repartition(target_num_rows_per_block=block_rows)
+    tasks = tasks.select(TASK_SCHEMA.names).cast(TASK_SCHEMA)
+    blocks, start = [], 0
+    for size in block_sizes(tasks.num_rows, block_rows, head=head_rows, max_blocks=max_blocks):
+        blocks.append(pa.Table.from_batches(tasks.slice(start, size).to_batches(), schema=TASK_SCHEMA).combine_chunks())
+        start += size
+    return ray.data.from_arrow(blocks or [tasks])
 
 
-def stream_status(dataset, tracker: ProgressTracker) -> None:
-    """Run the pipeline, counting each status row as it arrives (the only data the driver receives)."""
-    for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
-        tracker.update(batch)
+EXIT_STALLED = 4
+"""Exit status of a job its watchdog stopped (no task finished for ``--stall-timeout`` seconds)."""
+
+
+class JobStalled(JobError):
+    """No task finished for longer than the stall timeout: the job stops instead of waiting forever."""
+
+
+def stream_status(dataset, tracker: ProgressTracker, *, stall_timeout_s: float | None = None,
+                  stall_hint: Callable[[], str] | None = None, poll_s: float = 1.0) -> None:
+    """Run the pipeline, counting each status row as it arrives (the only data the driver receives).
+
+    Rows are consumed on a thread; this (main) thread watches them. When no row arrives for ``stall_timeout_s``
+    seconds it raises `JobStalled` with one line saying what was seen (``stall_hint()`` may add what to check);
+    the caller's cleanup then disconnects from Ray, which ends the job's actors. Ctrl-C works the same way.
+    """
+    failure: list[BaseException] = []
+    finished = threading.Event()
+
+    def consume() -> None:
+        try:
+            for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
+                tracker.update(batch)
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+            failure.append(exc)
+        finally:
+            finished.set()
+
+    thread = threading.Thread(target=consume, name=f"{tracker.job}-status", daemon=True)
+    thread.start()
+    while not finished.wait(poll_s):
+        if stall_timeout_s is not None and tracker.idle_s() > stall_timeout_s:
+            seen = (f"no task has finished since the last one {tracker.idle_s():.0f} s ago" if tracker.first_row_s is not None
+                    else f"no task has finished in the {tracker.elapsed_s:.0f} s since the start")
+            hint = stall_hint() if stall_hint is not None else ""
+            _quiet_abandoned_pipeline()
+            raise JobStalled(f"[{tracker.job}] stopped: {seen} ({tracker.finished}/{tracker.to_run} done; --stall-timeout "
+                             f"{stall_timeout_s:g} s){'; ' + hint if hint else ''}")
+    if failure:
+        raise failure[0]
+
+
+def _quiet_abandoned_pipeline() -> None:
+    """The stalled pipeline is abandoned: Ray's complaints while it is torn down (the status thread's iterator losing
+    its connection) would bury the one line that says why the job stopped — and that thread must not start a new
+    local Ray when it finds the connection gone (Ray's auto-init)."""
+    import logging
+
+    logging.getLogger("ray.data").setLevel(logging.CRITICAL)
+    logging.getLogger("ray").setLevel(logging.ERROR)
+    try:
+        from ray._private import auto_init_hook
+
+        auto_init_hook.enable_auto_connect = False
+    except ImportError:  # pragma: no cover - a Ray without the hook has no auto-init either
+        pass
 
 
 def job_main(build_parser, run, argv: list[str] | None = None, exit_status=None) -> int:
     """The ``main`` of a job module: parse options, set logging, run; user errors print one line and exit 2.
 
     Exit status: ``exit_status(summary)`` when given, else 0 when every task ended (ok or recorded error) and 1
-    when the run stopped short.
+    when the run stopped short; 4 when the watchdog stopped a stalled run (`JobStalled`).
     """
     import logging
     import sys
@@ -74,6 +167,9 @@ def job_main(build_parser, run, argv: list[str] | None = None, exit_status=None)
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         summary = run(args)
+    except JobStalled as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_STALLED
     except job_user_errors() as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

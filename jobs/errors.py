@@ -22,8 +22,9 @@ def job_user_errors() -> tuple[type[BaseException], ...]:
     extra: list[type[BaseException]] = [JobError]
     try:
         from vista.llm import LLMConfigError
+        from vista.llm.errors import LLMEndpointFailure
 
-        extra.append(LLMConfigError)
+        extra += [LLMConfigError, LLMEndpointFailure]
     except ImportError:  # pragma: no cover - the gateway is part of the project
         pass
     return (*user_errors(), *extra)

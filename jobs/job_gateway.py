@@ -8,6 +8,11 @@
   pool (`jobs.preprocess_pool`) instead of this actor's model, so one patient's chunks are filtered in parallel
   across the cluster; the answer comes back as the same `LLMResult`, with its usage record.
 
+* **One budget per job.** `job_llm_gateway` builds an actor's gateway around the job's shared LLM budget
+  (`jobs.llm_budget`), so every request of every actor counts against the job's limits. When the budget stops the
+  job (circuit breaker, exhausted quota) the gateway raises `LLMEndpointFailure`; it crosses the remote hop as
+  ``RemoteAnswer.stopped`` and is raised again on the caller's side, never turned into one more failed call.
+
 Response models cross process boundaries by reference (`ModelRef`), never pickled: the agents' compact models are
 made at run time by pydantic's ``create_model`` and are rebuilt from their limits on the other side.
 """
@@ -23,11 +28,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel
 
-from vista.llm import CallRecord, LLMCallError, LLMGateway, LLMResult, Message, UsageLedger
-from vista.llm.errors import ErrorKind
+from vista.llm import CallRecord, LLMCallError, LLMConfig, LLMGateway, LLMResult, Message, UsageLedger
+from vista.llm.errors import ErrorKind, LLMEndpointFailure
 from vista.llm.gateway import parse_answer
 
 if TYPE_CHECKING:
+    from jobs.llm_budget import BudgetRef
     from jobs.preprocess_pool import PreprocessorPool
 
 
@@ -93,6 +99,17 @@ class NullLedger(UsageLedger):
         return None
 
 
+def job_llm_gateway(llm: LLMConfig, *, job_id: str | None, budget: BudgetRef | None = None) -> LLMGateway:
+    """The `LLMGateway` of one job actor (create it on the loop that will use it): no ledger kept (usage is counted
+    per task), and every request asks the job's shared budget first when ``budget`` is given."""
+    limiter = None
+    if budget is not None:
+        from jobs.llm_budget import RemoteBudget
+
+        limiter = RemoteBudget(budget)
+    return LLMGateway(llm, job_id=job_id, ledger=NullLedger(), limiter=limiter)
+
+
 # ------------------------------------------------------------------------------------------- response models
 @dataclass(frozen=True, slots=True)
 class ModelRef:
@@ -156,6 +173,7 @@ class RemoteAnswer:
     content: str | None
     error: LLMCallError | None
     record: CallRecord
+    stopped: str | None = None  # the job's budget stopped the job: `to_result` raises LLMEndpointFailure(stopped)
 
     @classmethod
     def from_result(cls, result: LLMResult) -> RemoteAnswer:
@@ -163,7 +181,10 @@ class RemoteAnswer:
         return cls(content, result.error, result.usage)
 
     def to_result(self, model: type[BaseModel]) -> LLMResult:
-        """The `LLMResult` this answer stands for (re-validated here; a mismatch becomes an invalid-output error)."""
+        """The `LLMResult` this answer stands for (re-validated here; a mismatch becomes an invalid-output error);
+        raises `LLMEndpointFailure` when the remote side found the job stopped."""
+        if self.stopped is not None:
+            raise LLMEndpointFailure(self.stopped)
         if self.error is not None or self.content is None:
             error = self.error or LLMCallError(ErrorKind.INVALID_OUTPUT, "remote call returned neither answer nor error")
             return LLMResult(None, error, self.record, self.content)
@@ -172,6 +193,18 @@ class RemoteAnswer:
             return LLMResult(None, LLMCallError(ErrorKind.INVALID_OUTPUT, f"remote answer does not validate here: {problem}"),
                              self.record, self.content)
         return LLMResult(value, None, self.record, self.content)
+
+
+async def answer_remote(gateway: LLMGateway, call: RemoteCall) -> RemoteAnswer:
+    """Run a `RemoteCall` on this side's gateway (the preprocessor actors' side of the hop)."""
+    try:
+        result = await gateway.complete(call.messages, resolve_model(call.model), agent=call.agent,
+                                        patient_id=call.patient_id, max_tokens=call.max_tokens, use_cache=call.use_cache)
+    except LLMEndpointFailure as exc:
+        record = CallRecord(call_id="stopped", agent=call.agent, model=gateway.config.model, patient_id=call.patient_id,
+                            backend=gateway.backend.name, ok=False, error_kind="job_stopped", error_message=exc.message)
+        return RemoteAnswer(None, None, record, stopped=exc.message)
+    return RemoteAnswer.from_result(result)
 
 
 class RemoteCompleter(Protocol):

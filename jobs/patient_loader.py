@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
+from vista.coding import load_profile
 from vista.meds.errors import MedsDataError, MedsSubjectNotFoundError
 from vista.meds.reader import MedsDataset
 from vista.records import CodeCatalog, PatientRecord
@@ -23,8 +24,8 @@ Loaded = PatientRecord | MedsDataError
 class PatientLoader:
     """Targeted reads of the requested subjects from a MEDS dataset (parquet statistics pick the shards)."""
 
-    def __init__(self, root: str | Path):
-        self.dataset = MedsDataset(root, on_error="quarantine")
+    def __init__(self, root: str | Path, profile: str | None = None):
+        self.dataset = MedsDataset(root, on_error="quarantine", profile=profile)
         self._lock = threading.Lock()
         self._catalog: CodeCatalog | None = None
 
@@ -56,10 +57,15 @@ class PatientLoader:
         return out
 
     def _quarantine_error(self, subject_id: int) -> MedsDataError:
-        entries = [e for e in self.dataset.quarantine.entries if e.subject_id == subject_id]
-        if not entries:
-            return MedsDataError(str(self.dataset.root), "subject left out of the read without a recorded reason",
-                                 subject_id=subject_id)
-        first = entries[0]
-        more = f" (+{len(entries) - 1} more problem(s))" if len(entries) > 1 else ""
-        return MedsDataError(first.file, first.problem + more, subject_id=subject_id, field=first.field)
+        """Why the read left ``subject_id`` out: file, field, row and problem (`MedsDataset.why_left_out`)."""
+        return self.dataset.why_left_out(subject_id)
+
+
+def coding_profile_for(dataset: Path, given: str | None) -> str:
+    """The coding profile a job's actors read ``dataset`` with: ``given`` (a built-in name, or a TOML path made
+    absolute so every node finds it), else the one detected here, once, on the driver (its coverage warnings are
+    logged here too, not once per actor)."""
+    if given is None:
+        return MedsDataset(dataset, on_error="quarantine").profile.name  # bad shards are reported later, per task
+    profile = load_profile(given)  # a bad name or file fails here, in one line
+    return str(Path(given).resolve()) if given.endswith(".toml") or "/" in given else profile.name

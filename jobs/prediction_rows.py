@@ -8,7 +8,18 @@ MEDS provenance, the per-cancer scores) are JSON strings, so the parquet file st
 probability; ``predicted_boolean_value`` thresholds it (``--threshold``, default 0.5, i.e. risk >= 5).
 
 Columns that depend on the run rather than the patient: usage (a cache hit costs 0 tokens), ``latency_*``,
-``wall_s``, ``run_id`` and ``finished_at``; everything else is the same whichever run computed the row.
+``wall_s``, ``run_id``, ``started_at`` and ``finished_at``; everything else is the same whichever run computed the row.
+
+Retry policy. A row that is not ``ok`` says whether running it again could help: ``retry_class`` is ``transient``
+when a call failed for a reason that passes (rate limit, timeout, server error, connection, a garbled answer — the
+gateway's `RETRYABLE_KINDS`) or the task hit its time limit, and ``permanent`` when it cannot change by itself (bad
+input data, a timeline or context problem, answers that never validated, a request the endpoint rejected). The
+next run retries ``transient`` rows by default (``--retry transient``); ``--retry all`` retries both.
+
+>>> retry_class("partial", None, "rate_limited,invalid_output"), retry_class("failed", "llm_call_failed", "http_error")
+('transient', 'permanent')
+>>> retry_class("error", "timeout", None), retry_class("error", "data", None), retry_class("ok", None, None)
+('transient', 'permanent', None)
 """
 
 from __future__ import annotations
@@ -22,17 +33,24 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from trajonco.agents.results import AnyCancerResult, PatientResult
+from vista.llm.errors import ENDPOINT_KINDS, RETRYABLE_KINDS
 from jobs.job_gateway import TaskUsage
 from jobs.tasks import TaskKey
 
 RowStatus = Literal["ok", "partial", "failed", "error"]
+RetryClass = Literal["transient", "permanent"]
 UNSCORED: frozenset[str] = frozenset({"failed", "error"})
-"""Statuses of rows without a score (marker ``<name>.failed.json``; re-run with ``--retry-failed``)."""
+"""Statuses of rows without a score."""
+TRANSIENT_CALL_KINDS: frozenset[str] = frozenset(kind.value for kind in RETRYABLE_KINDS | ENDPOINT_KINDS)
+"""Gateway error kinds that may pass on their own (rate limit, server error, timeout, connection, bad response) or
+once the endpoint is fixed (key refused, unknown model, quota exhausted: `vista.llm.errors.ENDPOINT_KINDS`)."""
+TRANSIENT_TASK_KINDS: frozenset[str] = frozenset({"timeout"})
+"""`failure_kind` values of tasks that raised for a reason that may pass (the per-patient time limit)."""
 
 RUN_DEPENDENT_COLUMNS = (
     "llm_calls", "cache_hits", "failed_calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls",
     "latency_preprocess_s", "latency_workers_s", "latency_manager_s", "latency_single_agent_s", "latency_total_s",
-    "wall_s", "run_id", "finished_at",
+    "wall_s", "run_id", "started_at", "finished_at",
 )
 """Columns whose values depend on the run (cache state, machine load), not only on the patient and the settings."""
 
@@ -57,6 +75,10 @@ class PredictionRow(BaseModel):
     error_kind: str | None = Field(None, description="why a row is failed/error: llm_call_failed, data, timeline, "
                                    "context_budget, timeout, internal")
     error: str | None = None
+    call_error_kinds: str | None = Field(None, description="comma-separated gateway error kinds of the failed calls, "
+                                         "e.g. 'rate_limited,invalid_output'")
+    retry_class: RetryClass | None = Field(None, description="not ok: transient (the next run retries it by default) "
+                                           "or permanent (kept unless --retry all)")
     risk_score: int | None = None
     cancer_scores: str | None = Field(None, description="any-cancer: JSON list of {cancer, risk_score, status}")
     risk_trajectory: str = Field("[]", description="JSON list of the workers' per-chunk risk levels")
@@ -81,6 +103,7 @@ class PredictionRow(BaseModel):
     latency_total_s: float | None = None
     wall_s: float = Field(0.0, description="wall time of the task in its actor, reading the record included")
     run_id: str
+    started_at: datetime | None = Field(None, description="when the actor started the task (UTC)")
     finished_at: datetime
 
     @property
@@ -105,6 +128,8 @@ PREDICTION_SCHEMA = pa.schema([
     pa.field("status", pa.string()),
     pa.field("error_kind", pa.string()),
     pa.field("error", pa.string()),
+    pa.field("call_error_kinds", pa.string()),
+    pa.field("retry_class", pa.string()),
     pa.field("risk_score", pa.int8()),
     pa.field("cancer_scores", pa.string()),
     pa.field("risk_trajectory", pa.string()),
@@ -129,6 +154,7 @@ PREDICTION_SCHEMA = pa.schema([
     pa.field("latency_total_s", pa.float64()),
     pa.field("wall_s", pa.float64()),
     pa.field("run_id", pa.string()),
+    pa.field("started_at", pa.timestamp("us", tz="UTC")),
     pa.field("finished_at", pa.timestamp("us", tz="UTC")),
 ])
 """``predictions.parquet``: MEDS-DEV's five prediction columns first, then the project's."""
@@ -169,6 +195,22 @@ def _errors_text(result: PatientResult) -> str | None:
     return "; ".join(parts)[:_MAX_ERROR_CHARS]
 
 
+def _call_kinds(results: list[PatientResult]) -> str | None:
+    """The distinct gateway error kinds of the results' failed calls, sorted ('skipped' steps are consequences)."""
+    kinds = sorted({e.kind for r in results for e in r.errors if e.kind != "skipped"})
+    return ",".join(kinds) or None
+
+
+def retry_class(status: str, error_kind: str | None, call_error_kinds: str | None) -> RetryClass | None:
+    """Whether a row that is not ok may succeed on another run (see the module docstring)."""
+    if status == "ok":
+        return None
+    kinds = set(call_error_kinds.split(",")) if call_error_kinds else set()
+    if kinds & TRANSIENT_CALL_KINDS or (status == "error" and error_kind in TRANSIENT_TASK_KINDS):
+        return "transient"
+    return "permanent"
+
+
 def _trajectory_json(result: PatientResult) -> str:
     return json.dumps([step.model_dump(mode="json") for step in result.risk_trajectory], ensure_ascii=False)
 
@@ -179,7 +221,7 @@ def _events_json(result: PatientResult) -> str:
 
 def row_from_result(
     key: TaskKey, label: bool | None, result: PatientResult | AnyCancerResult, usage: TaskUsage,
-    context: RowContext, *, wall_s: float,
+    context: RowContext, *, wall_s: float, started_at: datetime | None = None,
 ) -> PredictionRow:
     """The row of a task that ran to the end (its status says whether the LLM calls all succeeded)."""
     if isinstance(result, AnyCancerResult):
@@ -193,6 +235,7 @@ def row_from_result(
         scores = json.dumps([s.model_dump(mode="json") for s in result.scores])
         errors = "; ".join(filter(None, (_errors_text(r) for r in result.results)))[:_MAX_ERROR_CHARS] or None
         strongest = result.strongest_cancer
+        kinds = _call_kinds(list(result.results))
     else:
         shown = basis = result
         latency = {stage: getattr(result.latency, stage) for stage in ("preprocess", "workers", "manager", "single_agent")}
@@ -200,16 +243,18 @@ def row_from_result(
         scores = None
         errors = _errors_text(result)
         strongest = None
+        kinds = _call_kinds([result])
     probability = result.probability
     status = result.status
+    error_kind = "llm_call_failed" if status == "failed" else None
     return PredictionRow(
         subject_id=key.subject_id, prediction_time=key.prediction_time, boolean_value=label,
         predicted_boolean_value=None if probability is None else probability >= context.threshold,
         predicted_boolean_probability=probability,
         cancer=context.cancer, strongest_cancer=strongest, variant=context.variant,
         model=basis.model if basis is not None else context.model,
-        status=status, error_kind="llm_call_failed" if status == "failed" else None, error=errors,
-        risk_score=result.risk_score, cancer_scores=scores,
+        status=status, error_kind=error_kind, error=errors, call_error_kinds=kinds,
+        retry_class=retry_class(status, error_kind, kinds), risk_score=result.risk_score, cancer_scores=scores,
         risk_trajectory=_trajectory_json(shown) if shown is not None else "[]",
         events=_events_json(shown) if shown is not None else "[]",
         summary=shown.summary if shown is not None else None, reasoning=shown.reasoning if shown is not None else None,
@@ -220,7 +265,7 @@ def row_from_result(
         **_usage_fields(usage),
         latency_preprocess_s=latency["preprocess"], latency_workers_s=latency["workers"],
         latency_manager_s=latency["manager"], latency_single_agent_s=latency["single_agent"], latency_total_s=total,
-        wall_s=wall_s, run_id=context.run_id, finished_at=datetime.now(timezone.utc),
+        wall_s=wall_s, run_id=context.run_id, started_at=started_at, finished_at=datetime.now(timezone.utc),
     )
 
 
@@ -228,9 +273,12 @@ def failure_kind(exc: BaseException) -> str:
     """The reason class of an exception that stopped a task (the summary counts failures by it)."""
     from trajonco.agents.budget import BudgetError
     from trajonco.chunking import ChunkingError
+    from vista.llm import LLMCallFailed
     from vista.meds.errors import MedsDataError
     from vista.timeline import TimelineError
 
+    if isinstance(exc, LLMCallFailed):
+        return "llm_call_failed"
     if isinstance(exc, MedsDataError):
         return "data"
     if isinstance(exc, (TimelineError, ChunkingError)):
@@ -244,29 +292,38 @@ def failure_kind(exc: BaseException) -> str:
 
 def row_from_failure(
     key: TaskKey, label: bool | None, exc: BaseException, usage: TaskUsage, context: RowContext, *, wall_s: float,
+    started_at: datetime | None = None,
 ) -> PredictionRow:
     """The error row of a task that raised (bad data, a timeout, a bug): no score, the reason and the message."""
+    from vista.llm import LLMCallFailed
+
     message = str(exc) or type(exc).__name__
+    kind = failure_kind(exc)
+    calls = exc.error.kind.value if isinstance(exc, LLMCallFailed) else None
     return PredictionRow(
         subject_id=key.subject_id, prediction_time=key.prediction_time, boolean_value=label,
         predicted_boolean_value=None, predicted_boolean_probability=None,
         cancer=context.cancer, variant=context.variant, model=context.model,
-        status="error", error_kind=failure_kind(exc), error=f"{type(exc).__name__}: {message}"[:_MAX_ERROR_CHARS],
-        **_usage_fields(usage), wall_s=wall_s, run_id=context.run_id, finished_at=datetime.now(timezone.utc),
+        status="error", error_kind=kind, error=f"{type(exc).__name__}: {message}"[:_MAX_ERROR_CHARS],
+        call_error_kinds=calls, retry_class=retry_class("error", kind, calls),
+        **_usage_fields(usage), wall_s=wall_s, run_id=context.run_id, started_at=started_at,
+        finished_at=datetime.now(timezone.utc),
     )
 
 
-def patient_json(row: PredictionRow, result: PatientResult | AnyCancerResult | None, usage: TaskUsage | None = None) -> bytes:
-    """The per-patient JSON file: ``{"format": 1, "row": {...}, "result": {...} | null, "usage": {...} | null}``
-    (``usage``: this run's calls for the task, including how many the two-stage preprocessor pool answered)."""
-    body = result.model_dump_json() if result is not None else "null"
-    calls = json.dumps(dataclasses.asdict(usage)) if usage is not None else "null"
-    return f'{{"format": 1, "row": {row.model_dump_json()}, "result": {body}, "usage": {calls}}}'.encode("utf-8")
+# --------------------------------------------------------------------------------------------- part files
+DETAIL_COLUMNS = ("result_json", "usage_json")
+"""What the part files keep besides the row: the whole `PatientResult`/`AnyCancerResult` (per-agent usage, errors,
+chunk statistics) and this run's `TaskUsage` (e.g. calls answered by the preprocessor pool), as JSON text."""
+
+PART_SCHEMA = pa.schema([*PREDICTION_SCHEMA, pa.field("result_json", pa.string()), pa.field("usage_json", pa.string())])
+"""The rows actors write to ``OUT/rows/`` (``predictions.parquet`` is their `PREDICTION_SCHEMA` columns)."""
 
 
-def row_from_json(data: bytes, source: str) -> PredictionRow:
-    """The row of a per-patient JSON file (raises ValueError naming ``source`` when it is not one)."""
-    try:
-        return PredictionRow.model_validate(json.loads(data)["row"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{source}: not a per-patient prediction file ({type(exc).__name__}: {exc})") from None
+def part_record(row: PredictionRow, result: PatientResult | AnyCancerResult | None,
+                usage: TaskUsage | None = None) -> dict[str, object]:
+    """One task's record of a part file: its row plus the detail columns."""
+    record = row.model_dump()
+    record["result_json"] = result.model_dump_json() if result is not None else None
+    record["usage_json"] = json.dumps(dataclasses.asdict(usage)) if usage is not None else None
+    return record

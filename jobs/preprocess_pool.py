@@ -22,7 +22,8 @@ import uuid
 from vista.llm import CallRecord, LLMCallError, LLMConfig, LLMGateway
 from vista.llm.errors import ErrorKind
 
-from jobs.job_gateway import NullLedger, RemoteAnswer, RemoteCall, resolve_model
+from jobs.job_gateway import RemoteAnswer, RemoteCall, answer_remote, job_llm_gateway
+from jobs.llm_budget import BudgetRef
 
 log = logging.getLogger(__name__)
 
@@ -30,15 +31,16 @@ log = logging.getLogger(__name__)
 class PreprocessorService:
     """One preprocessor actor: an LLM gateway answering `RemoteCall`s (created lazily, inside the actor's loop)."""
 
-    def __init__(self, llm: LLMConfig, job_id: str | None = None):
+    def __init__(self, llm: LLMConfig, job_id: str | None = None, budget: BudgetRef | None = None):
         self.llm = llm
         self.job_id = job_id
+        self.budget = budget  # the job's shared LLM budget (jobs.llm_budget)
         self._gateway: LLMGateway | None = None
         self.calls = 0
 
     def _ready_gateway(self) -> LLMGateway:
         if self._gateway is None:
-            self._gateway = LLMGateway(self.llm, job_id=self.job_id, ledger=NullLedger())
+            self._gateway = job_llm_gateway(self.llm, job_id=self.job_id, budget=self.budget)
         return self._gateway
 
     async def ready(self) -> int | None:
@@ -48,11 +50,7 @@ class PreprocessorService:
     async def complete(self, call: RemoteCall) -> RemoteAnswer:
         gateway = self._ready_gateway()
         self.calls += 1
-        result = await gateway.complete(
-            call.messages, resolve_model(call.model), agent=call.agent, patient_id=call.patient_id,
-            max_tokens=call.max_tokens, use_cache=call.use_cache,
-        )
-        return RemoteAnswer.from_result(result)
+        return await answer_remote(gateway, call)  # a job stopped by its budget travels back as `RemoteAnswer.stopped`
 
     async def served(self) -> int:
         return self.calls
@@ -71,7 +69,7 @@ class PreprocessorPool:
 
     @classmethod
     def start(cls, llm: LLMConfig, *, size: int, num_cpus: float, timeout_s: float, job_id: str | None = None,
-              concurrency: int | None = None) -> PreprocessorPool:
+              concurrency: int | None = None, budget: BudgetRef | None = None) -> PreprocessorPool:
         """Start ``size`` actors (owned by the driver: they end with it)."""
         import ray
 
@@ -81,7 +79,7 @@ class PreprocessorPool:
             max_restarts=-1,
             max_task_retries=2,
         )
-        handles = [remote.remote(llm, job_id) for _ in range(size)]
+        handles = [remote.remote(llm, job_id, budget) for _ in range(size)]
         return cls(handles, model=llm.model, timeout_s=timeout_s)
 
     def wait_ready(self, timeout_s: float = 600.0) -> list[int | None]:

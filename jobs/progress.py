@@ -36,6 +36,7 @@ STATUS_SCHEMA = pa.schema([
     pa.field("cost_usd", pa.float64()),
     pa.field("unpriced_calls", pa.int64()),
     pa.field("wall_s", pa.float64()),
+    pa.field("started_at", pa.float64()),  # epoch seconds when the actor started the task (None: not recorded)
 ])
 """The row an actor returns for each task it finishes (or skips because its output already exists)."""
 
@@ -57,6 +58,7 @@ class StatusRow:
     cost_usd: float
     unpriced_calls: int
     wall_s: float
+    started_at: float | None = None
 
 
 def status_table(rows: list[StatusRow]) -> pa.Table:
@@ -86,11 +88,25 @@ class ProgressTracker:
         self.llm_calls = self.cache_hits = self.prompt_tokens = self.completion_tokens = 0
         self.cost_usd = 0.0
         self.unpriced_calls = 0
+        self.started_wall = time.time()  # epoch seconds, to compare with the actors' task start times
+        self.first_row_s: float | None = None  # seconds from the start to the first status row
+        self.first_task_start_s: float | None = None  # seconds from the start to the first task an actor started
+        self._last_progress = self._started
 
     def update(self, table: pa.Table) -> None:
         """Count a batch of status rows."""
-        data = table.select(STATUS_SCHEMA.names).to_pydict()
+        names = [n for n in STATUS_SCHEMA.names if n in table.column_names]
+        data = table.select(names).to_pydict()
+        now = self._clock()
+        starts = [t for t in data.get("started_at", []) if t is not None]
         with self._lock:
+            if table.num_rows:
+                self._last_progress = now
+                if self.first_row_s is None:
+                    self.first_row_s = now - self._started
+            if starts:
+                first = max(0.0, min(starts) - self.started_wall)
+                self.first_task_start_s = first if self.first_task_start_s is None else min(self.first_task_start_s, first)
             for i, status in enumerate(data["status"]):
                 if status == "skipped":
                     self.skipped_in_run += 1
@@ -109,6 +125,11 @@ class ProgressTracker:
     def finished(self) -> int:
         """Tasks of this run's plan that have an output now (computed, or found done when an actor retried)."""
         return sum(self.by_status.values()) + self.skipped_in_run
+
+    def idle_s(self) -> float:
+        """Seconds since the last status row arrived (or since the start)."""
+        with self._lock:
+            return self._clock() - self._last_progress
 
     @property
     def elapsed_s(self) -> float:

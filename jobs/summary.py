@@ -1,5 +1,6 @@
-"""The end-of-run summary: what this run did (done, failed by reason, skipped, tokens, cost, speed) and where the
-consolidated outputs are; printed as a table and written to ``summary.json`` (and ``runs/<run_id>.json``).
+"""The end-of-run summary: what this run did (done, failed by reason, skipped, retried, tokens, cost, speed, start-up
+time) and where the consolidated outputs are; printed as a table and written to ``summary.json`` (and
+``runs/<run_id>.json``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,11 @@ class RunSummary(BaseModel):
     wall_s: float
     selected: int = Field(description="tasks the command selected (after --limit/--sample)")
     skipped: int = Field(description="selected tasks that already had an output before this run (not run again)")
-    retried: int = Field(0, description="failed tasks run again because of --retry-failed")
+    retried: int = Field(0, description="selected tasks with a row that is not ok, run again by the retry policy")
+    retry_policy: str | None = Field(None, description="predict: --retry (transient, all or none)")
+    retried_by_class: dict[str, int] = Field(default_factory=dict, description="retried tasks per retry class")
+    kept_by_class: dict[str, int] = Field(default_factory=dict, description="selected tasks whose row is not ok and "
+                                          "was kept by the retry policy, per retry class")
     ran: int = Field(description="tasks this run computed")
     by_status: dict[str, int] = Field(description="tasks this run computed, per status")
     failed_by_reason: dict[str, int] = Field(description="failed and error rows of this run, per reason")
@@ -37,6 +42,12 @@ class RunSummary(BaseModel):
     cost_usd: float = 0.0
     unpriced_calls: int = Field(0, description="calls whose model has no price in the table (not in cost_usd)")
     patients_per_minute: float = 0.0
+    startup_s: float | None = Field(None, description="seconds from the start of the run to the first task an actor "
+                                    "started (its first LLM request follows within milliseconds)")
+    first_row_s: float | None = Field(None, description="seconds from the start of the run to the first finished task")
+    repair_passes: int = Field(0, description="passes over tasks whose row was lost with an actor")
+    consolidated_rows: int | None = Field(None, description="rows of the consolidated file (every task with a row)")
+    consolidation_s: float | None = Field(None, description="seconds spent building the consolidated file")
     complete: bool = Field(description="every selected task has an output")
     outputs: dict[str, str] = Field(default_factory=dict, description="consolidated files written by this run")
     totals: dict[str, int] = Field(default_factory=dict, description="status counts over every selected task's output")
@@ -55,6 +66,8 @@ class RunSummary(BaseModel):
             prompt_tokens=tracker.prompt_tokens, completion_tokens=tracker.completion_tokens,
             cost_usd=round(tracker.cost_usd, 6), unpriced_calls=tracker.unpriced_calls,
             patients_per_minute=round(60.0 * ran / wall, 2) if wall > 0 else 0.0,
+            startup_s=None if tracker.first_task_start_s is None else round(tracker.first_task_start_s, 3),
+            first_row_s=None if tracker.first_row_s is None else round(tracker.first_row_s, 3),
             complete=complete, outputs=outputs, totals=totals,
         )
 
@@ -75,7 +88,10 @@ class RunSummary(BaseModel):
         rows += [(f"  {status}", f"{count:,}") for status, count in self.by_status.items()]
         rows += [(f"  failed: {reason}", f"{count:,}") for reason, count in self.failed_by_reason.items()]
         if self.retried:
-            rows.append(("retried (--retry-failed)", f"{self.retried:,}"))
+            by_class = ", ".join(f"{n:,} {kind}" for kind, n in self.retried_by_class.items())
+            rows.append((f"retried (--retry {self.retry_policy or 'all'})", f"{self.retried:,}" + (f" ({by_class})" if by_class else "")))
+        if self.kept_by_class:
+            rows.append(("failures kept", ", ".join(f"{n:,} {kind}" for kind, n in self.kept_by_class.items())))
         if self.skipped_in_run:
             rows.append(("skipped on actor retry", f"{self.skipped_in_run:,}"))
         rows += [
@@ -85,6 +101,13 @@ class RunSummary(BaseModel):
             ("wall time", f"{self.wall_s:.1f} s"),
             ("patients / minute", f"{self.patients_per_minute:.1f}"),
         ]
+        if self.startup_s is not None or self.first_row_s is not None:
+            shown = lambda v: "-" if v is None else f"{v:.1f} s"  # noqa: E731
+            rows.append(("start-up: first task / first row", f"{shown(self.startup_s)} / {shown(self.first_row_s)}"))
+        if self.repair_passes:
+            rows.append(("repair passes (rows lost with an actor)", f"{self.repair_passes}"))
+        if self.consolidation_s is not None:
+            rows.append(("consolidation", f"{self.consolidated_rows or 0:,} rows in {self.consolidation_s:.1f} s"))
         rows += [(f"all outputs: {status}", f"{count:,}") for status, count in self.totals.items()]
         rows += [(name, path) for name, path in self.outputs.items()]
         for name, value in rows:

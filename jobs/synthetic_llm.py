@@ -10,7 +10,12 @@ timeline elements; their clinical content is meaningless.
     python -m jobs.predict ... --backend openai --base-url http://127.0.0.1:8000/v1 --model synthetic
 
 Requests whose messages contain one of ``fail_markers`` are rejected with HTTP 400 (a non-retryable error), to
-test how a job isolates a patient whose calls fail.
+test how a job isolates a patient whose calls fail. Like vLLM and OpenAI, a request for a model the server does
+not serve gets HTTP 404 ``model_not_found``. For fail-fast and budget tests it can also answer every chat request
+with one status (``reject_status``, e.g. 401; ``quota_exhausted``: OpenAI's 429 ``insufficient_quota``), answer
+content that never validates (``invalid_answers``), or
+answer a burst of 429s with Retry-After (``rate_limit_burst``); it records each request's arrival time and status
+(``stats.arrivals``) and the most requests it held at once (``stats.max_in_flight``).
 """
 
 from __future__ import annotations
@@ -162,6 +167,16 @@ def request_digest(body: Mapping[str, object]) -> str:
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode("utf-8")).hexdigest()
 
 
+@dataclass(frozen=True)
+class RateLimitBurst:
+    """Answer 429 + ``Retry-After: retry_after_s`` to the ``count`` chat requests that arrive after the first
+    ``after`` ones (then answer normally again)."""
+
+    after: int
+    count: int = 1
+    retry_after_s: float = 3.0
+
+
 @dataclass
 class SyntheticLLMStats:
     """What the server has answered so far."""
@@ -169,22 +184,33 @@ class SyntheticLLMStats:
     requests: int = 0
     rejected: int = 0
     digests: Counter[str] = field(default_factory=Counter)
+    arrivals: list[tuple[float, int]] = field(default_factory=list)  # (time.time() at arrival, HTTP status) per request
+    in_flight: int = 0
+    max_in_flight: int = 0
+    burst_started: float | None = None  # time.time() of the first 429 of the rate-limit burst
 
 
 class SyntheticLLMServer:
     """The endpoint, on its own thread: ``with SyntheticLLMServer() as server: ... server.base_url``."""
 
-    def __init__(self, *, model: str = "synthetic", context_window: int = 8192, latency_s: float = 0.0,
+    def __init__(self, *, model: str = "synthetic", context_window: int | None = 8192, latency_s: float = 0.0,
                  per_token_s: float = 0.0, fail_markers: Sequence[str] = (), request_log: Path | None = None,
-                 host: str = "127.0.0.1", port: int = 0):
+                 host: str = "127.0.0.1", port: int = 0, reject_status: int | None = None,
+                 invalid_answers: bool = False, rate_limit_burst: RateLimitBurst | None = None,
+                 quota_exhausted: bool = False):
         self.model = model
         self.context_window = context_window
         self.latency_s = latency_s
         self.per_token_s = per_token_s
         self.fail_markers = tuple(fail_markers)
+        self.reject_status = 429 if quota_exhausted else reject_status
+        self.quota_exhausted = quota_exhausted  # every chat request: OpenAI's 429 insufficient_quota
+        self.invalid_answers = invalid_answers
+        self.rate_limit_burst = rate_limit_burst
         self.request_log = request_log
         self.host, self.port = host, port
         self.stats = SyntheticLLMStats()
+        self._chat_seen = 0  # chat requests with a known model, in arrival order (for the rate-limit burst)
         self.answerer = SchemaAnswerer()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -194,10 +220,46 @@ class SyntheticLLMServer:
 
     # --------------------------------------------------------------------------------------------- handlers
     async def _chat(self, request: web.Request) -> web.Response:
+        arrived = time.time()
+        with self._lock:
+            self.stats.in_flight += 1
+            self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+        response = await self._answer(request, arrived)
+        with self._lock:
+            self.stats.in_flight -= 1
+            self.stats.arrivals.append((arrived, response.status))
+        return response
+
+    def _fault(self, body: Mapping[str, object], arrived: float) -> web.Response | None:
+        """The configured failure for this request, if any (unknown model, forced status, rate-limit burst)."""
+        if body.get("model") != self.model:
+            return _error(404, f"The model `{body.get('model')}` does not exist.", code="model_not_found",
+                          kind="NotFoundError")
+        if self.reject_status == 429 and self.quota_exhausted:
+            return _error(429, "You exceeded your current quota, please check your plan and billing details.",
+                          code="insufficient_quota", kind="insufficient_quota")
+        if self.reject_status is not None:
+            return _error(self.reject_status, f"rejected by the synthetic endpoint (HTTP {self.reject_status})")
+        burst = self.rate_limit_burst
+        if burst is not None:
+            with self._lock:
+                self._chat_seen += 1
+                limited = burst.after < self._chat_seen <= burst.after + burst.count
+                if limited and self.stats.burst_started is None:
+                    self.stats.burst_started = arrived
+            if limited:
+                return web.json_response(
+                    {"error": {"message": "rate limited (synthetic burst)", "type": "rate_limit_error", "code": 429}},
+                    status=429, headers={"Retry-After": f"{burst.retry_after_s:g}"})
+        return None
+
+    async def _answer(self, request: web.Request, arrived: float) -> web.Response:
         try:
             body = await request.json()
         except ValueError:
             return _error(400, "request body is not JSON")
+        if (fault := self._fault(body, arrived)) is not None:
+            return fault
         prompt = prompt_text(body)
         digest = request_digest(body)
         if any(marker in prompt for marker in self.fail_markers):
@@ -209,6 +271,8 @@ class SyntheticLLMServer:
             content = synthetic_content(body, self.answerer)
         except (ValueError, KeyError, TypeError) as exc:
             return _error(400, f"cannot answer this schema: {exc}")
+        if self.invalid_answers:
+            content = "Sure! The risk looks moderate to me."
         prompt_tokens, completion_tokens = count_tokens(prompt), max(1, count_tokens(content))
         delay = self.latency_s + self.per_token_s * completion_tokens
         if delay > 0:
@@ -230,8 +294,10 @@ class SyntheticLLMServer:
                 handle.write(f"{digest} {'rejected' if rejected else 'answered'}\n")
 
     async def _models(self, _: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [
-            {"id": self.model, "object": "model", "owned_by": "synthetic", "max_model_len": self.context_window}]})
+        entry: dict[str, object] = {"id": self.model, "object": "model", "owned_by": "synthetic"}
+        if self.context_window is not None:
+            entry["max_model_len"] = self.context_window
+        return web.json_response({"object": "list", "data": [entry]})
 
     async def _health(self, _: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
@@ -280,8 +346,8 @@ class SyntheticLLMServer:
         self.stop()
 
 
-def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": {"message": message, "type": "invalid_request_error", "code": status}},
+def _error(status: int, message: str, *, code: str | int | None = None, kind: str = "invalid_request_error") -> web.Response:
+    return web.json_response({"error": {"message": message, "type": kind, "code": status if code is None else code}},
                              status=status)
 
 
@@ -297,10 +363,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fail-marker", action="append", default=[], help="reject requests containing this text "
                         "(HTTP 400; repeatable)")
     parser.add_argument("--request-log", type=Path, help="append one line per request (digest, answered/rejected)")
+    parser.add_argument("--reject-status", type=int, help="answer every chat request with this HTTP status (e.g. 401), "
+                        "to drill a job's fail-fast")
+    parser.add_argument("--invalid-answers", action="store_true", help="answer text that never validates")
     args = parser.parse_args(argv)
     server = SyntheticLLMServer(model=args.model, context_window=args.context_window, latency_s=args.latency_ms / 1000,
                                 per_token_s=args.per_token_ms / 1000, fail_markers=args.fail_marker,
-                                request_log=args.request_log, host=args.host, port=args.port).start()
+                                request_log=args.request_log, host=args.host, port=args.port,
+                                reject_status=args.reject_status, invalid_answers=args.invalid_answers).start()
     print(f"synthetic LLM endpoint at {server.base_url} (model {server.model}); Ctrl-C to stop", flush=True)
     try:
         threading.Event().wait()

@@ -9,6 +9,10 @@ the same patients on every restart.
 >>> plan = plan_tasks(keys, done={TaskKey(3, datetime(2020, 1, 1)): "ok"}, limit=3)
 >>> [k.subject_id for k in plan.selected], [k.subject_id for k in plan.todo], plan.skipped
 ([1, 3, 5], [1, 5], 1)
+>>> plan = plan_tasks(keys, done={TaskKey(3, datetime(2020, 1, 1)): "transient"}, limit=3,
+...                   rerun=lambda state: state == "transient")  # the retry policy decides per recorded state
+>>> [k.subject_id for k in plan.todo], plan.retried
+([1, 3, 5], 1)
 >>> TaskKey(42, datetime(2019, 3, 5, 9, 30)).name
 '42_20190305T093000'
 >>> TaskKey.from_name("42_20190305T093000") == TaskKey(42, datetime(2019, 3, 5, 9, 30)), TaskKey.from_name("7")
@@ -17,7 +21,8 @@ the same patients on every restart.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +30,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from jobs.errors import JobInputError
 
@@ -85,7 +89,7 @@ class TaskPlan:
     selected: list[TaskKey]
     todo: list[TaskKey]
     skipped: int = 0
-    retried: int = field(default=0, metadata={"doc": "failed tasks selected again because of --retry-failed"})
+    retried: int = field(default=0, metadata={"doc": "tasks with an output selected again by the retry policy"})
     outside_selection: int = field(default=0, metadata={"doc": "outputs present for tasks this run did not select"})
 
 
@@ -98,12 +102,15 @@ def plan_tasks(
     seed: int = 0,
     retry_failed: bool = False,
     failed_statuses: frozenset[str] = frozenset({"failed", "error"}),
+    rerun: Callable[[object], bool] | None = None,
 ) -> TaskPlan:
     """Select tasks (first ``limit`` in key order, or a seeded random ``sample``), then drop those already done.
 
-    ``done`` maps each task with an output to its status; with ``retry_failed`` tasks whose status is in
-    ``failed_statuses`` run again.
+    ``done`` maps each task with an output to its recorded state; a task runs again when ``rerun(state)`` is true
+    (the job's retry policy) or, without ``rerun``, with ``retry_failed`` when its state is in ``failed_statuses``.
     """
+    if rerun is None:
+        rerun = (lambda state: state in failed_statuses) if retry_failed else (lambda state: False)
     if limit is not None and sample is not None:
         raise ValueError("choose either limit or sample, not both")
     ordered = sorted(set(keys), key=TaskKey.sort_key)
@@ -123,7 +130,7 @@ def plan_tasks(
         status = done.get(key)
         if status is None:
             todo.append(key)
-        elif retry_failed and status in failed_statuses:
+        elif rerun(status):
             todo.append(key)
             retried += 1
         else:
@@ -133,32 +140,62 @@ def plan_tasks(
     return TaskPlan(ordered, todo, skipped, retried, outside)
 
 
+# ------------------------------------------------------------------------------------------------ scheduling
+def schedule(keys: Iterable[TaskKey], lengths: Mapping[TaskKey, int], *, ratio: float = 1.5) -> list[TaskKey]:
+    """Longest first, by length class: tasks whose estimated chain lengths differ by less than a factor ``ratio``
+    share a class and keep key order inside it, so the longest chains never start last and the patients of one
+    block (and their reads) stay close in subject order. Unknown lengths count as 0.
+
+    >>> keys = [TaskKey(s) for s in (1, 2, 3, 4, 5)]
+    >>> [k.subject_id for k in schedule(keys, {TaskKey(1): 20, TaskKey(2): 700, TaskKey(3): 24, TaskKey(4): 800})]
+    [2, 4, 1, 3, 5]
+    """
+    if ratio <= 1.0:
+        raise ValueError(f"ratio must be above 1, not {ratio}")
+
+    def order(key: TaskKey) -> tuple[int, int, datetime]:
+        length = lengths.get(key, 0)
+        band = math.floor(math.log(length + 1) / math.log(ratio))
+        return (-band, *key.sort_key())
+
+    return sorted(keys, key=order)
+
+
+def estimate_lengths(dataset: Path, keys: Iterable[TaskKey]) -> dict[TaskKey, int]:
+    """Each task's MEDS rows before its prediction time (static rows included; every row without one): a cheap
+    stand-in for its chain length, from two columns of the data files, scanned by polars on the driver."""
+    import polars as pl
+
+    from vista.meds.reader import MedsDataset
+
+    keys = list(keys)
+    if not keys:
+        return {}
+    files = [str(Path(dataset) / shard) for shard in MedsDataset(dataset).shards]
+    tasks = pl.from_arrow(keys_table(keys)).lazy()
+    rows = pl.scan_parquet(files).select(pl.col(SUBJECT_ID).cast(pl.Int64), pl.col("time").cast(pl.Datetime("us")))
+    counted = (
+        rows.join(tasks, on=SUBJECT_ID, how="inner")
+        .filter(pl.col(PREDICTION_TIME).is_null() | pl.col("time").is_null() | (pl.col("time") < pl.col(PREDICTION_TIME)))
+        .group_by([SUBJECT_ID, PREDICTION_TIME]).agg(pl.len().alias("rows"))
+        .collect(engine="streaming")
+    )
+    return {TaskKey(int(s), t): int(n) for s, t, n in zip(counted[SUBJECT_ID].to_list(), counted[PREDICTION_TIME].to_list(),
+                                                          counted["rows"].to_list())}
+
+
 def read_label_tasks(path: Path) -> pa.Table:
     """The task columns of a MEDS label file (``subject_id``, ``prediction_time``, ``boolean_value``), checked.
 
-    Raises `JobInputError` naming the file and the field for a missing file or column, nulls, or duplicate keys.
+    Any file `vista.meds.labels.read_label_table` accepts (MEDS labels, ACES's outputs) is read the same way. Raises
+    `JobInputError` naming the file and the field for a missing file or column, nulls, or duplicate keys.
     """
-    if not path.is_file():
-        raise JobInputError(f"{path}: label file not found")
+    from vista.meds.labels import LabelFileError, read_label_table
+
     try:
-        names = pq.read_schema(path).names
-        present = [c for c in LABEL_COLUMNS if c in names]
-        table = pq.read_table(path, columns=present)
-    except (OSError, pa.ArrowException) as exc:
-        raise JobInputError(f"{path}: not a readable parquet label file ({exc})") from None
-    for column in (SUBJECT_ID, PREDICTION_TIME):
-        if column not in table.column_names:
-            raise JobInputError(f"{path}: field {column!r}: missing from the label file (need {', '.join(LABEL_COLUMNS[:2])})")
-    if BOOLEAN_VALUE not in table.column_names:
-        table = table.append_column(BOOLEAN_VALUE, pa.nulls(table.num_rows, pa.bool_()))
-    try:
-        table = table.select(list(LABEL_COLUMNS)).cast(TASK_SCHEMA.remove_metadata(), safe=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise JobInputError(f"{path}: label columns have unexpected types ({exc})") from None
-    for column in (SUBJECT_ID, PREDICTION_TIME):
-        nulls = table.column(column).null_count
-        if nulls:
-            raise JobInputError(f"{path}: field {column!r}: {nulls} null value(s)")
+        table = read_label_table(path).select(list(LABEL_COLUMNS)).cast(TASK_SCHEMA.remove_metadata())
+    except LabelFileError as exc:
+        raise JobInputError(str(exc)) from None
     keys = pa.table({SUBJECT_ID: table.column(SUBJECT_ID), PREDICTION_TIME: table.column(PREDICTION_TIME)})
     distinct = keys.group_by([SUBJECT_ID, PREDICTION_TIME]).aggregate([([], "count_all")])
     repeated = distinct.filter(pc.greater(distinct.column("count_all"), 1))

@@ -24,11 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from vista.display import DisplayConfig
 from vista.graph import DEFAULT_CONFIG, GraphInputError, GraphSource
-from vista.llm import LLMConfig, LLMGateway
+from vista.llm import LLMConfig
+from vista.llm.errors import LLMEndpointFailure
 from vista.records import PatientRecord
 from vista.toa import TOAConfig
 
-from jobs.job_gateway import JobGateway, NullLedger, TaskUsage
+from jobs.job_gateway import JobGateway, TaskUsage, job_llm_gateway
+from jobs.llm_budget import BudgetRef
 from jobs.loop_thread import LoopThread
 from jobs.outputs import MarkerStore
 from jobs.patient_loader import PatientLoader
@@ -52,6 +54,8 @@ class VistaSettings(BaseModel):
 
     out: Path = Field(description="output directory (shared by every node)")
     dataset: Path | None = Field(None, description="MEDS dataset root, for MEDS tasks")
+    coding_profile: str | None = Field(None, description="how the dataset (or the XML) spells codes (vista.coding "
+                                       "profile name or TOML path); None: detected (XML: vista_xml)")
     xml_dir: Path | None = Field(None, description="directory of patient XML files, for XML tasks")
     stages: tuple[Stage, ...] = Field(("graph",), description="stages to run, in order; graph always first")
     toa: TOAConfig = Field(default_factory=TOAConfig)
@@ -61,6 +65,8 @@ class VistaSettings(BaseModel):
     patient_timeout_s: float = Field(3600.0, gt=0, description="LLM stages still running after this: an error row")
     retry_failed: bool = False
     run_id: str
+    llm_budget: BudgetRef | None = Field(None, description="the job's shared LLM budget (jobs.llm_budget); None: "
+                                         "only the actor's own gateway limits")
 
     @property
     def llm_stages(self) -> bool:
@@ -94,7 +100,8 @@ class VistaActor:
     def __init__(self, settings: VistaSettings):
         self.settings = settings
         self.store = MarkerStore(settings.out, PATIENTS)
-        self.loader = PatientLoader(settings.dataset) if settings.dataset is not None else None
+        self.loader = (PatientLoader(settings.dataset, settings.coding_profile) if settings.dataset is not None
+                       else None)
         self.catalog = self.loader.catalog() if self.loader is not None else None
         self.loop: LoopThread | None = None
         if settings.llm_stages:
@@ -104,7 +111,7 @@ class VistaActor:
             self.gateway, self.slots = self.loop.run(self._start(settings.llm))
 
     async def _start(self, llm: LLMConfig) -> tuple[JobGateway, asyncio.Semaphore]:
-        gateway = LLMGateway(llm, job_id=self.settings.run_id, ledger=NullLedger())
+        gateway = job_llm_gateway(llm, job_id=self.settings.run_id, budget=self.settings.llm_budget)
         await gateway.discover_context_tokens()  # ask once per actor (and load an embedded model) before any patient
         return JobGateway(gateway), asyncio.Semaphore(self.settings.patients_per_actor)
 
@@ -182,7 +189,7 @@ class VistaActor:
 
     def _source(self, key: TaskKey, xml_path: Path | None, loaded: dict[int, PatientRecord | Exception]) -> GraphSource:
         if xml_path is not None:
-            return xml_source(xml_path)
+            return xml_source(xml_path, self.settings.coding_profile)
         record = loaded[key.subject_id]
         if not isinstance(record, PatientRecord):
             raise record
@@ -226,6 +233,8 @@ class VistaActor:
                 "display_file": self._relative(outcome.file), "n_display_values": len(display.values),
                 "failed_display_values": sum(v.origin == "failed" for v in display.values),
                 "display_rebuilt": outcome.rebuilt, "display_s": outcome.seconds})
+        except LLMEndpointFailure:  # the job's budget stopped the job: no row, the job stops
+            raise
         except Exception as exc:  # noqa: BLE001 - failure isolation
             task.fail(stage, exc)
 

@@ -46,7 +46,7 @@ def test_predict_one_prints_a_json_result_from_an_endpoint_on_localhost(small_da
     subject = first_subject(small_dataset)
     with SyntheticLLMServer() as server:
         code = main(["predict-one", "--dataset", str(small_dataset), "--subject", str(subject), "--json",
-                     "--variant", "two_stage", "--llm", "backend=openai", "--llm", f"base_url={server.base_url}",
+                     "--all-history", "--variant", "two_stage", "--llm", "backend=openai", "--llm", f"base_url={server.base_url}",
                      "--llm", "model=synthetic", "--llm", "cache_dir="])
     assert code == 0
     result = json.loads(capsys.readouterr().out)
@@ -55,17 +55,58 @@ def test_predict_one_prints_a_json_result_from_an_endpoint_on_localhost(small_da
 
 
 def test_predict_one_names_a_missing_subject_in_one_line(small_dataset, capsys):
-    assert main(["predict-one", "--dataset", str(small_dataset), "--subject", "987654321"]) == 2
+    assert main(["predict-one", "--dataset", str(small_dataset), "--subject", "987654321", "--all-history"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "987654321" in err and "Traceback" not in err
 
 
 def test_predict_one_rejects_bad_options_in_one_line(small_dataset, capsys):
     subject = first_subject(small_dataset)
-    assert main(["predict-one", "--dataset", str(small_dataset), "--subject", str(subject), "--cancer", "spleen"]) == 2
-    assert "spleen" in capsys.readouterr().err
+    assert main(["predict-one", "--dataset", str(small_dataset), "--subject", str(subject), "--cancer", "spleen",
+                 "--all-history"]) == 2
+    err = capsys.readouterr().err
+    assert "spleen" in err and "lung" in err  # names the valid keys
     assert main(["predict-one", "--dataset", str(small_dataset), "--subject", str(subject),
                  "--prediction-time", "yesterday"]) == 2
     assert "--prediction-time" in capsys.readouterr().err
-    assert main(["predict-one", "--dataset", str(small_dataset), "--subject", str(subject), "--chunk-tokens", "5"]) == 2
+    assert main(["predict-one", "--dataset", str(small_dataset), "--subject", str(subject), "--chunk-tokens", "5",
+                 "--prediction-time", "2030-01-01"]) == 2
     assert "--chunk-tokens" in capsys.readouterr().err
+
+
+def test_predict_one_never_reads_the_outcome_silently(small_dataset, capsys, tmp_path):
+    subject = first_subject(small_dataset)
+    assert main(["predict-one", "--dataset", str(small_dataset), "--subject", str(subject)]) == 2
+    err = capsys.readouterr().err
+    assert "--prediction-time" in err and "--labels" in err and "--all-history" in err
+    labels = tmp_path / "labels.parquet"
+    import polars as pl
+    from datetime import datetime
+
+    pl.DataFrame({"subject_id": [subject, subject], "prediction_time": [datetime(2020, 1, 1), datetime(2021, 1, 1)]}
+                 ).write_parquet(labels)
+    assert main(["predict-one", "--dataset", str(small_dataset), "--subject", str(subject), "--labels", str(labels)]) == 2
+    assert "2 prediction times" in capsys.readouterr().err
+
+
+def test_predict_one_warns_when_the_history_already_codes_the_cancer(tmp_path, capsys):
+    """A MIMIC-style record with a lung cancer code before the prediction time: the command says so."""
+    from datetime import datetime
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vista.meds.reader import MedsDataset
+    from trajonco.outcome_guard import leak_warning
+
+    (tmp_path / "data").mkdir()
+    rows = [(None, "GENDER//M"), (datetime(2019, 1, 1), "HOSPITAL_ADMISSION//EW EMER.//ER"),
+            (datetime(2019, 5, 1), "DIAGNOSIS//ICD//10//C3411"), (datetime(2020, 5, 1), "DIAGNOSIS//ICD//10//R059")]
+    pq.write_table(pa.table({"subject_id": pa.array([5] * 4, pa.int64()),
+                             "time": pa.array([r[0] for r in rows], pa.timestamp("us")), "code": [r[1] for r in rows],
+                             "numeric_value": pa.array([None] * 4, pa.float32())}), tmp_path / "data" / "0.parquet")
+    record = MedsDataset(tmp_path).load_patients([5])[5]
+    warning = leak_warning(record, "lung", datetime(2020, 1, 1))
+    assert warning is not None and "DIAGNOSIS//ICD//10//C3411" in warning and "2019-05-01" in warning
+    assert leak_warning(record, "lung", datetime(2019, 2, 1)) is None
+    assert leak_warning(record, "breast", datetime(2020, 1, 1)) is None

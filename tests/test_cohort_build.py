@@ -119,6 +119,7 @@ def test_every_exclusion_is_counted_by_reason(tmp_path: Path):
         Patient(6, visits=REGULAR, codes=[(day(900), C34)]),  # rule-out code only
         Patient(7, visits=REGULAR, codes=[(day(900), C34), (day(1000), C34)]),  # pair 100 days apart
         lung_case(8, sex="M"),  # no male control exists
+        Patient(9, visits=REGULAR, codes=[(day(400), C34), (day(1500), C34), (day(1530), C34)]),  # earlier lone code
         control(20),
         control(21, sex=None),
         control(22, visits=[day(0)]),  # a single visit
@@ -135,6 +136,7 @@ def test_every_exclusion_is_counted_by_reason(tmp_path: Path):
         "sex_restriction": 0,
         "index_before_birth": 0,
         "too_few_visits_before_prediction": 1,
+        "prior_target_code": 1,
         "no_matching_control": 1,
     }
     assert report.control_exclusions == {
@@ -144,7 +146,7 @@ def test_every_exclusion_is_counted_by_reason(tmp_path: Path):
         "no_eligible_index_date": 1,
         "index_before_birth": 0,
     }
-    assert (report.phenotype_cases, report.eligible_cases, report.cases) == (5, 2, 1)
+    assert (report.phenotype_cases, report.eligible_cases, report.cases) == (6, 2, 1)
     assert (report.control_candidates, report.eligible_controls, report.controls) == (4, 1, 1)
     assert result.test["subject_id"].to_list() == [1, 20]
     assert report.matching.share_matched == 0.5
@@ -229,9 +231,12 @@ class TestEmptyCohorts:
             self.build(tmp_path, [lung_case(1, split="train"), control(20, split="train")])
 
     def test_training_cohort_names_itself(self, tmp_path: Path):
-        with pytest.raises(EmptyCohortError, match="train cohort is empty: no cases found"):
+        with pytest.raises(EmptyCohortError, match="train cohort is empty: no cases in its splits") as err:
             root = write_dataset(tmp_path / "meds", [lung_case(1), control(20), control(120, split="train")])
             build_cohort(root, LUNG, tmp_path / "c")
+        # says where the cases are and how to point the cohort there
+        assert "other splits hold 1 case(s) (held_out: 1)" in str(err.value)
+        assert "train_splits in the definition TOML or --train-splits" in str(err.value)
 
 
 class TestBadInput:

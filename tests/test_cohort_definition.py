@@ -119,7 +119,7 @@ def test_bad_toml_and_inconsistent_definitions(tmp_path: Path):
         load_definition(overlap)
     no_codes = tmp_path / "nocodes.toml"
     no_codes.write_text('name = "n"\nsex = "F"\n')
-    with pytest.raises(CohortDefinitionError, match="no ICD-10-CM or ICD-9-CM prefix"):
+    with pytest.raises(CohortDefinitionError, match="has no code set: give icd10cm_prefixes, icd9cm_prefixes, snomed_codes or patterns"):
         load_definition(no_codes)
     same_split = tmp_path / "split.toml"
     same_split.write_text('extends = "lung"\ntrain_splits = ["train", "held_out"]\n')

@@ -96,3 +96,38 @@ def test_cohorts_on_synthetic_data_keep_their_promises(name, synth, truth, tmp_p
     report = result.manifest.test
     assert report.matching.sex_agreement == 1.0 and report.matching.age_band_agreement == 1.0
     assert abs(report.matching.age_difference_years.mean or 0.0) < 5
+
+
+def test_planted_early_target_codes_are_excluded_and_counted_by_default(synth, truth, tmp_path):
+    """The generator plants, in a few cases, one isolated code of their cancer long before the diagnosis (outside the
+    washout, so the phenotype still calls them incident). Where that code precedes the prediction time the case would
+    hand a model the answer: by default it is excluded and counted; ``exclude_prior_target_codes = false`` keeps it."""
+    definition = load_definition("any_cancer").with_overrides(test_target_cases=None)
+    gap = timedelta(days=definition.gap_days)
+    planted = truth.filter(pl.col("trap_prior_code") & pl.col("is_incident_case"))
+    leaking = planted.filter(pl.col("prior_code_date") < pl.col("diagnosis_date") - gap)
+    assert leaking.height >= 3  # the seed-5 population plants some in both the test and training splits
+
+    def by_split(frame: pl.DataFrame) -> dict[str, int]:
+        return {"test": frame.filter(pl.col("split") == "held_out").height,
+                "train": frame.filter(pl.col("split") != "held_out").height}
+
+    strict = build_cohort(synth, definition, tmp_path / "strict")
+    kept = build_cohort(synth, definition.with_overrides(exclude_prior_target_codes=False), tmp_path / "kept")
+    expected = by_split(leaking)
+    for name in ("test", "train"):
+        strict_report, kept_report = getattr(strict.manifest, name), getattr(kept.manifest, name)
+        labels = getattr(strict, name).filter(pl.col("role") == "case")
+        # excluded: none of the leaking cases is a case, and each excluded one is counted (rule order: last reason,
+        # so a leaking case excluded for an earlier reason counts there)
+        assert labels.join(leaking, on="subject_id").is_empty()
+        assert 0 < strict_report.case_exclusions["prior_target_code"] <= expected[name]
+        assert strict_report.cases_with_prior_target_code == 0
+        # kept: the same subjects come back as cases, counted as kept
+        kept_labels = getattr(kept, name).filter(pl.col("role") == "case")
+        back = kept_labels.join(leaking, on="subject_id")
+        assert 0 < back.height == kept_report.cases_with_prior_target_code
+        assert back.height <= strict_report.case_exclusions["prior_target_code"]  # (a few may find no control)
+        assert kept_report.case_exclusions["prior_target_code"] == 0
+        excluded = strict_report.case_exclusions["prior_target_code"]
+        assert kept_report.eligible_cases == strict_report.eligible_cases + excluded

@@ -225,7 +225,7 @@ def test_bad_label_tables_are_reported_with_file_subject_and_field(tmp_path):
         SummaryFeaturizer().fit_transform(events, repeated)
     path = tmp_path / "train.parquet"
     labels_frame([1, 2]).with_columns(pl.col("prediction_time").cast(pl.String)).write_parquet(path)
-    with pytest.raises(LabelDataError, match=r"train\.parquet: field 'prediction_time': has type String"):
+    with pytest.raises(LabelDataError, match=r"train\.parquet: field 'prediction_time': has type large_string, expected a timestamp"):
         read_labels(path)
     with pytest.raises(LabelDataError, match="label file not found"):
         read_labels(tmp_path / "absent.parquet")

@@ -210,7 +210,7 @@ def test_section_splitting_and_term_matching_rules():
 
 # ------------------------------------------------------------------------------------------------ bad input
 @pytest.mark.parametrize(("rows", "field", "words"), [
-    ([(datetime(2300, 1, 1), "ENCOUNTER//AMB", None, None)], "time", "on or after 2100-01-01"),
+    ([(datetime(2400, 1, 1), "ENCOUNTER//AMB", None, None)], "time", "on or after 2300-01-01"),
     ([(datetime(1899, 12, 31), "ENCOUNTER//AMB", None, None)], "time", "before 1900-01-01"),
     ([(None, "GENDER//F", None, None), (datetime(1950, 1, 1), schema.BIRTH_CODE, None, None)], "time", "no events"),
     ([(T0, "", None, None)], "code", "without a code"),

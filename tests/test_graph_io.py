@@ -178,7 +178,7 @@ TIMELINE_OK = ('<patient id="7" sex="F"><events time="2020-01-05 09:00"><visits>
     ("<patient id='seven'/>", "id", "is not an integer subject id"),
     ("<patient id='7'/>", "time", "no events"),
     ("<patient id='7'><event id='e0' code='GENDER//F'/></patient>", "time", "no events"),
-    (TIMELINE_OK.replace("2020-01-05 09:00", "2300-01-05 09:00"), "time", "2300-01-05T09:00:00 is on or after 2100-01-01"),
+    (TIMELINE_OK.replace("2020-01-05 09:00", "2400-01-05 09:00"), "time", "2400-01-05T09:00:00 is on or after 2300-01-01"),
     (TIMELINE_OK.replace("2020-01-05 09:00", "1890-01-05"), "time", "before 1900-01-01"),
     (TIMELINE_OK.replace("2020-01-05 09:00", "last tuesday"), "time", "'last tuesday' is not an ISO date/time"),
     (TIMELINE_OK.replace(' id="e2"', ""), "id", "<lab> has no id attribute"),

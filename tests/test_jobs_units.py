@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pydantic import BaseModel
 
 from jobs.consolidate import consolidate
 from jobs.driver import keep_planned
@@ -22,12 +23,13 @@ from jobs.job_gateway import JobGateway, ModelRef, RemoteAnswer, RemoteCall, Tas
 from jobs.manifest import check_manifest
 from jobs.outputs import MarkerStore, OutputLock, atomic_write_bytes
 from jobs.prediction_rows import (
+    PART_SCHEMA,
     PREDICTION_SCHEMA,
     RUN_DEPENDENT_COLUMNS,
+    PredictionRow,
     RowContext,
-    patient_json,
+    part_record,
     row_from_failure,
-    row_from_json,
     row_from_result,
     rows_to_table,
 )
@@ -45,7 +47,8 @@ from vista.meds.errors import MedsSubjectNotFoundError
 T0 = datetime(2020, 1, 1)
 PREDICTION = datetime(2019, 1, 1)
 
-JOB_MODULES = ["jobs.tasks", "jobs.outputs", "jobs.manifest", "jobs.progress", "jobs.resources", "jobs.synthetic_llm"]
+JOB_MODULES = ["jobs.tasks", "jobs.outputs", "jobs.manifest", "jobs.progress", "jobs.resources", "jobs.synthetic_llm",
+               "jobs.row_parts", "jobs.prediction_rows", "jobs.predict", "jobs.driver"]
 
 
 @pytest.mark.parametrize("name", JOB_MODULES)
@@ -95,7 +98,7 @@ def test_label_file_problems_name_the_file_and_field(tmp_path):
     with pytest.raises(JobInputError, match="b.parquet: subject 1: field 'prediction_time': 1 .* more than once"):
         read_label_tasks(twice)
     nulls = _write_labels(tmp_path / "c.parquet", subject_id=[1, 2], prediction_time=pa.array([T0, None], pa.timestamp("us")))
-    with pytest.raises(JobInputError, match="c.parquet: field 'prediction_time': 1 null"):
+    with pytest.raises(JobInputError, match="c.parquet: subject 2: field 'prediction_time': 1 of 2 rows have no prediction time"):
         read_label_tasks(nulls)
     unlabeled = _write_labels(tmp_path / "d.parquet", subject_id=[5, 4], prediction_time=[T0, T0], cancer=["lung", "lung"])
     table = read_label_tasks(unlabeled)
@@ -155,7 +158,7 @@ def test_output_directory_lock_is_exclusive(tmp_path):
 def test_manifest_refuses_to_mix_settings_or_jobs(tmp_path):
     check_manifest(tmp_path, "predict", {"model": "m", "pipeline": {"chunk_tokens": 1500}})
     check_manifest(tmp_path, "predict", {"model": "m", "pipeline": {"chunk_tokens": 1500}})
-    with pytest.raises(JobSettingsMismatch, match=r"pipeline: \{'chunk_tokens': 1500\} -> \{'chunk_tokens': 4000\}"):
+    with pytest.raises(JobSettingsMismatch, match=r"\(pipeline.chunk_tokens: 1500 -> 4000\);"):
         check_manifest(tmp_path, "predict", {"model": "m", "pipeline": {"chunk_tokens": 4000}})
     with pytest.raises(JobSettingsMismatch, match="outputs of the 'predict' job"):
         check_manifest(tmp_path, "build-graphs", {})
@@ -282,11 +285,15 @@ def test_a_result_row_carries_the_meds_dev_columns_evidence_and_usage():
             assert (source["shard"], source["row"]) == (record.shard, record.provenance(source["event_id"]).row)
     assert len(json.loads(row.risk_trajectory)) == result.chunks.n_chunks
     assert row.llm_calls == sum(u.calls for u in result.usage.values()) and row.prompt_tokens > 0
+    assert (row.retry_class, row.call_error_kinds) == (None, None)
     table = rows_to_table([row])
     assert table.schema == PREDICTION_SCHEMA and table.column_names[:5] == [
         "subject_id", "prediction_time", "boolean_value", "predicted_boolean_value", "predicted_boolean_probability"]
-    again = row_from_json(patient_json(row, result), "x.json")
+    part = pa.Table.from_pylist([part_record(row, result, TaskUsage(calls=3))], schema=PART_SCHEMA)
+    again = PredictionRow.model_validate(part.select(PREDICTION_SCHEMA.names).to_pylist()[0])
     assert again == row and set(RUN_DEPENDENT_COLUMNS) <= set(PREDICTION_SCHEMA.names)
+    assert json.loads(part.column("result_json")[0].as_py())["risk_score"] == row.risk_score
+    assert json.loads(part.column("usage_json")[0].as_py())["calls"] == 3
 
 
 def test_an_exception_becomes_an_error_row_with_its_reason():
@@ -294,26 +301,30 @@ def test_an_exception_becomes_an_error_row_with_its_reason():
     missing = MedsSubjectNotFoundError("/data", "1 requested subject is not in the dataset: 9", field="subject_id")
     row = row_from_failure(TaskKey(9, T0), False, missing, TaskUsage(), context, wall_s=0.1)
     assert (row.status, row.error_kind, row.risk_score, row.scored) == ("error", "data", None, False)
-    assert "not in the dataset: 9" in row.error
+    assert "not in the dataset: 9" in row.error and row.retry_class == "permanent"
     timeout = row_from_failure(TaskKey(9, T0), None, TimeoutError("subject 9: not finished"), TaskUsage(), context, wall_s=1)
-    assert timeout.error_kind == "timeout"
-    assert row_from_failure(TaskKey(9, T0), None, KeyError("x"), TaskUsage(), context, wall_s=1).error_kind == "internal"
-    with pytest.raises(ValueError, match="bad.json: not a per-patient prediction file"):
-        row_from_json(b'{"rows": 1}', "bad.json")
+    assert (timeout.error_kind, timeout.retry_class) == ("timeout", "transient")
+    bug = row_from_failure(TaskKey(9, T0), None, KeyError("x"), TaskUsage(), context, wall_s=1)
+    assert (bug.error_kind, bug.retry_class) == ("internal", "permanent")
 
 
-def test_consolidation_writes_one_row_per_task_with_an_output(tmp_path):
-    _, result, row = _result_row()
+class _Marker(BaseModel):
+    subject_id: int
+    status: str
+
+
+def test_marker_consolidation_writes_one_row_per_task_with_an_output(tmp_path):
+    """The per-task JSON markers of build-graphs, consolidated in key order."""
     store = MarkerStore(tmp_path, "patients")
     keys = [TaskKey(s, T0) for s in (3, 1, 2)]
-    context = RowContext(cancer="lung", variant="one_stage", model="m", run_id="r1")
-    store.write(keys[0], patient_json(row.model_copy(update={"subject_id": 3}), result), failed=False)
-    error = row_from_failure(keys[1], None, ValueError("bad"), TaskUsage(), context, wall_s=0)
-    store.write(keys[1], patient_json(error, None), failed=True)
-    report = consolidate(store, keys, tmp_path / "predictions.parquet", parse=row_from_json, to_table=rows_to_table,
-                         schema=PREDICTION_SCHEMA, status_of=lambda r: r.status, chunk_rows=1)
-    table = pq.read_table(tmp_path / "predictions.parquet")
-    assert table.column("subject_id").to_pylist() == [1, 3] and table.schema == PREDICTION_SCHEMA
+    store.write(keys[0], b'{"subject_id": 3, "status": "ok"}', failed=False)
+    store.write(keys[1], b'{"subject_id": 1, "status": "error"}', failed=True)
+    schema = pa.schema([("subject_id", pa.int64()), ("status", pa.string())])
+    report = consolidate(store, keys, tmp_path / "rows.parquet", parse=lambda data, _: _Marker.model_validate_json(data),
+                         to_table=lambda rows: pa.Table.from_pylist([r.model_dump() for r in rows], schema=schema),
+                         schema=schema, status_of=lambda r: r.status, chunk_rows=1)
+    table = pq.read_table(tmp_path / "rows.parquet")
+    assert table.column("subject_id").to_pylist() == [1, 3] and table.schema == schema
     assert report.missing == [TaskKey(2, T0)] and not report.complete and dict(report.statuses) == {"ok": 1, "error": 1}
 
 
@@ -340,13 +351,32 @@ def test_progress_and_summary_count_statuses_reasons_tokens_and_skips(tmp_path):
 
 
 def test_resource_defaults_and_overrides():
-    embedded = plan_resources(cluster_cpus=16, backend="embedded", two_stage=True, llm_concurrency=4)
-    assert (embedded.actors, embedded.actor_cpus, embedded.model_threads, embedded.preprocess_actors) == (15, 1.0, 1, 15)
+    embedded = plan_resources(cluster_cpus=16, backend="embedded", two_stage=True, in_flight=32)
+    assert (embedded.actors_min, embedded.actors_max, embedded.actor_cpus, embedded.model_threads) == (15, 32, 1.0, 1)
+    assert embedded.preprocess_actors == 15 and embedded.actor_memory > 0
     custom = plan_resources(cluster_cpus=2, backend="openai", two_stage=False, llm_concurrency=4, actors=1,
                             actor_cpus=0.5, patients_per_actor=3, batch_size=6)
     assert (custom.actors, custom.actor_cpus, custom.patients_per_actor, custom.batch_size, custom.cpus_needed) == (1, 0.5, 3, 6, 0.5)
     with pytest.raises(ValueError, match="actors must be at least 1"):
         plan_resources(cluster_cpus=2, backend="openai", two_stage=False, llm_concurrency=4, actors=0)
+
+
+@pytest.mark.parametrize("budget", [1, 16, 64, 256, 1000])
+@pytest.mark.parametrize("two_stage", [False, True])
+def test_the_budget_sets_actors_and_concurrency_and_every_actor_fits_two_cpus(budget, two_stage):
+    plan = plan_resources(cluster_cpus=2, backend="openai", two_stage=two_stage, in_flight=budget)
+    chain_calls = plan.actors_max * plan.calls_per_actor
+    pool_calls = plan.preprocess_actors * plan.preprocess_calls
+    assert budget <= chain_calls + pool_calls < budget + plan.actors_max + plan.preprocess_actors  # the budget, no more
+    assert plan.patients_per_actor > plan.calls_per_actor  # queued patients keep the gateway busy
+    assert plan.cpus_needed <= 2 and plan.actors_min == plan.actors_max  # the whole budget starts on 2 CPUs
+    assert plan.tasks_per_actor * plan.block_rows >= plan.patients_per_actor + plan.block_rows
+    big = plan_resources(cluster_cpus=0, backend="openai", two_stage=two_stage, in_flight=budget)
+    assert big.actors_min == 1 and big.actors_max == plan.actors_max  # a CPU-less head: autoscale from one actor
+    shared = plan_resources(cluster_cpus=2, backend="openai", two_stage=two_stage, in_flight=budget, shared_budget=True)
+    assert shared.actors_max * shared.calls_per_actor >= budget and (shared.cpus_needed <= 2 or budget > 256)
+    if two_stage:  # a job-wide limiter holds the sum: the pool may use the whole budget too
+        assert shared.preprocess_actors * shared.preprocess_calls >= budget
 
 
 # ------------------------------------------------------------------------------------------------ command lines

@@ -93,7 +93,13 @@ def test_completion_is_parsed_and_payload_is_openai_shaped():
         ((500, {"error": {"message": "boom"}}, {}), ErrorKind.SERVER_ERROR, 500, None),
         ((503, "<html>unavailable</html>", {}), ErrorKind.SERVER_ERROR, 503, None),
         ((400, {"error": {"message": "bad field"}}, {}), ErrorKind.HTTP_ERROR, 400, None),
-        ((401, {"error": {"message": "Invalid API Key"}}, {}), ErrorKind.HTTP_ERROR, 401, None),
+        ((401, {"error": {"message": "Invalid API Key"}}, {}), ErrorKind.AUTH_ERROR, 401, None),
+        ((404, {"error": {"message": "The model `gpt-9` does not exist", "code": "model_not_found"}}, {}),
+         ErrorKind.UNKNOWN_MODEL, 404, None),
+        ((404, {"object": "error", "message": "The model `x` does not exist.", "type": "NotFoundError", "code": 404}, {}),
+         ErrorKind.UNKNOWN_MODEL, 404, None),
+        ((429, {"error": {"message": "You exceeded your current quota", "type": "insufficient_quota",
+                          "code": "insufficient_quota"}}, {}), ErrorKind.QUOTA_EXCEEDED, 429, None),
         (
             (400, {"error": {"message": "This model's maximum context length is 8192 tokens", "code": "context_length_exceeded"}}, {}),
             ErrorKind.CONTEXT_OVERFLOW,
@@ -105,7 +111,8 @@ def test_completion_is_parsed_and_payload_is_openai_shaped():
         ((200, {"error": {"message": "exceeds the available context size", "code": 400, "type": "exceed_context_size_error"}}, {}),
          ErrorKind.CONTEXT_OVERFLOW, 400, None),
     ],
-    ids=["429", "429-ms", "500", "503-html", "400", "401", "context", "garbage", "no-choices", "error-200"],
+    ids=["429", "429-ms", "500", "503-html", "400", "401", "404-openai", "404-vllm", "quota", "context", "garbage",
+         "no-choices", "error-200"],
 )
 def test_failures_become_typed_backend_errors(answer, kind, status, retry_after):
     with pytest.raises(BackendError) as caught:

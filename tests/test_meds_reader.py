@@ -97,7 +97,7 @@ def test_targeted_reads_touch_only_the_row_groups_needed(tmp_path, monkeypatch):
         return original(self, *args, row_groups=row_groups, columns=columns, **kwargs)
 
     monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
-    ds = MedsDataset(tmp_path, now=NOW)
+    ds = MedsDataset(tmp_path, now=NOW, profile="meds_synth")  # a given profile: no detection sample is read
     records = ds.load_patients([3, 4, 39])
     assert sorted(records) == [3, 4, 39]
     # subjects 3-4 sit in rows 10-19 (row group 1), subject 39 in rows 190-194 (row group 19) of shard 0

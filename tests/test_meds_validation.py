@@ -301,7 +301,7 @@ def test_validation_report_counts_and_files(tmp_path):
     first = json.loads((tmp_path / "out" / "q.json").read_text())["entries"][0]  # file checks run first
     assert (first["subject_id"], first["file"], first["field"]) == (None, "data/4.parquet", "numeric_value")
     table = pq.read_table(tmp_path / "out" / "q.parquet")
-    assert table.column_names == ["subject_id", "file", "field", "problem"]
+    assert table.column_names == ["subject_id", "file", "field", "problem", "row"]
     assert table.num_rows == 7 and table.column("subject_id").null_count == 2
 
 

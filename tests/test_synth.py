@@ -198,6 +198,12 @@ def test_traps_present_and_behave(subjects, data):
     late_cases = late.filter(pl.col("is_incident_case"))
     # a later pair can qualify: then the index is after the first (unconfirmed) code
     assert (late_cases["diagnosis_date"] > late_cases["clinical_diagnosis_date"]).all()
+    # an isolated earlier code outside the washout on both sides: still incident, but a leak the cohort must exclude
+    prior = s.filter(pl.col("trap_prior_code"))
+    assert prior.height > 0 and prior["is_incident_case"].all()
+    assert ((prior["diagnosis_date"] - prior["prior_code_date"]).dt.total_days() >= 184).all()
+    assert ((prior["prior_code_date"] - prior["record_start"]).dt.total_days() >= 184).all()
+    assert s.filter(~pl.col("trap_prior_code"))["prior_code_date"].null_count() == N - prior.height
     rule = s.filter(pl.col("trap_rule_out"))
     assert rule["cancer"].null_count() == len(rule) and rule["rule_out_cancer"].null_count() == 0
     cases = s.filter(pl.col("cancer").is_not_null())

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from vista.cli import add_llm_option
+from vista.cli import add_llm_option, add_profile_option
 from vista.errors import CommandLineError, run_command
 
 def _cmd_synth(args: argparse.Namespace) -> int:
@@ -25,34 +25,156 @@ def _cmd_synth(args: argparse.Namespace) -> int:
     return 0
 
 
+EXIT_PROBLEMS = 1
+"""`trajonco validate`: problems were found and quarantined (or, with --strict, warnings were given)."""
+
+VALIDATE_HELP = """\
+Checks every data file (footer, schema), subject (order, contiguity, one file each) and row (null or empty codes,
+NaN/inf values, impossible times, time order), then the metadata files, and warns -- dropping nothing -- about what
+MEDS allows but is probably wrong:
+
+  exact duplicate rows     rows equal in every column to an earlier row (counted per file, with an example);
+                           --fix-duplicates OUT writes a copy of the dataset without them (the first copy of each
+                           row is kept, the order of the rest unchanged, metadata copied as is). The input is never
+                           modified: point the other commands at OUT.
+  subject splits           metadata/subject_splits.parquet listing subjects that have no rows, or omitting subjects
+                           that have rows (cohorts only ever use subjects that are in a split)
+  missing metadata         metadata/codes.parquet, dataset.json or subject_splits.parquet absent
+
+Without --quarantine the first problem stops the check (one line naming file, subject and field). With
+--quarantine every problem is recorded, the subjects and files concerned are left out, and the list can be
+written with --report.
+
+exit status: 0 no problem (warnings allowed unless --strict); 1 problems quarantined, or warnings with --strict;
+2 stopped at the first problem, or unusable input/options
+"""
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from vista.meds.duplicates import write_deduplicated
     from vista.meds.validation import validate_dataset
 
-    report = validate_dataset(Path(args.dataset), on_error="quarantine" if args.quarantine else "raise")
+    if args.report and not args.quarantine:
+        raise CommandLineError("--report goes with --quarantine (without it the first problem stops the check)")
+    root = Path(args.dataset)
+    report = validate_dataset(root, on_error="quarantine" if args.quarantine else "raise")
     print(report)
-    if args.quarantine and args.report:
-        report.quarantine.write_json(Path(args.report))
-        print(f"quarantine report written to {args.report}")
-    return 0
+    status = 0
+    if args.report:
+        report.quarantine.write(Path(args.report))
+        entries = len(report.quarantine)
+        print(f"quarantine report ({entries} entr{'y' if entries == 1 else 'ies'}) written to {args.report}")
+    if not report.ok:
+        status = EXIT_PROBLEMS
+        if not args.report:
+            print("the quarantine report was not written: add --report FILE.json (or FILE.parquet) to keep it")
+    if args.fix_duplicates:
+        if not report.ok:
+            print(f"--fix-duplicates: no copy written to {args.fix_duplicates}: fix the problems above first")
+        else:
+            from vista.meds.reader import MedsDataset
+
+            found = write_deduplicated(root, MedsDataset(root).shards, Path(args.fix_duplicates))
+            dropped = sum(f.rows for f in found)
+            print(f"wrote {args.fix_duplicates}: a copy of the dataset without its {dropped} exact duplicate rows "
+                  f"({sum(1 for f in found if f.rows)} of {len(found)} data files changed)")
+    elif report.duplicate_rows:
+        print(f"{report.duplicate_rows} exact duplicate rows: `trajonco validate {args.dataset} --fix-duplicates OUT`"
+              " writes a copy without them")
+    if args.strict and report.warnings:
+        status = EXIT_PROBLEMS
+    return status
+
+
+def _validate_before_cohort(root: Path) -> None:
+    """`trajonco cohort --validate`: the whole check of `trajonco validate` first (the first problem stops, naming
+    file, subject and field); its warnings go to stderr (those about the splits are given by the cohort build)."""
+    from vista.meds.validation import validate_dataset
+
+    for warning in validate_dataset(root).warnings:
+        if warning.kind != "splits":
+            print(f"warning: {warning}", file=sys.stderr)
+
+
+def _locate_read_failure(root: Path, exc: Exception) -> None:
+    """Re-raise a cohort's data error with the data files that fail a full read, when a failed polars read caused it
+    (a corrupt page is only met halfway through the build, where the error cannot say which file)."""
+    import polars as pl
+
+    from trajonco.cohorts.errors import CohortDataError
+    from trajonco.cohorts.source import unreadable_data
+
+    if not isinstance(exc.__context__, pl.exceptions.PolarsError):  # raised while handling a failed read, or not
+        return
+    message = str(exc)
+    unsaid = [line for line in unreadable_data(root) if line not in message]
+    if unsaid:
+        raise CohortDataError(f"{message}; unreadable data: {'; '.join(unsaid[:3])}") from exc
 
 
 def _cmd_cohort(args: argparse.Namespace) -> int:
-    from trajonco.cohorts import build_cohort, load_definition
+    from trajonco.cohorts import CohortDataError, EmptyCohortError, build_cohort, load_definition
 
     definition = load_definition(args.definition)
-    overrides = {k: v for k, v in {"gap_days": args.gap_days, "seed": args.seed}.items() if v is not None}
+    overrides = {k: v for k, v in {"gap_days": args.gap_days, "seed": args.seed, "test_splits": args.test_splits,
+                                   "train_splits": args.train_splits}.items() if v is not None}
     if overrides:
         definition = definition.with_overrides(**overrides)
-    result = build_cohort(Path(args.dataset), definition, Path(args.out))
+    if args.validate:
+        _validate_before_cohort(Path(args.dataset))
+    try:
+        result = build_cohort(Path(args.dataset), definition, Path(args.out), profile=args.coding_profile)
+    except CohortDataError as exc:
+        _locate_read_failure(Path(args.dataset), exc)
+        raise
+    except EmptyCohortError as exc:  # --explain: what was found before it emptied; the error line follows
+        if args.explain and exc.explanation is not None:
+            print(exc.explanation.render(), flush=True)  # type: ignore[attr-defined]
+        raise
     print(result.manifest.summary_text() if hasattr(result.manifest, "summary_text") else result.manifest)
+    if args.explain:
+        print(result.explanation.render())
+    return 0
+
+
+def _cmd_profile(args: argparse.Namespace) -> int:
+    from vista.coding import profile_report
+
+    report = profile_report(Path(args.dataset), args.coding_profile, sample_rows=args.sample_rows)
+    print(report.model_dump_json(indent=2) if args.json else report.render())
     return 0
 
 
 def _cmd_timeline(args: argparse.Namespace) -> int:
     from trajonco.cohort_timelines import render_patient_timeline
 
-    print(render_patient_timeline(Path(args.dataset), args.subject, args.prediction_time))
+    when = _parse_when(args.prediction_time, "--prediction-time")
+    if when is None:
+        print("warning: no --prediction-time: the timeline holds the whole record, outcome included", file=sys.stderr)
+    print(render_patient_timeline(Path(args.dataset), args.subject, when, profile=args.coding_profile))
     return 0
+
+
+def _label_time(labels: str, subject_id: int) -> datetime:
+    """The prediction time of ``subject_id``'s row in a label file (MEDS labels or ACES output, see
+    `vista.meds.labels`); one clear line if the file is unusable or the row absent or ambiguous."""
+    import pyarrow.compute as pc
+
+    from vista.meds.labels import LabelFileError, read_label_table
+
+    try:
+        table = read_label_table(labels)
+    except LabelFileError as exc:
+        raise CommandLineError(f"--labels: {exc}") from None
+    rows = table.filter(pc.equal(table.column("subject_id"), subject_id))
+    times = sorted(set(rows.column("prediction_time").to_pylist()))
+    if not times:
+        raise CommandLineError(f"--labels: {labels} has no row for subject {subject_id}; pass --prediction-time instead")
+    if len(times) > 1:  # e.g. ACES: one row per trigger event
+        shown = ", ".join(t.isoformat() for t in times[:3]) + (", ..." if len(times) > 3 else "")
+        raise CommandLineError(f"--labels: {labels} has {len(times)} prediction times for subject {subject_id} "
+                               f"({shown}); pass one of them as --prediction-time")
+    return times[0]
 
 
 def _cmd_chunk(args: argparse.Namespace) -> int:
@@ -83,9 +205,24 @@ def _cmd_predict_one(args: argparse.Namespace) -> int:
     from vista.llm import LLMConfig
     from vista.meds.reader import MedsDataset
 
+    from trajonco.cancers import get_cancer
+    from trajonco.outcome_guard import leak_warning
+
+    if args.cancer != "any":
+        get_cancer(args.cancer)  # an unknown cancer fails here, listing the keys, before any data is read
     when = _parse_when(args.prediction_time, "--prediction-time")
-    dataset = MedsDataset(Path(args.dataset))
+    if when is None and args.labels:
+        when = _label_time(args.labels, args.subject)
+    if when is None and not args.all_history:
+        raise CommandLineError("predict-one needs a prediction time: --prediction-time DATE, --labels FILE (the "
+                               "subject's label row), or --all-history to let the agents read the whole record")
+    dataset = MedsDataset(Path(args.dataset), profile=args.coding_profile)
     record = dataset.load_patients([args.subject])[args.subject]
+    if when is None:
+        print("warning: --all-history: the agents read the whole record, diagnosis included", file=sys.stderr)
+    warning = leak_warning(record, args.cancer, when, dataset.code_catalog())
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     settings = {"variant": args.variant, "horizon_days": args.horizon_days, "chunk_tokens": args.chunk_tokens,
                 "memory_k": args.memory_k, "cancer": "lung" if args.cancer == "any" else args.cancer}
     try:
@@ -143,10 +280,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(handler=_cmd_synth)
 
-    p = sub.add_parser("validate", help="check a MEDS dataset (schema, order, values, times) and report problems")
+    p = sub.add_parser("profile", help="which coding profile fits a MEDS dataset, and what share of rows it places")
     p.add_argument("dataset", help="MEDS dataset root")
-    p.add_argument("--quarantine", action="store_true", help="record bad subjects/files and go on instead of stopping")
-    p.add_argument("--report", help="with --quarantine: write the quarantine report (JSON) here")
+    add_profile_option(p)
+    p.add_argument("--sample-rows", type=int, help="count only the first N rows (default: every row)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(handler=_cmd_profile)
+
+    p = sub.add_parser("validate", help="check a MEDS dataset (schema, order, values, times) and report problems",
+                       description=VALIDATE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dataset", help="MEDS dataset root")
+    p.add_argument("--quarantine", action="store_true", help="record bad subjects/files and go on instead of stopping "
+                   "(exit status 1 when anything was quarantined)")
+    p.add_argument("--report", help="with --quarantine: write the quarantine report here (JSON, or a parquet table "
+                   "when the name ends in .parquet): subject_id (null: whole file), file, field, problem, row")
+    p.add_argument("--fix-duplicates", metavar="OUT", help="write a copy of the dataset to OUT (a new directory) "
+                   "without its exact duplicate rows; only when the check finds no problem")
+    p.add_argument("--strict", action="store_true", help="exit with status 1 on warnings too (duplicates, splits, "
+                   "missing metadata)")
     p.set_defaults(handler=_cmd_validate)
 
     p = sub.add_parser("cohort", help="build a matched case-control cohort (MEDS labels + manifest) from a definition")
@@ -155,12 +306,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output cohort directory")
     p.add_argument("--gap-days", type=int, help="override the gap between prediction time and index (days)")
     p.add_argument("--seed", type=int, help="override the matching seed")
+    p.add_argument("--validate", action="store_true", help="check every row first, as `trajonco validate` does "
+                   "(without it only the files' footers and schemas are checked, which is instant)")
+    p.add_argument("--test-splits", nargs="+", metavar="SPLIT", help="MEDS splits feeding the test cohort "
+                   "(overrides the definition's test_splits; default held_out)")
+    p.add_argument("--train-splits", nargs="*", metavar="SPLIT", help="MEDS splits feeding the training cohort "
+                   "(overrides train_splits; default train tuning; give none for no training cohort)")
+    p.add_argument("--explain", action="store_true", help="also print which definition codes matched how many "
+                   "subjects and rows (per vocabulary and code), the phenotype per split and every exclusion — and, "
+                   "for an empty cohort, what was found before it emptied")
+    add_profile_option(p)
     p.set_defaults(handler=_cmd_cohort)
 
     p = sub.add_parser("timeline", help="print one patient's XML timeline (events strictly before the prediction time)")
     p.add_argument("--dataset", required=True, help="MEDS dataset root")
     p.add_argument("--subject", type=int, required=True, help="subject_id")
-    p.add_argument("--prediction-time", help="ISO date/time; default: after the last event")
+    p.add_argument("--prediction-time", help="ISO date/time; default: after the last event (warns: outcome included)")
+    add_profile_option(p)
     p.set_defaults(handler=_cmd_timeline)
 
     p = sub.add_parser("chunk", help="render and chunk the timelines of a cohort and print token/chunk statistics")
@@ -176,8 +338,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cancer", default="lung", help="one of the 15 cancer keys (lung, breast, ...) or 'any' for "
                    "any-cancer max pooling over all 15 (default lung)")
     p.add_argument("--variant", choices=["one_stage", "two_stage", "single_agent"], help="agent design (default one_stage)")
-    p.add_argument("--prediction-time", help="ISO date/time; only events strictly before it are seen (default: after "
-                   "the last event)")
+    p.add_argument("--prediction-time", help="ISO date/time; only events strictly before it are seen")
+    p.add_argument("--labels", help="MEDS label parquet: take the subject's prediction time from its row")
+    p.add_argument("--all-history", action="store_true", help="no prediction time: the agents read the whole record "
+                   "(diagnosis included; for demonstrations only)")
+    add_profile_option(p)
     p.add_argument("--horizon-days", type=int, help="prediction horizon in days (default 365)")
     p.add_argument("--chunk-tokens", type=int, help="chunk limit l in tokens (default: fitted to the model's context)")
     p.add_argument("--memory-k", type=int, help="latest memory events shown to each worker (default 10)")

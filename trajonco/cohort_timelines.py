@@ -17,7 +17,7 @@ from rich.table import Table
 from tqdm import tqdm
 
 from trajonco.chunking import chunk_timeline
-from trajonco.cohorts.errors import CohortDataError
+from vista.meds.labels import LabelFileError, read_label_table
 from vista.meds.reader import MedsDataset
 from vista.timeline import Timeline, render_timeline
 
@@ -46,32 +46,37 @@ class TimelineStats:
 
 
 def read_labels(path: Path, limit: int | None = None) -> list[LabelRow]:
-    """Label rows of a MEDS label parquet (clear error naming the file and the missing column)."""
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: label file not found")
-    frame = pl.read_parquet(path)
-    missing = [c for c in LABEL_COLUMNS if c not in frame.columns]
-    if missing:
-        raise CohortDataError(f"{path}: field {missing[0]!r}: missing from the label file (need {', '.join(LABEL_COLUMNS)})")
-    frame = frame.select(LABEL_COLUMNS).sort("subject_id")
+    """Label rows of a label parquet (MEDS labels or ACES output, see `vista.meds.labels`), by subject and time.
+
+    Every row needs a label: a clear `LabelFileError` names the file, the first subject and the field otherwise.
+    """
+    frame = pl.from_arrow(read_label_table(path).select(list(LABEL_COLUMNS))).sort("subject_id", "prediction_time")
+    unlabelled = frame.filter(pl.col("boolean_value").is_null())
+    if unlabelled.height:
+        raise LabelFileError(str(path), f"{unlabelled.height} of {frame.height} rows have no label (an ACES task config "
+                             "needs `label:` on its target window)", subject_id=int(unlabelled["subject_id"][0]),
+                             field="boolean_value")
     if limit is not None:
         frame = frame.head(limit)
     return [LabelRow(int(s), t, bool(b)) for s, t, b in frame.iter_rows()]
 
 
 def iter_cohort_timelines(dataset: MedsDataset, labels: list[LabelRow]) -> Iterator[tuple[LabelRow, Timeline]]:
-    """(label, timeline) pairs in subject order, reading only the labelled subjects from the dataset."""
+    """(label, timeline) pairs, one per label row (a subject may have several, e.g. one per ACES trigger), in subject
+    order, reading only the labelled subjects from the dataset."""
     catalog = dataset.code_catalog()
-    by_subject = {row.subject_id: row for row in labels}
+    by_subject: dict[int, list[LabelRow]] = {}
+    for row in labels:
+        by_subject.setdefault(row.subject_id, []).append(row)
     for record in dataset.iter_patients(by_subject):
-        label = by_subject[record.subject_id]
-        yield label, render_timeline(record, catalog, label.prediction_time)
+        for label in by_subject[record.subject_id]:
+            yield label, render_timeline(record, catalog, label.prediction_time)
 
 
 def timeline_stats(dataset_root: Path, labels_path: Path, *, max_tokens: int = 16_000, limit: int | None = None,
-                   progress: bool = True) -> list[TimelineStats]:
+                   progress: bool = True, profile: str | Path | None = None) -> list[TimelineStats]:
     """Render and chunk every labelled patient's timeline; return their sizes."""
-    dataset = MedsDataset(dataset_root)
+    dataset = MedsDataset(dataset_root, profile=profile)
     labels = read_labels(labels_path, limit)
     stats: list[TimelineStats] = []
     pairs = iter_cohort_timelines(dataset, labels)
@@ -111,9 +116,9 @@ def summary_table(stats: list[TimelineStats], title: str = "Timelines") -> Table
     return table
 
 
-def render_patient_timeline(dataset_root: Path, subject_id: int, prediction_time: str | None) -> str:
+def render_patient_timeline(dataset_root: Path, subject_id: int, prediction_time: datetime | None,
+                            profile: str | Path | None = None) -> str:
     """The XML timeline of one subject (events strictly before ``prediction_time`` when given)."""
-    dataset = MedsDataset(dataset_root)
+    dataset = MedsDataset(dataset_root, profile=profile)
     record = dataset.load_patients([subject_id])[subject_id]
-    cutoff = datetime.fromisoformat(prediction_time) if prediction_time else None
-    return render_timeline(record, dataset.code_catalog(), cutoff).to_xml()
+    return render_timeline(record, dataset.code_catalog(), prediction_time).to_xml()

@@ -34,17 +34,19 @@ def _cmd_graph(args: argparse.Namespace) -> int:
         root = Path(args.dataset)
         if not root.is_dir():
             raise CommandLineError(f"--dataset {root}: no such directory")
-        report = store.build_dataset(MedsDataset(root), args.subjects)
+        report = store.build_dataset(MedsDataset(root, profile=args.coding_profile), args.subjects)
     else:
-        report = store.build(_xml_sources(Path(args.xml_dir), args.subjects))
+        report = store.build(_xml_sources(Path(args.xml_dir), args.subjects, args.coding_profile))
     print(f"{store.root}: built {report.built} graph(s) ({report.nodes_built:,} nodes), skipped {report.skipped} "
           f"unchanged, in {report.seconds:.2f} s; the store holds {len(store)} subject(s)")
     return 0
 
 
-def _xml_sources(directory: Path, subjects: Sequence[int] | None):
-    """The patients of ``directory/*.xml`` (only ``subjects`` when given; each must be found)."""
+def _xml_sources(directory: Path, subjects: Sequence[int] | None, coding_profile: str | None = None):
+    """The patients of ``directory/*.xml`` (only ``subjects`` when given; each must be found); ``<eventstream>``
+    files are read with ``coding_profile`` (default ``vista_xml``)."""
     from vista.graph import GraphInputError, source_from_xml
+    from vista.graph.eventstream import XML_PROFILE
 
     if not directory.is_dir():
         raise CommandLineError(f"--xml-dir {directory}: no such directory")
@@ -58,7 +60,7 @@ def _xml_sources(directory: Path, subjects: Sequence[int] | None):
             data = path.read_bytes()
         except OSError as exc:
             raise GraphInputError(str(path), f"cannot read the file ({exc.strerror or exc})") from None
-        source = source_from_xml(data, path=str(path))
+        source = source_from_xml(data, path=str(path), profile=coding_profile or XML_PROFILE)
         if wanted is None or source.subject_id in wanted:
             found.add(source.subject_id)
             yield source
@@ -256,6 +258,14 @@ def add_llm_option(parser: argparse.ArgumentParser, flag: str = "--llm", help_te
     parser.add_argument(flag, action="append", default=[], metavar="KEY=VALUE", help=help_text)
 
 
+def add_profile_option(parser: argparse.ArgumentParser) -> None:
+    """``--coding-profile NAME|TOML``: how the dataset spells codes (`vista.coding`); detected when not given.
+
+    (Not ``--profile``: `vista timeline` already uses that for its event-definition profile.)"""
+    parser.add_argument("--coding-profile", dest="coding_profile", metavar="NAME|TOML", help="coding profile: a built-in (meds_synth, omop, synthea, mimic_iv, vista_xml) or "
+                        "a profile TOML path; default: detected from the data (see `trajonco profile`)")
+
+
 def _add_patient(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", required=True, help="graph store directory (made by `vista graph`)")
     parser.add_argument("--subject", type=int, required=True, help="subject_id")
@@ -269,9 +279,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("graph", help="build (or update) the MEDS Graphs of a cohort in a graph store")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--dataset", help="MEDS dataset root")
-    source.add_argument("--xml-dir", help="directory of patient XML files (either variant of vista.graph.xml_input)")
+    source.add_argument("--xml-dir", help="directory of patient XML files: the project's <patient> documents or the "
+                        "VISTA team's <eventstream> (meds2text) files (vista.graph.xml_input)")
     p.add_argument("--store", required=True, help="graph store directory (created if needed)")
     p.add_argument("--subjects", type=int, nargs="+", help="only these subject ids (default: every patient)")
+    add_profile_option(p)
     p.set_defaults(handler=_cmd_graph)
 
     p = sub.add_parser("timeline", help="build (or load, when unchanged) a patient's TOA timeline and print it")

@@ -21,7 +21,7 @@ RowRef(shard='data/train/0.parquet', row=103)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
@@ -30,13 +30,30 @@ from vista.meds import schema
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One MEDS row of a patient. ``time`` is None for static rows."""
+    """One MEDS row of a patient. ``time`` is None for static rows.
+
+    ``code`` is in the project's canonical spelling (``ICD10CM//C34.11``, ``GENDER//F``…, see `vista.coding`);
+    ``source_code`` is the dataset's own spelling when it differs (``DIAGNOSIS//ICD//10//C3411``). ``unit`` and
+    ``visit_id`` come from the row's extension columns when the dataset has them (a MEDS ``unit`` column, a
+    ``visit_id``-like column), or from the code itself (MIMIC's ``LAB//50912//mg/dL``).
+    """
 
     event_id: str
     time: datetime | None
     code: str
     numeric_value: float | None
     text_value: str | None
+    source_code: str | None = None
+    unit: str | None = None
+    visit_id: str | None = None
+    kind: str | None = None
+    """The category the row's source states (OMOP/Synthea table, XML event type) when it refines the code's own
+    (a SNOMED code from the procedure table is a procedure): a `vista.coding.Category` value."""
+
+    @property
+    def original_code(self) -> str:
+        """The code as the dataset spells it."""
+        return self.source_code or self.code
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +93,14 @@ class CodeInfo:
 
 
 class CodeCatalog(Mapping[str, CodeInfo]):
-    """Read-only code → `CodeInfo` lookup; unknown codes get an empty `CodeInfo` from `describe`."""
+    """Read-only code → `CodeInfo` lookup; unknown codes get an empty `CodeInfo` from `describe`, or one whose
+    description comes from ``fallback`` (a module-level function, so the catalog still pickles: e.g. the ICD-10-CM
+    titles `vista.coding.terminology.standard_description` knows offline)."""
 
-    def __init__(self, infos: Iterable[CodeInfo] = ()):
+    def __init__(self, infos: Iterable[CodeInfo] = (), fallback: Callable[[str], str | None] | None = None):
         self._infos = {info.code: info for info in infos}
+        self._fallback = fallback
+        self._looked_up: dict[str, CodeInfo] = {}  # fallback answers, kept apart so the mapping itself never changes
 
     def __getitem__(self, code: str) -> CodeInfo:
         return self._infos[code]
@@ -91,7 +112,15 @@ class CodeCatalog(Mapping[str, CodeInfo]):
         return len(self._infos)
 
     def describe(self, code: str) -> CodeInfo:
-        return self._infos.get(code) or CodeInfo(code)
+        found = self._infos.get(code)
+        if found is not None:
+            return found
+        if self._fallback is None:
+            return CodeInfo(code)
+        found = self._looked_up.get(code)
+        if found is None:
+            found = self._looked_up[code] = CodeInfo(code, self._fallback(code))
+        return found
 
 
 @dataclass(slots=True)

@@ -3,7 +3,7 @@
 From each ``jobs.predict`` prediction file: runtime per patient (``latency_total_s``: timeline to final answer;
 ``wall_s`` adds reading the record) overall, per stage (preprocessor / workers / manager / single agent) and by EHR
 length (XML tokens, chunks); tokens and dollars per patient. Per agent role, calls and tokens come from the
-per-patient JSON files next to the prediction file (``patients/``) or from `vista.llm.UsageLedger` files.
+part files next to the prediction file (``rows/``, or ``patients/`` JSON of older runs) or from `vista.llm.UsageLedger` files.
 
 Model selection puts each run on AUROC vs median runtime vs median cost and marks the Pareto front: the runs no
 other run beats on all three (higher AUROC, lower runtime, lower cost) at once.
@@ -15,7 +15,7 @@ other run beats on all three (higher AUROC, lower runtime, lower cost) at once.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -180,22 +180,46 @@ def run_profile(loaded: LoadedPredictions) -> RunProfile:
         chunks=_quantiles(ran, "n_chunks"),
         by_tokens=_bins(fresh.drop_nulls("timeline_tokens"), "timeline_tokens", TOKEN_BINS, "tokens"),
         by_chunks=_bins(fresh.drop_nulls("n_chunks"), "n_chunks", CHUNK_BINS, "chunks", counts=True),
-        agents=agent_roles_from_patient_files(loaded.name, Path(loaded.source.path).parent / "patients"),
+        agents=agent_roles_from_outputs(loaded.name, Path(loaded.source.path).parent),
         notes=notes,
     )
 
 
-def agent_roles_from_patient_files(run: str, folder: Path) -> list[AgentRole]:
-    """Per-role calls and tokens summed over the per-patient JSON files of a ``jobs.predict`` output folder."""
-    if not folder.is_dir():
-        return []
-    totals: dict[str, dict[str, float]] = {}
-    patients: dict[str, int] = {}
-    for path in sorted(folder.rglob("*.json")):
+def _results_of_part_files(output: Path) -> Iterator[tuple[str, dict | None]]:
+    """(source, result dict) of the newest row of each task in a ``jobs.predict`` output's part files
+    (``rows/run=*/part-*.parquet``, column ``result_json``)."""
+    files = sorted((output / "rows").glob("run=*/part-*.parquet"))
+    if not files:
+        return
+    try:
+        frame = (pl.scan_parquet(files).sort("finished_at")
+                 .group_by("subject_id", "prediction_time", maintain_order=True).agg(pl.col("result_json").last())
+                 .collect())
+    except pl.exceptions.PolarsError as exc:
+        raise ReportInputError(str(output / "rows"), f"unreadable part files ({' '.join(str(exc).split())})") from None
+    for text in frame["result_json"].to_list():
         try:
-            result = json.loads(path.read_bytes()).get("result")
+            yield str(output / "rows"), json.loads(text) if text else None
+        except ValueError as exc:
+            raise ReportInputError(str(output / "rows"), f"a result_json value is not JSON ({exc})") from None
+
+
+def _results_of_json_files(folder: Path) -> Iterator[tuple[str, dict | None]]:
+    """(file, result dict) of each per-patient JSON of a ``jobs.predict`` output written before the part files."""
+    for path in sorted(folder.rglob("*.json")) if folder.is_dir() else []:
+        try:
+            yield str(path), json.loads(path.read_bytes()).get("result")
         except (ValueError, OSError) as exc:
             raise ReportInputError(str(path), f"not a per-patient result file ({exc})") from None
+
+
+def agent_roles_from_outputs(run: str, output: Path) -> list[AgentRole]:
+    """Per-role calls and tokens summed over the per-patient results of a ``jobs.predict`` output folder (its part
+    files, or the per-patient JSON of older outputs)."""
+    totals: dict[str, dict[str, float]] = {}
+    patients: dict[str, int] = {}
+    results = list(_results_of_part_files(output)) or list(_results_of_json_files(output / "patients"))
+    for _, result in results:
         if not isinstance(result, dict):
             continue
         parts = result.get("results") if "results" in result else [result]  # any-cancer: one result per cancer

@@ -4,6 +4,11 @@ Output, under ``out_dir``: ``labels/test.parquet`` and ``labels/train.parquet`` 
 ``prediction_time``, ``boolean_value``, then ``index_time``, ``cancer``, ``role``, ``matched_to``, ``age_at_index``,
 ``sex``, ``split``) and ``manifest.json``. A model may read a subject's static rows and rows strictly before
 ``prediction_time`` = ``index_time`` - gap. Everything runs as polars group-bys and joins over the whole dataset.
+
+Leakage door: the phenotype accepts an isolated earlier target code outside the washout, but if it lies before the
+prediction time (or is static) the model would read the cancer in the input while no control can carry such a code.
+Such a case is excluded (``prior_target_code``, counted in the manifest) unless the definition sets
+``exclude_prior_target_codes = false``; then it is kept and counted as ``cases_with_prior_target_code``.
 """
 
 from __future__ import annotations
@@ -19,8 +24,17 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from trajonco.cohorts.codesets import CodeHierarchy, CodeSets, read_hierarchy
+from trajonco.cohorts.coding import ProfileSpec
 from trajonco.cohorts.definition import CohortDefinition
 from trajonco.cohorts.errors import CohortDataError, EmptyCohortError
+from trajonco.cohorts.explain import (
+    CohortExplanation,
+    code_match_report,
+    excluded_detail,
+    no_codes_detail,
+    splits_hint,
+)
 from trajonco.cohorts.manifest import (
     CaseExclusion,
     CohortManifest,
@@ -32,7 +46,7 @@ from trajonco.cohorts.manifest import (
 from trajonco.cohorts.matching import draw_control_index, match_controls
 from trajonco.cohorts.phenotype import PhenotypeStatus, classify_subjects, target_code_rows
 from trajonco.cohorts.population import Population, load_population
-from trajonco.cohorts.source import SPLIT, dataset_info, read_splits, scan_events
+from trajonco.cohorts.source import SPLIT, dataset_info, open_events, read_splits
 from vista.meds import schema
 
 log = logging.getLogger(__name__)
@@ -76,45 +90,72 @@ class CohortResult:
     train: pl.DataFrame | None
     label_paths: dict[str, Path]
     elapsed_seconds: float
+    explanation: CohortExplanation
 
 
 def build_cohort(
-    dataset_root: Path | str, definition: CohortDefinition, out_dir: Path | str, *, seed: int | None = None
+    dataset_root: Path | str,
+    definition: CohortDefinition,
+    out_dir: Path | str,
+    *,
+    seed: int | None = None,
+    profile: ProfileSpec | None = None,
 ) -> CohortResult:
     """Build the test (and training) cohort of ``definition`` from a MEDS dataset and write labels and manifest.
 
-    ``seed`` overrides the definition's seed (the manifest records the definition actually used).
+    ``seed`` overrides the definition's seed (the manifest records the definition actually used); ``profile`` is the
+    coding profile to read the codes with (`vista.coding`; detected from the data when None). An empty cohort raises
+    `EmptyCohortError` carrying the explanation so far (``.explanation``).
     """
     started = time.perf_counter()
     root, out = Path(dataset_root), Path(out_dir)
     if seed is not None:
         definition = definition.with_overrides(seed=seed)
-    events = scan_events(root)
+    source = open_events(root, profile)
+    events = source.events
     splits = read_splits(root)
+    needs_tree = any(c.snomed_codes for c in definition.cancers)
+    code_sets = CodeSets.build(definition, read_hierarchy(root, source.profile) if needs_tree else CodeHierarchy())
     try:
         population = load_population(events, splits, min_visits=definition.min_visits, source=str(root))
-        code_rows = target_code_rows(events, definition).collect()
+        code_rows = target_code_rows(events, definition, code_sets).collect()
     except pl.exceptions.PolarsError as exc:
         raise CohortDataError(f"{root}: cannot read the MEDS data ({exc})") from None
     phenotypes = classify_subjects(code_rows, population.subjects.select(SID, "first_visit_time"), definition)
+    prior = _prior_target_codes(code_rows)
     log.info(
         "cohort %s: %d subjects, %d with target codes", definition.name, population.subjects.height, phenotypes.height
     )
-
-    test = build_split_cohort(
-        "test", definition.test_splits, definition.test_target_cases, population, phenotypes, definition, stream=0
+    explanation = CohortExplanation(
+        cohort=definition.name,
+        coding=source.coding,
+        code_matches=code_match_report(definition, code_sets, code_rows, source.code_rows),
+        phenotype_by_split=_verdicts_by_split(population, phenotypes),
     )
-    train = None
-    if definition.train_splits:
-        train = build_split_cohort(
-            "train",
-            definition.train_splits,
-            definition.train_target_cases,
-            population,
-            phenotypes,
-            definition,
-            stream=1,
+    try:
+        if code_rows.is_empty():
+            raise EmptyCohortError(
+                definition.name,
+                "no code of the definition in the data",
+                no_codes_detail(explanation.code_matches, source.coding),  # type: ignore[arg-type]
+            )
+        test = build_split_cohort(
+            "test", definition.test_splits, definition.test_target_cases, population, phenotypes, definition,
+            stream=0, prior=prior,
         )
+        explanation.reports["test"] = test.report
+        train = None
+        if definition.train_splits:
+            train = build_split_cohort(
+                "train", definition.train_splits, definition.train_target_cases, population, phenotypes, definition,
+                stream=1, prior=prior,
+            )
+            explanation.reports["train"] = train.report
+    except EmptyCohortError as exc:
+        explanation.empty = str(exc)
+        exc.explanation = explanation
+        raise
+    if train is not None:
         shared = test.labels.join(train.labels, on=SID, how="semi")
         if shared.height:  # splits are disjoint, so this would be a bug, not bad input
             raise AssertionError(
@@ -132,6 +173,8 @@ def build_cohort(
         definition=definition,
         definition_hash=definition.digest(),
         dataset=dataset_info(root),
+        coding=source.coding,
+        code_matches=explanation.code_matches,
         subjects_in_dataset=population.subjects_in_data,
         subjects_without_split=population.subjects_without_split,
         test=test.report,
@@ -147,7 +190,29 @@ def build_cohort(
         train=None if train is None else train.labels,
         label_paths=paths,
         elapsed_seconds=elapsed,
+        explanation=explanation,
     )
+
+
+def _prior_target_codes(code_rows: pl.DataFrame) -> pl.DataFrame:
+    """Per subject with target codes: the earliest timed one and whether a static (untimed) one exists."""
+    return code_rows.group_by(SID).agg(
+        first_target_time=pl.col(schema.TIME).min(), static_target=pl.col(schema.TIME).is_null().any()
+    )
+
+
+def _verdicts_by_split(population: Population, phenotypes: pl.DataFrame) -> dict[str, dict[str, int]]:
+    """split → phenotype verdict → subjects (subjects without a split under '(none)')."""
+    counted = (
+        phenotypes.join(population.subjects.select(SID, SPLIT), on=SID, how="left")
+        .with_columns(pl.col(SPLIT).fill_null("(none)"))
+        .group_by(SPLIT, "status")
+        .len()
+    )
+    out: dict[str, dict[str, int]] = {}
+    for split, status, n in counted.iter_rows():
+        out.setdefault(split, {})[status] = int(n)
+    return out
 
 
 def build_split_cohort(
@@ -159,8 +224,13 @@ def build_split_cohort(
     definition: CohortDefinition,
     *,
     stream: int,
+    prior: pl.DataFrame | None = None,
 ) -> SplitCohort:
-    """Cases, exclusions, control index dates and matching for the subjects of ``splits``."""
+    """Cases, exclusions, control index dates and matching for the subjects of ``splits``.
+
+    ``prior`` (subject_id, first_target_time, static_target; see `_prior_target_codes`) lets the build find cases
+    whose record codes a target cancer before the prediction time; without it none is found.
+    """
     rng = np.random.default_rng([definition.seed, stream])
     members = population.subjects.filter(pl.col(SPLIT).is_in(list(splits)))
     if members.is_empty():
@@ -172,16 +242,31 @@ def build_split_cohort(
     status_counts = dict(members.group_by("status").len().drop_nulls("status").iter_rows())
     found = members.filter(pl.col("status") == PhenotypeStatus.CASE.value)
     if found.is_empty():
+        elsewhere = dict(
+            population.subjects.filter(pl.col(SPLIT).is_not_null() & ~pl.col(SPLIT).is_in(list(splits)))
+            .join(phenotypes.filter(pl.col("status") == PhenotypeStatus.CASE.value), on=SID)
+            .group_by(SPLIT)
+            .len()
+            .iter_rows()
+        )
         raise EmptyCohortError(
             name,
-            "no cases found",
+            "no cases in its splits" if elsewhere else "no cases found",
             f"none of {members.height} subjects in {list(splits)} meets the phenotype"
             f" ({status_counts.get('prevalent', 0)} prevalent, {status_counts.get('no_qualifying_pair', 0)} with target"
-            " codes but no qualifying pair)",
+            " codes but no qualifying pair)" + splits_hint(elsewhere, f"{name}_splits"),
         )
 
     gap = pl.duration(days=definition.gap_days)
     cases = _with_age(found.with_columns(prediction_time=pl.col("index_time") - gap), definition)
+    if prior is None:
+        prior = pl.DataFrame(
+            schema={SID: pl.Int64, "first_target_time": pl.Datetime("us"), "static_target": pl.Boolean}
+        )
+    cases = cases.join(prior, on=SID, how="left").with_columns(
+        prior_target=pl.col("static_target").fill_null(False)
+        | (pl.col("first_target_time") < pl.col("prediction_time")).fill_null(False)
+    )
     required_sex = {c.name: c.sex for c in definition.cancers if c.sex is not None}
     cases = cases.with_columns(
         reason=pl.when(pl.col("sex").is_null() | pl.col("birth_time").is_null())
@@ -195,6 +280,8 @@ def build_split_cohort(
         .then(pl.lit(CaseExclusion.INDEX_BEFORE_BIRTH.value))
         .when(pl.col("ready_time").is_null() | (pl.col("ready_time") >= pl.col("prediction_time")))
         .then(pl.lit(CaseExclusion.TOO_FEW_VISITS_BEFORE_PREDICTION.value))
+        .when(pl.lit(definition.exclude_prior_target_codes) & pl.col("prior_target"))
+        .then(pl.lit(CaseExclusion.PRIOR_TARGET_CODE.value))
     )
     eligible_cases = cases.filter(pl.col("reason").is_null())
     case_reasons = _count(cases["reason"], CaseExclusion)
@@ -203,8 +290,7 @@ def build_split_cohort(
         PhenotypeStatus.NO_QUALIFYING_PAIR.value, 0
     )
     if eligible_cases.is_empty():
-        reasons = ", ".join(f"{k}: {v}" for k, v in case_reasons.items() if v)
-        raise EmptyCohortError(name, "all cases excluded", f"{found.height} phenotype cases, excluded as {reasons}")
+        raise EmptyCohortError(name, "all cases excluded", excluded_detail(found.height, case_reasons))
 
     candidates = members.filter(pl.col("status").is_null()).drop("status", "cancer", "index_time")
     allowed = definition.allowed_sexes
@@ -262,6 +348,7 @@ def build_split_cohort(
         eligible_controls=eligible_controls.height,
         case_exclusions=case_reasons,
         control_exclusions=_count(controls["reason"], ControlExclusion),
+        cases_with_prior_target_code=int(match.cases["prior_target"].sum()),
         cases_not_sampled=eligible_cases.height - match.cases_considered,
         controls_unused=eligible_controls.height - match.controls.height,
         matching=_quality(match.cases, match.controls, match.cases_considered),

@@ -1,9 +1,20 @@
 """Declarative case–control cohort definitions: one pydantic model, loaded from small TOML files.
 
-A built-in definition exists for each of the 15 cancers and for ``any_cancer`` (``definitions/*.toml``). A TOML file
-may use three shorthands that the loader expands before validation:
+A built-in definition exists for each of the 15 cancers and for ``any_cancer`` (``definitions/*.toml``). A cancer
+lists code sets per vocabulary, all matched against the *canonical* codes the dataset's coding profile produces
+(`vista.coding`), so ``DIAGNOSIS//ICD//10//C3411`` (MIMIC-IV), ``ICD10CM/C34.1`` (OMOP) and ``ICD10CM//C34.11``
+(ours) are one code:
 
-- ``icd10cm_prefixes`` / ``icd9cm_prefixes`` / ``sex`` at the top level define one cancer named like the cohort;
+- ``icd10cm_prefixes`` / ``icd9cm_prefixes``: ICD-10-CM / ICD-9-CM code prefixes (dots ignored);
+- ``snomed_codes``: SNOMED CT concept ids, matched exactly and, when the dataset ships ``metadata/codes.parquet``
+  with ``parent_codes``, together with every code below them in that hierarchy; ``snomed_exclude``: concepts whose
+  descendants never count (e.g. 128462008 |Secondary malignant neoplastic disease|);
+- ``patterns``: regular expressions matched against the whole canonical code (``LOCAL//ONC-LUNG-.*``), for any
+  other vocabulary.
+
+A TOML file may use three shorthands that the loader expands before validation:
+
+- the code-set keys above and ``sex`` at the top level define one cancer named like the cohort;
 - ``include = ["lung", "breast", ...]`` takes the cancers of other definitions (the any-cancer composite);
 - ``extends = "lung"`` starts from another definition and overrides only the keys given (a new gap, a new seed...).
 
@@ -11,8 +22,10 @@ Names resolve to built-ins; anything ending in ``.toml`` or containing a path se
 ``include``/``extends`` paths resolve against the including file's folder.
 
 >>> d = load_definition("lung")
->>> d.name, d.cancers[0].icd10cm_prefixes, d.gap_days, d.washout_days
-('lung', ('C34',), 365, 180)
+>>> d.name, d.cancers[0].icd10cm_prefixes, d.gap_days, d.washout_days, d.exclude_prior_target_codes
+('lung', ('C34',), 365, 180, True)
+>>> "254637007" in d.cancers[0].snomed_codes
+True
 >>> d.with_overrides(gap_days=730).gap_days
 730
 >>> len(load_definition("any_cancer").cancers)
@@ -23,19 +36,28 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tomllib
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+import polars as pl
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from trajonco.cohorts.errors import CohortDefinitionError
 
 Sex = Literal["F", "M"]
 MatchingKey = Literal["sex", "age_band"]
 Prefix = Annotated[str, Field(pattern=r"^[A-Z0-9][A-Z0-9.]*$", description="code prefix, e.g. 'C34' or '162.2'")]
+SnomedId = Annotated[
+    str,
+    BeforeValidator(lambda v: str(v) if isinstance(v, int) and not isinstance(v, bool) else v),
+    Field(pattern=r"^[1-9][0-9]{5,17}$", description="SNOMED CT concept id (digits only), e.g. '254637007'"),
+]
+CODE_SET_KEYS = ("icd10cm_prefixes", "icd9cm_prefixes", "snomed_codes", "snomed_exclude", "patterns")
+"""The keys of a cancer's code sets (also accepted at the top level of a single-cancer TOML)."""
 
 BUILTIN_PACKAGE = "trajonco.cohorts.definitions"
 
@@ -49,8 +71,21 @@ def normalize_prefix(prefix: str) -> str:
     return prefix.replace(".", "").upper()
 
 
+def _valid_regex(pattern: str) -> str:
+    """The pattern if polars (Rust regex, the engine that applies it) compiles it; a one-line error otherwise."""
+    try:
+        pl.Series([""], dtype=pl.String).str.contains(pattern)
+    except pl.exceptions.PolarsError as exc:
+        detail = str(exc).split("\n\nThis error occurred")[0].replace("\n", " ")
+        problem = " ".join(detail.split())
+        raise ValueError(f"pattern {pattern!r} is not a valid regular expression ({problem})") from None
+    if re.fullmatch(r"[\^$.*]*", pattern):
+        raise ValueError(f"pattern {pattern!r} matches every code")
+    return pattern
+
+
 class CancerCodes(BaseModel):
-    """The diagnosis codes that identify one cancer, as code prefixes per vocabulary."""
+    """The codes that identify one cancer: a code set per vocabulary, matched against canonical codes."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -63,15 +98,47 @@ class CancerCodes(BaseModel):
     icd9cm_prefixes: tuple[Prefix, ...] = Field(
         default=(), description="ICD-9-CM prefixes, matched the same way (for data coded before October 2015)"
     )
+    snomed_codes: tuple[SnomedId, ...] = Field(
+        default=(),
+        description="SNOMED CT concept ids: matched exactly, plus their descendants when the dataset's"
+        " metadata/codes.parquet has parent_codes",
+    )
+    snomed_exclude: tuple[SnomedId, ...] = Field(
+        default=(),
+        description="SNOMED CT concepts whose descendants never count, even below a listed concept (e.g. secondary"
+        " malignant neoplasms under 'malignant tumor of lung')",
+    )
+    patterns: tuple[str, ...] = Field(
+        default=(),
+        description="regular expressions matched against the whole canonical code, e.g. 'LOCAL//ONC-LUNG-.*'",
+    )
     sex: Sex | None = Field(
         default=None, description="restrict cases (and hence matched controls) to this sex; None means both"
     )
 
+    @field_validator("patterns")
+    @classmethod
+    def _patterns_compile(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_valid_regex(p) for p in patterns)
+
     @model_validator(mode="after")
     def _has_codes(self) -> CancerCodes:
-        if not self.icd10cm_prefixes and not self.icd9cm_prefixes:
-            raise ValueError(f"cancer {self.name!r} has no ICD-10-CM or ICD-9-CM prefix")
+        if not (self.icd10cm_prefixes or self.icd9cm_prefixes or self.snomed_codes or self.patterns):
+            raise ValueError(
+                f"cancer {self.name!r} has no code set: give icd10cm_prefixes, icd9cm_prefixes, snomed_codes or"
+                " patterns"
+            )
+        both = sorted(set(self.snomed_codes) & set(self.snomed_exclude))
+        if both:
+            raise ValueError(f"cancer {self.name!r}: SNOMED CT concept(s) {both} are both listed and excluded")
         return self
+
+    @property
+    def vocabularies(self) -> tuple[str, ...]:
+        """The canonical vocabularies this cancer's code sets look in ('patterns' for free patterns)."""
+        found = [v for v, codes in (("ICD10CM", self.icd10cm_prefixes), ("ICD9CM", self.icd9cm_prefixes),
+                                    ("SNOMED", self.snomed_codes), ("patterns", self.patterns)) if codes]
+        return tuple(found)
 
 
 class CohortDefinition(BaseModel):
@@ -96,6 +163,12 @@ class CohortDefinition(BaseModel):
         ge=0,
         description="cancer-free observed history required before the index (from the first visit or the previous"
         " target code); patients whose first target code comes earlier are prevalent and excluded",
+    )
+    exclude_prior_target_codes: bool = Field(
+        default=True,
+        description="exclude a case whose record holds a code of a target cancer before the prediction time (an"
+        " isolated earlier code outside the washout): no control can carry one, so keeping it hands a model the"
+        " answer; false keeps such cases (counted either way in the manifest)",
     )
     gap_days: int = Field(
         default=365,
@@ -146,6 +219,12 @@ class CohortDefinition(BaseModel):
                 for p2, c2 in owners:
                     if c1 != c2 and p1.startswith(p2):
                         raise ValueError(f"{vocab}: prefix {p1!r} of {c1!r} is also covered by {p2!r} of {c2!r}")
+        for vocab in ("snomed_codes", "patterns"):  # exact repeats; overlaps through the data are checked at build
+            seen: dict[str, str] = {}
+            for c in self.cancers:
+                for code in getattr(c, vocab):
+                    if seen.setdefault(code, c.name) != c.name:
+                        raise ValueError(f"{vocab}: {code!r} is listed for both {seen[code]!r} and {c.name!r}")
         return self
 
     @property
@@ -232,7 +311,7 @@ def _load_raw(ref: str | Path, base: Path, chain: tuple[str, ...]) -> tuple[dict
             raise CohortDefinitionError(f"{source}: field extends: expected a definition name or path")
         data = _validate(_load_raw(extends, folder, chain)[0], source).model_dump()
     include = raw.pop("include", None)
-    single = {k: raw.pop(k) for k in ("icd10cm_prefixes", "icd9cm_prefixes", "sex") if k in raw}
+    single = {k: raw.pop(k) for k in (*CODE_SET_KEYS, "sex") if k in raw}
     if include is not None and (single or "cancers" in raw):
         raise CohortDefinitionError(f"{source}: use either include, cancers or top-level codes, not several")
     if single and "cancers" in raw:

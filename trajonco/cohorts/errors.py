@@ -21,4 +21,6 @@ class EmptyCohortError(CohortError):
     def __init__(self, cohort: str, step: str, detail: str):
         self.cohort = cohort
         self.step = step
+        self.explanation: object | None = None
+        """set by `build_cohort`: the `trajonco.cohorts.explain.CohortExplanation` gathered before the build stopped"""
         super().__init__(f"{cohort} cohort is empty: {step} — {detail}")

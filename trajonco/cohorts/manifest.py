@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel, Field
 
+from trajonco.cohorts.coding import CodingChoice
 from trajonco.cohorts.definition import CohortDefinition
 from trajonco.cohorts.source import DatasetInfo
 
@@ -26,6 +27,9 @@ class CaseExclusion(StrEnum):
     SEX_RESTRICTION = "sex_restriction"
     INDEX_BEFORE_BIRTH = "index_before_birth"
     TOO_FEW_VISITS_BEFORE_PREDICTION = "too_few_visits_before_prediction"
+    PRIOR_TARGET_CODE = "prior_target_code"
+    """a code of a target cancer before the prediction time (an isolated earlier code outside the washout, or a static
+    one): controls never carry one, so the case would hand a model the answer (``exclude_prior_target_codes``)"""
     NO_MATCHING_CONTROL = "no_matching_control"
 
 
@@ -99,9 +103,67 @@ class SplitCohortReport(BaseModel):
     eligible_controls: int = Field(description="control candidates left after the control exclusions")
     case_exclusions: dict[str, int] = Field(description="subjects with target codes not made cases, by first reason")
     control_exclusions: dict[str, int] = Field(description="control candidates excluded, by first reason")
+    cases_with_prior_target_code: int = Field(
+        default=0,
+        description="cases kept although their record holds a target-cancer code before the prediction time (0"
+        " unless exclude_prior_target_codes is false; excluded ones are counted in case_exclusions)",
+    )
     cases_not_sampled: int = Field(description="eligible cases not tried because the target was already reached")
     controls_unused: int = Field(description="eligible controls not drawn by the matching")
     matching: MatchingQuality
+
+
+class VocabularyRows(BaseModel):
+    """One vocabulary of the data (canonical spelling): its rows and distinct codes."""
+
+    vocabulary: str
+    rows: int
+    codes: int
+
+
+class CodeMatch(BaseModel):
+    """One code of the data that a definition entry matched, with the subjects and rows carrying it."""
+
+    cancer: str
+    vocabulary: str = Field(description="vocabulary of the definition entry: ICD10CM, ICD9CM, SNOMED or patterns")
+    entry: str = Field(description="the definition's entry: an ICD prefix, a SNOMED CT id or a pattern")
+    how: str = Field(description="prefix, exact id, below it in codes.parquet, or pattern")
+    code: str = Field(description="the canonical code found in the data")
+    subjects: int
+    events: int
+
+
+class VocabularyMatch(BaseModel):
+    """Subjects and rows one cancer's code set of one vocabulary matched."""
+
+    cancer: str
+    vocabulary: str
+    subjects: int
+    events: int
+    codes: int
+
+
+class CodeOverlapReport(BaseModel):
+    """A code of the data claimed by several target cancers (descendants or patterns), and the one it counted for."""
+
+    code: str
+    cancers: tuple[str, ...]
+    counted_as: str
+
+
+class CodeMatchReport(BaseModel):
+    """What the definition's code sets found in the whole dataset (all splits, before any rule of the phenotype)."""
+
+    looked_for: dict[str, tuple[str, ...]] = Field(description="cancer → vocabularies its code sets search")
+    vocabularies_in_data: list[VocabularyRows] = Field(description="every vocabulary of the data, most rows first")
+    by_vocabulary: list[VocabularyMatch]
+    codes: list[CodeMatch] = Field(description="every matched code of the data, most subjects first")
+    overlaps: list[CodeOverlapReport] = Field(default_factory=list)
+    hierarchy_codes: int = Field(
+        description="codes with parent_codes in metadata/codes.parquet (0: SNOMED CT ids matched exactly only)"
+    )
+    subjects_with_target_codes: int
+    target_rows: int
 
 
 class CohortManifest(BaseModel):
@@ -110,6 +172,8 @@ class CohortManifest(BaseModel):
     definition: CohortDefinition
     definition_hash: str = Field(description="SHA-256 of the canonical JSON of the definition")
     dataset: DatasetInfo
+    coding: CodingChoice | None = Field(default=None, description="how the dataset's codes were read (profile)")
+    code_matches: CodeMatchReport | None = Field(default=None, description="which definition codes the data holds")
     input_window: str = Field(default=INPUT_WINDOW, description="which rows a model may read for a label")
     subjects_in_dataset: int
     subjects_without_split: int = Field(description="subjects with data rows but no entry in the splits file")
@@ -131,6 +195,8 @@ class CohortManifest(BaseModel):
             f"{d.max_days_between_codes} d apart, 1:{d.controls_per_case} on {', '.join(d.matching_keys) or 'nothing'}"
             f" (definition {self.definition_hash[:12]}), dataset {self.dataset.path}",
         ]
+        if self.coding is not None:
+            lines.append(f"  {self.coding.line()}")
         for name, report in (("test", self.test), ("train", self.train)):
             if report is None:
                 continue

@@ -24,7 +24,8 @@ from enum import StrEnum
 
 import polars as pl
 
-from trajonco.cohorts.definition import CohortDefinition, normalize_prefix
+from trajonco.cohorts.codesets import CodeHierarchy, CodeSets
+from trajonco.cohorts.definition import CohortDefinition
 from vista.meds import schema
 
 SID = schema.SUBJECT_ID
@@ -38,38 +39,25 @@ class PhenotypeStatus(StrEnum):
     NO_QUALIFYING_PAIR = "no_qualifying_pair"
 
 
-def cancer_of_code(definition: CohortDefinition) -> pl.Expr:
-    """Expression giving the target cancer of a ``code`` (null when the code belongs to none).
+def cancer_of_code(definition: CohortDefinition, hierarchy: CodeHierarchy | None = None) -> pl.Expr:
+    """Expression giving the target cancer of a canonical ``code`` (null when the code belongs to none).
 
     >>> from trajonco.cohorts.definition import load_definition
     >>> codes = pl.DataFrame({"code": ["ICD10CM//C34.11", "ICD9CM//162.3", "ICD9CM//162.0", "ICD10CM//C3490",
-    ...                                "LOINC//C34"]})
+    ...                                "LOINC//C34", "SNOMED//254637007"]})
     >>> codes.select(cancer_of_code(load_definition("lung")))["cancer"].to_list()
-    ['lung', 'lung', None, 'lung', None]
+    ['lung', 'lung', None, 'lung', None, 'lung']
     """
-    code = pl.col(schema.CODE).str.replace_all(".", "", literal=True)
-    chain = None
-    for cancer in definition.cancers:
-        leads = [f"{schema.ICD10CM}{schema.SEP}{normalize_prefix(p)}" for p in cancer.icd10cm_prefixes]
-        leads += [f"{schema.ICD9CM}{schema.SEP}{normalize_prefix(p)}" for p in cancer.icd9cm_prefixes]
-        matches = pl.any_horizontal([code.str.starts_with(lead) for lead in leads])
-        chain = (
-            pl.when(matches).then(pl.lit(cancer.name))
-            if chain is None
-            else chain.when(matches).then(pl.lit(cancer.name))
-        )
-    assert chain is not None  # a definition has at least one cancer
-    return chain.otherwise(pl.lit(None, dtype=pl.String)).alias("cancer")
+    return CodeSets.build(definition, hierarchy).cancer_expr()
 
 
-def target_code_rows(events: pl.LazyFrame, definition: CohortDefinition) -> pl.LazyFrame:
-    """``subject_id``, ``time``, ``cancer`` of every diagnosis row that belongs to a target cancer."""
-    is_diagnosis = pl.col(schema.CODE).str.starts_with(schema.ICD10CM + schema.SEP) | pl.col(
-        schema.CODE
-    ).str.starts_with(schema.ICD9CM + schema.SEP)
+def target_code_rows(
+    events: pl.LazyFrame, definition: CohortDefinition, code_sets: CodeSets | None = None
+) -> pl.LazyFrame:
+    """``subject_id``, ``time``, ``code``, ``cancer`` of every row whose canonical code belongs to a target cancer."""
+    sets = code_sets if code_sets is not None else CodeSets.build(definition)
     return (
-        events.filter(is_diagnosis)
-        .select(SID, schema.TIME, cancer_of_code(definition))
+        events.select(SID, schema.TIME, schema.CODE, sets.cancer_expr())
         .filter(pl.col("cancer").is_not_null())
     )
 

@@ -1,8 +1,11 @@
 """Per-subject facts every cohort needs — split, sex, birth, visits — computed once over the whole dataset.
 
-A *visit* is a distinct date with an ``ENCOUNTER//`` row, timed at its earliest encounter row. A subject without any
-encounter row falls back to the distinct dates of its clinical rows, exactly like `PatientRecord.visit_dates`, so
-the cohort and the per-patient pipeline count visits the same way. A subject's observed period runs from its first
+Codes are canonical (`trajonco.cohorts.source.scan_events` respells them through the dataset's coding profile), so
+``Gender/F`` (OMOP), ``GENDER//F`` (MIMIC-IV) and ``Visit/OP`` / ``HOSPITAL_ADMISSION//…`` all arrive as the
+``GENDER//`` and ``ENCOUNTER//`` leads read here. A *visit* is a distinct date with an ``ENCOUNTER//`` row, timed at
+its earliest encounter row (a ``visit_id`` column is not needed: one date, one visit, however many stays it
+holds). A subject without any encounter row falls back to the distinct dates of its clinical rows, exactly like
+`PatientRecord.visit_dates`, so the cohort and the per-patient pipeline count visits the same way. A subject's observed period runs from its first
 to its last visit (never from ``MEDS_BIRTH``).
 """
 

@@ -1,19 +1,35 @@
 """Where cohort building reads a MEDS dataset: the event rows (lazily), the subject splits and the dataset metadata.
 
-`scan_events` is the single entry to the data rows, so it can later be pointed at `vista.meds.reader.MedsDataset.scan()`
-without touching the cohort logic. Only ``subject_id``, ``time`` and ``code`` are read (never note text).
+`scan_events` (or `open_events`, which also says how the codes were read) is the single entry to the data rows. Only
+``subject_id``, ``time`` and ``code`` are read (never note text), and ``code`` comes out in the project's canonical
+spelling (`trajonco.cohorts.coding`), whatever the dataset's own.
+
+Bad input is reported as what it is, never as an empty cohort: every shard's footer and schema are checked first
+(`check_data_files`: a truncated or foreign file, a missing or mistyped column, named with its path), `read_splits`
+warns when ``subject_splits.parquet`` lists subjects the data lacks or omits subjects it has, and `unreadable_data`
+finds the file behind a read that failed halfway (a corrupt page, which only a full read meets).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 from pydantic import BaseModel, Field
 
+from trajonco.cohorts.coding import CodingChoice, ProfileSpec, canonical_mapping, choose_profile
 from trajonco.cohorts.errors import CohortDataError
+from vista.coding import CodingProfile
+from vista.errors import describe_location
 from vista.meds import schema
+from vista.meds.errors import MedsDataError
+from vista.meds.metadata import splits_coverage
+from vista.meds.reader import MedsDataset
+
+log = logging.getLogger(__name__)
 
 EVENT_COLUMNS: dict[str, type[pl.DataType]] = {
     schema.SUBJECT_ID: pl.Int64,
@@ -41,12 +57,57 @@ def data_files(dataset_root: Path) -> list[Path]:
     return files
 
 
-def scan_events(dataset_root: Path) -> pl.LazyFrame:
-    """``subject_id``, ``time``, ``code`` of every data row, lazily, with the column types checked up front."""
+@dataclass(frozen=True)
+class EventSource:
+    """The dataset's rows with canonical codes, the profile that spelled them, and how many rows each code has."""
+
+    events: pl.LazyFrame
+    """``subject_id``, ``time``, ``code`` (canonical) of every row, lazily"""
+    profile: CodingProfile
+    coding: CodingChoice
+    code_rows: pl.DataFrame
+    """``code`` (canonical) and ``rows``: every distinct code of the whole dataset with its row count"""
+
+
+def scan_events(dataset_root: Path, profile: ProfileSpec | None = None) -> pl.LazyFrame:
+    """``subject_id``, ``time``, ``code`` of every data row, lazily, with the column types checked up front and
+    ``code`` in canonical spelling (``profile`` detected when not given)."""
+    return open_events(dataset_root, profile).events
+
+
+def open_events(dataset_root: Path, profile: ProfileSpec | None = None) -> EventSource:
+    """`scan_events` plus the coding profile's choice (for the manifest) and the rows per canonical code.
+
+    The codes are translated through a mapping built over the dataset's distinct codes and applied as one
+    ``replace``; a dataset already in canonical spelling (ours) is left untouched.
+    """
+    raw = _scan_checked(dataset_root)
     try:
-        frame = pl.scan_parquet(data_files(dataset_root))
+        counts = raw.group_by(schema.CODE).agg(rows=pl.len()).collect()
+    except pl.exceptions.PolarsError as exc:
+        raise CohortDataError(f"{dataset_root / schema.DATA_DIR}: cannot read the MEDS shards ({exc})") from None
+    chosen, how, share = choose_profile(dataset_root, profile)
+    source_codes = counts.height
+    mapping = canonical_mapping(counts[schema.CODE].drop_nulls().to_list(), chosen)
+    events = raw.with_columns(pl.col(schema.CODE).replace(mapping)) if mapping else raw
+    if mapping:
+        counts = (
+            counts.with_columns(pl.col(schema.CODE).replace(mapping))
+            .group_by(schema.CODE)
+            .agg(pl.col("rows").sum())
+        )
+    choice = CodingChoice(profile=chosen.name, chosen_by=how, recognised_share=share,  # type: ignore[arg-type]
+                          distinct_source_codes=source_codes, respelled_codes=len(mapping))
+    return EventSource(events=events, profile=chosen, coding=choice, code_rows=counts.sort(schema.CODE))
+
+
+def _scan_checked(dataset_root: Path) -> pl.LazyFrame:
+    """``subject_id``, ``time``, ``code`` as the shards spell them, with the column types checked up front."""
+    try:
+        frame = pl.scan_parquet(data_files(dataset_root), extra_columns="ignore")  # shards may differ in extensions
         found = frame.collect_schema()
     except pl.exceptions.PolarsError as exc:
+        check_data_files(dataset_root)  # names the unusable file
         raise CohortDataError(f"{dataset_root / schema.DATA_DIR}: cannot read the MEDS shards ({exc})") from None
     for column, dtype in EVENT_COLUMNS.items():
         if column not in found:
@@ -60,11 +121,54 @@ def scan_events(dataset_root: Path) -> pl.LazyFrame:
         raise CohortDataError(
             f"{dataset_root / schema.DATA_DIR}: column 'time' carries a time zone; MEDS times are naive"
         )
+    check_data_files(dataset_root)  # the polars checks above saw the first file's schema only
     return frame.select(schema.SUBJECT_ID, pl.col(schema.TIME).dt.cast_time_unit("us"), schema.CODE)
 
 
+def _located(dataset_root: Path, source: str, subject_id: int | None, field: str | None, problem: str) -> str:
+    """A `describe_location` line naming the file by its full path (``source`` may be relative to the root)."""
+    path = Path(source) if Path(source).is_absolute() else dataset_root / source
+    return describe_location(str(path), subject_id, field, problem)
+
+
+def check_data_files(dataset_root: Path) -> None:
+    """Every shard's footer and schema, as `MedsDataset` checks them, reading no rows (fast); `CohortDataError`
+    naming the first unusable file (truncated, not parquet, empty, a required column missing or mistyped)."""
+    try:
+        MedsDataset(dataset_root).check_files()
+    except MedsDataError as exc:
+        raise CohortDataError(_located(dataset_root, exc.file, exc.subject_id, exc.field, exc.problem)) from None
+
+
+def unreadable_data(dataset_root: Path) -> list[str]:
+    """The data files that fail a full read, one line each (file, field, problem); empty when every row reads.
+
+    For a read that failed halfway through a cohort build (a corrupt page): this reads every row, as `trajonco
+    validate` does, so it is only worth its time once something went wrong.
+    """
+    try:
+        dataset = MedsDataset(dataset_root, on_error="quarantine")
+        dataset.validate()
+    except MedsDataError as exc:
+        return [_located(dataset_root, exc.file, exc.subject_id, exc.field, exc.problem)]
+    return [_located(dataset_root, e.file, None, e.field, e.problem)
+            for e in dataset.quarantine.entries if e.subject_id is None]
+
+
+def _warn_about_coverage(path: Path, splits: pl.DataFrame, dataset_root: Path) -> None:
+    """Log a warning when the splits file lists subjects without rows or omits subjects that have rows."""
+    try:
+        present = pl.scan_parquet(data_files(dataset_root)).select(schema.SUBJECT_ID).unique().collect()
+    except pl.exceptions.PolarsError:
+        return  # unreadable data is reported, with its file, where the rows are read
+    coverage = splits_coverage(splits[schema.SUBJECT_ID].to_numpy(), present[schema.SUBJECT_ID].to_numpy())
+    for problem in coverage.problems():
+        log.warning("%s: %s", path, problem)
+
+
 def read_splits(dataset_root: Path) -> pl.DataFrame:
-    """``subject_id`` → ``split`` from ``metadata/subject_splits.parquet`` (one split per subject, checked)."""
+    """``subject_id`` → ``split`` from ``metadata/subject_splits.parquet`` (one split per subject, checked; a warning
+    when it disagrees with the subjects of the data)."""
     path = dataset_root / schema.SPLITS_FILE
     if not path.is_file():
         raise CohortDataError(
@@ -79,7 +183,9 @@ def read_splits(dataset_root: Path) -> pl.DataFrame:
     repeated = splits.group_by(schema.SUBJECT_ID).agg(pl.col(SPLIT).n_unique()).filter(pl.col(SPLIT) > 1)
     if repeated.height:
         raise CohortDataError(f"{path}: subject {repeated[schema.SUBJECT_ID].min()} is listed in more than one split")
-    return splits.unique().with_columns(pl.col(schema.SUBJECT_ID).cast(pl.Int64), pl.col(SPLIT).cast(pl.String))
+    splits = splits.unique().with_columns(pl.col(schema.SUBJECT_ID).cast(pl.Int64), pl.col(SPLIT).cast(pl.String))
+    _warn_about_coverage(path, splits, dataset_root)
+    return splits
 
 
 def dataset_info(dataset_root: Path) -> DatasetInfo:

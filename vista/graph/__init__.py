@@ -1,6 +1,7 @@
 """The MEDS Graph (VISTA's source-faithful layer): one provenance-linked graph per patient, persisted as GraphML.
 
-`build_graph` turns a `PatientRecord` (or an XML patient document, via `read_patient_xml`) into a `PatientGraph`;
+`build_graph` turns a `PatientRecord` (or an XML patient document, via `read_patient_xml`: the project's
+``<patient>`` documents or the VISTA team's ``<eventstream>`` files) into a `PatientGraph`;
 `write_graph`/`read_graph` persist it as GraphML; `GraphStore` builds a cohort's graphs once, skips unchanged
 patients, and keeps a columnar node index (``index.parquet``) to query the cohort without loading every graph.
 """
@@ -15,9 +16,11 @@ from vista.graph.build import (
     source_from_record,
 )
 from vista.graph.errors import GraphFileError, GraphInputError
+from vista.graph.eventstream import source_from_eventstream
 from vista.graph.graphml import read_graph, write_graph
 from vista.graph.index import INDEX_SCHEMA, index_table
 from vista.graph.model import (
+    CareSite,
     EdgeType,
     GraphCode,
     GraphEncounter,
@@ -26,12 +29,14 @@ from vista.graph.model import (
     NodeType,
     PatientGraph,
     PatientInfo,
+    Provider,
 )
 from vista.graph.store import GraphStore, StoreReport, content_hash
 from vista.graph.xml_input import encounter_xml, read_patient_xml, source_from_xml
 
 __all__ = [
     "DEFAULT_CONFIG",
+    "CareSite",
     "INDEX_SCHEMA",
     "EdgeType",
     "EncounterWindows",
@@ -48,6 +53,7 @@ __all__ = [
     "NodeType",
     "PatientGraph",
     "PatientInfo",
+    "Provider",
     "StoreReport",
     "build_graph",
     "content_hash",
@@ -55,6 +61,7 @@ __all__ = [
     "index_table",
     "read_graph",
     "read_patient_xml",
+    "source_from_eventstream",
     "source_from_record",
     "source_from_xml",
     "write_graph",

@@ -3,12 +3,16 @@
 Input is a `GraphSource` (what every route agrees on: events with provenance rows, demographics, a code catalog,
 and optionally the encounters an XML document states). `build_graph` accepts a `PatientRecord` directly.
 
-**Encounter assignment.** Each ``ENCOUNTER//<type>`` row is a visit starting at its time. A clinical event (any
-timed row but the birth and the encounter rows) belongs to the encounter with the latest start at or before it whose
+**Encounter assignment.** Each ``ENCOUNTER//<type>`` row is a visit starting at its time. An XML source that nests
+events in encounters keeps its nesting. Then visit ids (`Event.visit_id`, from a MEDS ``visit_id``-like column or
+an XML ``visit_id`` attribute): a clinical event (any timed row but the birth and the encounter rows) carrying the
+visit id of an encounter row joins that visit (the earliest such row when several carry it); events carrying a
+visit id no encounter row has form a visit of their own (id ``visit:<visit id>``, type ``VISIT``, from the first
+to the last of them). Any other clinical event belongs to the encounter with the latest start at or before it whose
 visit window (`EncounterWindows`, by encounter type) still contains it: an event at the same timestamp as a visit
 joins it, an event in the hours after joins the visit still open. An event in no window joins the pseudo-encounter
-of its calendar day (type ``DAY``, id ``day:YYYY-MM-DD``). Static rows and the birth hang off the patient node.
-An XML source that nests events in encounters keeps its nesting; its loose timed events follow the rule above.
+of its calendar day (type ``DAY``, id ``day:YYYY-MM-DD``). Static rows, the birth and the sex/race/ethnicity
+rows (timed or not) hang off the patient node.
 
 Work is done column-wise (numpy, pyarrow); per-event Python work is limited to reading the `Event` fields and
 one dictionary lookup per code: a ~10,000-node patient takes about 40 ms of CPU (``benchmarks/bench_graph.py``).
@@ -32,14 +36,19 @@ from vista.graph.model import (
     EDGE_SCHEMA,
     NODE_SCHEMA,
     PSEUDO_ENCOUNTER_TYPE,
+    VISIT_ENCOUNTER_TYPE,
+    CareSite,
     EdgeType,
     NodeType,
     PatientGraph,
     PatientInfo,
+    Provider,
     SourceFormat,
+    attributes_text,
     code_node_id,
     patient_node_id,
     section_node_id,
+    visit_node_id,
 )
 from vista.graph.sections import split_sections
 from vista.meds import schema
@@ -63,11 +72,13 @@ def _us(delta: timedelta) -> int:
 class EncounterWindows:
     """How long after its start a visit still collects events, per encounter type (the part after ``ENCOUNTER//``).
 
-    Defaults: ambulatory 12 h, emergency 36 h, inpatient 30 days (a later visit's start takes over), others 24 h.
+    Defaults: ambulatory 12 h, emergency 36 h, inpatient 30 days (a later visit's start takes over), others 24 h;
+    types spelled as the generator writes them (AMB, ED, IMP) and as OMOP's visit concepts do (OP, ER, IP).
     """
 
     by_type: Mapping[str, timedelta] = field(default_factory=lambda: MappingProxyType(
-        {"AMB": timedelta(hours=12), "ED": timedelta(hours=36), "IMP": timedelta(days=30)}))
+        {"AMB": timedelta(hours=12), "ED": timedelta(hours=36), "IMP": timedelta(days=30),
+         "OP": timedelta(hours=12), "ER": timedelta(hours=36), "IP": timedelta(days=30)}))
     default: timedelta = timedelta(hours=24)
 
     def __post_init__(self) -> None:
@@ -85,7 +96,7 @@ class GraphConfig:
 
     windows: EncounterWindows = field(default_factory=EncounterWindows)
     earliest: datetime = datetime(1900, 1, 1)
-    latest: datetime = datetime(2100, 1, 1)
+    latest: datetime = datetime(2300, 1, 1)  # de-identified datasets shift dates far ahead (MIMIC-IV: 2110–2210)
     min_term_chars: int = DEFAULT_MIN_CHARS
 
     def __post_init__(self) -> None:
@@ -104,7 +115,8 @@ DEFAULT_CONFIG = GraphConfig()
 
 @dataclass(frozen=True, slots=True)
 class GivenEncounter:
-    """An encounter as an XML source states it. A real one's ``node_id`` is the event id of its ``ENCOUNTER//`` row."""
+    """An encounter as an XML source states it. A real one's ``node_id`` is the event id of its ``ENCOUNTER//`` row;
+    a pseudo one (no row: a day, or a visit known only by its id) keeps its ``encounter_type`` and ``visit_id``."""
 
     node_id: str
     start: datetime
@@ -112,13 +124,17 @@ class GivenEncounter:
     encounter_type: str
     members: tuple[str, ...]
     pseudo: bool
+    visit_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class GraphSource:
     """Everything a graph is built from, whatever the route (MEDS record or XML document).
 
-    ``rows[i]`` is the provenance of ``events[i]`` in ``origin``; ``units[i]`` the unit of its value.
+    ``rows[i]`` is the provenance of ``events[i]`` in ``origin``; ``units[i]`` the unit of its value;
+    ``attributes[i]`` (when given: empty, or one per event) the source attributes of ``events[i]`` that no column
+    holds, e.g. an XML event's ``provider_id``/``care_site_id`` (naming one of ``providers``/``care_sites``),
+    ``note_id``, source table.
     """
 
     subject_id: int
@@ -131,6 +147,9 @@ class GraphSource:
     catalog: CodeCatalog
     first_row: int | None = None
     given_encounters: tuple[GivenEncounter, ...] = ()
+    attributes: Sequence[Mapping[str, str] | None] = ()
+    providers: tuple[Provider, ...] = ()
+    care_sites: tuple[CareSite, ...] = ()
 
 
 def _event_offsets(record: PatientRecord) -> np.ndarray:
@@ -145,25 +164,31 @@ def _event_offsets(record: PatientRecord) -> np.ndarray:
 
 
 def source_from_record(record: PatientRecord, catalog: CodeCatalog) -> GraphSource:
-    """The `GraphSource` of a MEDS patient: rows from the event ids (``e<k>`` → ``first_row + k``), units from the catalog."""
+    """The `GraphSource` of a MEDS patient: rows from the event ids (``e<k>`` → ``first_row + k``), units from the
+    event (its row's unit column, or the unit its code embeds), else from the catalog."""
     rows = record.first_row + _event_offsets(record)
     unit_of: dict[str, str | None] = {}
     units: list[str | None] = []
     demographic: list[Event] = []
     vital = (schema.BIRTH_CODE, schema.DEATH_CODE)
     for event in record.events:
-        if event.time is None or event.code in vital:
-            demographic.append(event)
+        if event.time is None or event.code in vital or schema.vocabulary(event.code) in _DEMOGRAPHIC_VOCABULARIES:
+            demographic.append(event)  # meds_etl times the sex/race/ethnicity rows at the birth
         if event.numeric_value is None:
             units.append(None)
+            continue
+        if event.unit:
+            units.append(event.unit)
             continue
         code = event.code
         if code not in unit_of:
             unit_of[code] = catalog.describe(code).unit or None
         units.append(unit_of[code])
     demographics = PatientRecord(record.subject_id, record.shard, record.first_row, demographic).demographics
+    # the category a row's source table states (Event.kind) is kept as the event's "kind" attribute
+    kinds = [{"kind": e.kind} if e.kind else None for e in record.events]
     return GraphSource(record.subject_id, record.shard, "meds", record.events, rows.tolist(), units, demographics,
-                       catalog, first_row=record.first_row)
+                       catalog, first_row=record.first_row, attributes=kinds if any(kinds) else ())
 
 
 def _clean(text: str | None) -> str | None:
@@ -191,8 +216,8 @@ class _Builder:
     def check(self) -> None:
         s = self.s
         n = len(s.events)
-        if not (len(s.rows) == len(s.units) == n):
-            raise ValueError(f"{s.origin}: patient {self.patient}: rows/units do not match the {n} events")
+        if not (len(s.rows) == len(s.units) == n) or len(s.attributes) not in (0, n):
+            raise ValueError(f"{s.origin}: patient {self.patient}: rows/units/attributes do not match the {n} events")
         columns = list(zip(*map(_EVENT_FIELDS, s.events))) or [(), (), (), (), ()]
         self.ids, times, self.codes, self.values, texts = (list(c) for c in columns)
         if not all(self.ids):
@@ -201,6 +226,8 @@ class _Builder:
             k = self.codes.index("") if "" in self.codes else self.codes.index(None)
             raise self.fail("event without a code", field="code", event_id=self.ids[k])
         self.texts = [_clean(t) if t is not None else None for t in texts]
+        self.visit_ids = [_clean(e.visit_id) for e in s.events]
+        self.source_codes = [_clean(e.source_code) if e.source_code != e.code else None for e in s.events]
         if len(set(self.ids)) != n:
             seen: set[str] = set()
             duplicate = next(i for i in self.ids if i in seen or seen.add(i))
@@ -227,7 +254,9 @@ class _Builder:
         kinds: dict[str, tuple[bool, bool, bool]] = {}
         for code in set(self.codes):
             vocab = schema.vocabulary(code)
-            kinds[code] = (vocab == schema.ENCOUNTER_PREFIX, vocab == schema.NOTE_PREFIX, code == schema.BIRTH_CODE)
+            # the birth and demographic rows hang off the patient even when timed (meds_etl times them at birth)
+            kinds[code] = (vocab == schema.ENCOUNTER_PREFIX, vocab == schema.NOTE_PREFIX,
+                           code == schema.BIRTH_CODE or vocab in _DEMOGRAPHIC_VOCABULARIES)
         flags = np.array([kinds[c] for c in self.codes], dtype=bool).reshape(len(self.codes), 3)
         is_encounter_code, self.is_note, is_birth = flags[:, 0], flags[:, 1], flags[:, 2]
         self.patient_level = ~self.has_time | is_birth
@@ -259,14 +288,26 @@ class _Builder:
         # Encounters the source states (XML): real ones must be encounter rows; pseudo ones are added.
         pseudo_ids: list[str] = []
         pseudo_starts: list[int] = []
+        pseudo_types: list[str] = []
+        pseudo_visits: list[str | None] = []
+        pseudo_key: dict[str, int] = {}
+
+        def add_pseudo(node_id: str, start_us: int, kind: str, visit_id: str | None) -> int:
+            key = pseudo_key[node_id] = n_real + len(pseudo_ids)
+            pseudo_ids.append(node_id)
+            pseudo_starts.append(start_us)
+            pseudo_types.append(kind)
+            pseudo_visits.append(visit_id)
+            return key
+
         given_end: dict[int, int] = {}
         if s.given_encounters:
             position = {self.ids[k]: p for p, k in enumerate(self.clin_order.tolist())}
             for given in s.given_encounters:
                 if given.pseudo:
-                    key = n_real + len(pseudo_ids)
-                    pseudo_ids.append(given.node_id)
-                    pseudo_starts.append(_us(given.start - _EPOCH))
+                    if given.node_id in pseudo_key:
+                        raise self.fail(f"encounter {given.node_id!r} is stated twice", field="id", event_id=given.node_id)
+                    key = add_pseudo(given.node_id, _us(given.start - _EPOCH), given.encounter_type, given.visit_id)
                 else:
                     key = key_of_real.get(given.node_id)
                     if key is None:
@@ -282,6 +323,25 @@ class _Builder:
                     if assigned[p] != -1:
                         raise self.fail(f"event {member!r} is in two encounters", field="id", event_id=member)
                     assigned[p] = key
+
+        # Visit ids: the encounter row carrying the event's visit id, else a visit of that id without a row.
+        if any(v is not None for v in self.visit_ids):
+            row_of_visit: dict[str, int] = {}
+            for j, k in enumerate(self.enc_events.tolist()):  # in (start, row) order: the earliest row wins
+                if self.visit_ids[k] is not None:
+                    row_of_visit.setdefault(self.visit_ids[k], j)
+            visit_ids = self.visit_ids
+            for p, k in enumerate(self.clin_order.tolist()):  # in time order: a new visit starts at its first event
+                visit = visit_ids[k]
+                if visit is None or assigned[p] != -1:
+                    continue
+                key = row_of_visit.get(visit)
+                if key is None:
+                    node_id = visit_node_id(visit)
+                    key = pseudo_key.get(node_id)
+                    if key is None:
+                        key = add_pseudo(node_id, int(clin_t[p]), VISIT_ENCOUNTER_TYPE, visit)
+                assigned[p] = key
 
         # The window rule for the rest: the latest real encounter start at or before the event, if still open.
         loose = np.flatnonzero(assigned == -1)
@@ -304,15 +364,12 @@ class _Builder:
         left = np.flatnonzero(assigned == -1)
         if left.size:
             days, inverse = np.unique(np.floor_divide(clin_t[left], US_PER_DAY), return_inverse=True)
-            pseudo_key = {node_id: n_real + i for i, node_id in enumerate(pseudo_ids)}
             day_keys = []
             for day in days.tolist():
                 node_id = f"day:{_to_datetime(day * US_PER_DAY).date().isoformat()}"
                 key = pseudo_key.get(node_id)
                 if key is None:
-                    key = pseudo_key[node_id] = n_real + len(pseudo_ids)
-                    pseudo_ids.append(node_id)
-                    pseudo_starts.append(day * US_PER_DAY)
+                    key = add_pseudo(node_id, day * US_PER_DAY, PSEUDO_ENCOUNTER_TYPE, None)
                 day_keys.append(key)
             assigned[left] = np.asarray(day_keys, np.int64)[inverse]
 
@@ -323,7 +380,9 @@ class _Builder:
         rank = np.empty_like(enc_order)
         rank[enc_order] = np.arange(enc_order.size)
         self.enc_ids = [(real_ids + pseudo_ids)[k] for k in enc_order.tolist()]
-        self.enc_types = [(real_types + [PSEUDO_ENCOUNTER_TYPE] * len(pseudo_ids))[k] for k in enc_order.tolist()]
+        self.enc_types = [(real_types + pseudo_types)[k] for k in enc_order.tolist()]
+        real_visits = [self.visit_ids[k] for k in self.enc_events.tolist()]
+        self.enc_visits = [(real_visits + pseudo_visits)[k] for k in enc_order.tolist()]
         self.enc_real_event = np.concatenate([self.enc_events, np.full(len(pseudo_ids), -1, np.int64)])[enc_order]
         self.enc_start = all_starts[enc_order]
         self.clin_encounter = rank[assigned] if assigned.size else assigned
@@ -450,6 +509,14 @@ class _Builder:
         span = np.full((n_nodes, 2), -1, np.int32)
         if n_sec:
             span[base_sec:base_code] = sec_span
+        source_code = np.full(n_nodes, None, object)
+        source_code[node_of_event] = self.source_codes
+        visit_id = np.full(n_nodes, None, object)
+        visit_id[node_of_event] = self.visit_ids
+        visit_id[base_enc:base_clin] = self.enc_visits
+        attributes = np.full(n_nodes, None, object)
+        if s.attributes:
+            attributes[node_of_event] = [attributes_text(a) for a in s.attributes]
 
         nodes = pa.table({
             "id": pa.array(ids, pa.string()),
@@ -467,6 +534,9 @@ class _Builder:
             "encounter": pa.array(encounter, pa.int32(), mask=encounter < 0),
             "span_start": pa.array(span[:, 0], pa.int32(), mask=span[:, 0] < 0),
             "span_end": pa.array(span[:, 1], pa.int32(), mask=span[:, 1] < 0),
+            "source_code": pa.array(source_code, pa.string()),
+            "visit_id": pa.array(visit_id, pa.string()),
+            "attributes": pa.array(attributes, pa.string()),
         }, schema=NODE_SCHEMA)
 
         # ---- edges
@@ -504,7 +574,8 @@ class _Builder:
             "type": pa.array(np.concatenate(kind), pa.int8()),
             "term": pa.array(terms, pa.string()),
         }, schema=EDGE_SCHEMA)
-        info = PatientInfo(s.subject_id, s.origin, s.source_format, s.first_row, s.demographics)
+        info = PatientInfo(s.subject_id, s.origin, s.source_format, s.first_row, s.demographics,
+                           providers=tuple(s.providers), care_sites=tuple(s.care_sites))
         return PatientGraph(info, nodes, edges)
 
     def mentions(self, code_list: list[str], descriptions: list[str | None], base_code: int, sec_text: list[str],

@@ -34,6 +34,18 @@ class GraphInputError(ValueError):
     def __reduce__(self):  # keyword-only arguments: teach pickle (Ray ships exceptions between processes)
         return (_rebuild, (type(self), self.source, self.problem, self.patient, self.field, self.element))
 
+    @classmethod
+    def at_element(cls, source: str, problem: str, node=None, *, patient: str | None = None, field: str | None = None,
+                   event_id: str | None = None) -> GraphInputError:
+        """The error for an XML element (an lxml node): named by its event id and line, or by its line and tag."""
+        if event_id:
+            element = f"event {event_id} (line {node.sourceline})" if node is not None else f"event {event_id}"
+        elif node is not None:
+            element = f"line {node.sourceline} <{node.tag}>"
+        else:
+            element = None
+        return cls(source, problem, patient=patient, field=field, element=element)
+
 
 class GraphFileError(ValueError):
     """A GraphML file or a graph store cannot be read: names the file and what is wrong with it."""

@@ -1,9 +1,11 @@
 """Persist a `PatientGraph` as GraphML and read it back exactly (``read_graph(write_graph(g)) == g``).
 
 The file is plain GraphML 1.0 that networkx (``networkx.read_graphml``), igraph, Gephi or yEd can open: graph-level
-``<data>`` for the patient (subject id, source, demographics, content hash), one ``<node>`` per node with its non-null
-attributes (``type``, ``time`` and ``end`` as ISO 8601 strings, ``code``, ``value`` as a double, ``unit``, ``text``,
-``description``, ``title``, ``encounter_type``, ``row`` as a long, section ``span_start``/``span_end``), and one
+``<data>`` for the patient (subject id, source, demographics, content hash, the providers and care sites the source
+describes as JSON lists), one ``<node>`` per node with its non-null attributes (``type``, ``time`` and ``end`` as
+ISO 8601 strings, ``code``, ``value`` as a double, ``unit``, ``text``, ``description``, ``title``,
+``encounter_type``, ``row`` as a long, section ``span_start``/``span_end``, ``source_code``, ``visit_id``, and
+``attributes`` as a JSON object of strings), and one
 ``<edge>`` per edge with its ``type`` (and ``term`` for mentions). Nodes and edges are written in table order, so
 reading restores the tables row for row; an event's encounter is restored from its ``has_event`` edge.
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 import os
 from datetime import date, datetime
 from pathlib import Path
+from typing import get_args
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +34,9 @@ from vista.graph.model import (
     NodeType,
     PatientGraph,
     PatientInfo,
+    SourceFormat,
+    parse_care_sites,
+    parse_providers,
 )
 from vista.meds.writer import atomic_path
 from vista.records import Demographics
@@ -48,7 +54,8 @@ GRAPH_KEYS = (
     ("g_subject_id", "subject_id", "long"), ("g_source", "source", "string"), ("g_source_format", "source_format", "string"),
     ("g_first_row", "first_row", "long"), ("g_sex", "sex", "string"), ("g_race", "race", "string"),
     ("g_ethnicity", "ethnicity", "string"), ("g_birth_date", "birth_date", "string"), ("g_death_date", "death_date", "string"),
-    ("g_content_hash", "content_hash", "string"),
+    ("g_content_hash", "content_hash", "string"), ("g_providers", "providers", "string"),
+    ("g_care_sites", "care_sites", "string"),
 )
 _NODE_KEY_TYPES = {"value": "double", "row": "long", "span_start": "int", "span_end": "int"}
 NODE_KEYS = (("n_type", "type", "string"),) + tuple((f"n_{name}", name, _NODE_KEY_TYPES.get(name, "string"))
@@ -248,8 +255,13 @@ def _info(path: Path, attrs: dict[str, str]) -> PatientInfo:
     except (KeyError, ValueError):
         raise GraphFileError(f"{path}: graph attributes subject_id/first_row missing or not integers") from None
     source_format = attrs.get("source_format")
-    if source_format not in ("meds", "xml-timeline", "xml-encounters") or "source" not in attrs:
+    if source_format not in get_args(SourceFormat) or "source" not in attrs:
         raise GraphFileError(f"{path}: graph attributes source/source_format missing or unknown ({source_format!r})")
     demographics = Demographics(birth=day("birth_date"), sex=attrs.get("sex"), race=attrs.get("race"),
                                 ethnicity=attrs.get("ethnicity"), death=day("death_date"))
-    return PatientInfo(subject_id, attrs["source"], source_format, first_row, demographics, attrs.get("content_hash"))
+    try:
+        providers, care_sites = parse_providers(attrs.get("providers")), parse_care_sites(attrs.get("care_sites"))
+    except (ValueError, TypeError) as exc:
+        raise GraphFileError(f"{path}: graph attributes providers/care_sites are not what write_graph writes ({exc})") from None
+    return PatientInfo(subject_id, attrs["source"], source_format, first_row, demographics, attrs.get("content_hash"),
+                       providers, care_sites)

@@ -1,14 +1,19 @@
 """`PatientGraph`: one patient's MEDS Graph held as two arrow tables (nodes, edges) with typed, read-only accessors.
 
 Nodes (one row each, in this order): the patient; its patient-level events (static rows and the birth); its
-encounters (one per ``ENCOUNTER//`` row, plus a per-day pseudo-encounter for events outside every visit window)
-in start order; its clinical events (every other source row, notes included) in (time, row) order; the sections
+encounters (one per ``ENCOUNTER//`` row, one per visit id no ``ENCOUNTER//`` row carries, plus a per-day
+pseudo-encounter for events outside every visit) in start order; its clinical events (every other source row, notes included) in (time, row) order; the sections
 of the notes; the codes used (with their catalog ancestors). A source event's node id is its event id (``e<k>``),
 so provenance (`RowRef`) and the TOA layer's ``source_event_refs`` resolve with one dictionary lookup.
 
 Edges (typed, directed): patient ─has_encounter→ encounter ─has_event→ event (patient ─has_event→ patient-level
 event); every source event ─has_code→ code ─is_a→ parent code; note ─has_section→ section ─mentions→ code;
 encounter ─next→ encounter and event ─next→ event along time.
+
+Source events also keep the dataset's own spelling of their code (``source_code``, when the canonical ``code``
+differs), their visit id, and the source attributes no column holds (``attributes``: an XML event's provider_id,
+care_site_id, note_id, source table…). The providers and care sites a source describes are graph-level facts
+(`PatientInfo.providers`, `PatientInfo.care_sites`) that events refer to by id (`PatientGraph.provider_of`).
 
 >>> from datetime import datetime
 >>> from vista.graph.build import build_graph
@@ -32,7 +37,8 @@ encounter ─next→ encounter and event ─next→ event along time.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -83,9 +89,11 @@ EDGE_TYPES: tuple[EdgeType, ...] = tuple(EdgeType)
 _NODE_CODE = {t: i for i, t in enumerate(NODE_TYPES)}
 _EDGE_CODE = {t: i for i, t in enumerate(EDGE_TYPES)}
 
-SourceFormat = Literal["meds", "xml-timeline", "xml-encounters"]
+SourceFormat = Literal["meds", "xml-timeline", "xml-encounters", "xml-eventstream"]
 PSEUDO_ENCOUNTER_TYPE = "DAY"
 """``encounter_type`` of a per-day pseudo-encounter (holds the events of a day that fall in no visit window)."""
+VISIT_ENCOUNTER_TYPE = "VISIT"
+"""``encounter_type`` of a visit known only by the visit id its events carry (no ``ENCOUNTER//`` row of its own)."""
 
 NODE_SCHEMA = pa.schema([
     pa.field("id", pa.string(), nullable=False),  # event id for source events, else patient:/day:/code: ids
@@ -103,6 +111,9 @@ NODE_SCHEMA = pa.schema([
     pa.field("encounter", pa.int32()),  # clinical events: node index of their encounter
     pa.field("span_start", pa.int32()),  # sections: character offsets in the note text
     pa.field("span_end", pa.int32()),
+    pa.field("source_code", pa.string()),  # source events: the dataset's own spelling, when the code was normalised
+    pa.field("visit_id", pa.string()),  # source events and encounters: the visit id the source gives
+    pa.field("attributes", pa.string()),  # source events: other source attributes, a JSON object of strings
 ])
 EDGE_SCHEMA = pa.schema([
     pa.field("src", pa.int32(), nullable=False),
@@ -110,6 +121,29 @@ EDGE_SCHEMA = pa.schema([
     pa.field("type", pa.int8(), nullable=False),  # EdgeType.code
     pa.field("term", pa.string()),  # mentions: the matched term
 ])
+
+
+def visit_node_id(visit_id: str) -> str:
+    """Node id of a visit known only by its id (no ``ENCOUNTER//`` row)."""
+    return f"visit:{visit_id}"
+
+
+def attributes_text(attributes: Mapping[str, str] | None) -> str | None:
+    """The ``attributes`` column value: a JSON object with sorted keys (None when empty).
+
+    >>> attributes_text({"provider_id": "7", "note_id": "12"})
+    '{"note_id": "12", "provider_id": "7"}'
+    """
+    if not attributes:
+        return None
+    return json.dumps(dict(sorted(attributes.items())), ensure_ascii=False)
+
+
+def parse_attributes(text: str | None) -> tuple[tuple[str, str], ...]:
+    """The (name, value) pairs an ``attributes`` column value holds, sorted by name (empty for None)."""
+    if not text:
+        return ()
+    return tuple(sorted(json.loads(text).items()))
 
 
 def patient_node_id(subject_id: int) -> str:
@@ -129,11 +163,35 @@ def section_node_id(note_id: str, k: int) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class Provider:
+    """A care provider as the source describes it (the VISTA XML's ``<provider>``); absent facts are None, facts
+    without a field are kept in ``attributes`` ((name, value) pairs sorted by name)."""
+
+    provider_id: str
+    specialty: str | None = None
+    gender: str | None = None
+    year_of_birth: int | None = None
+    care_site_id: str | None = None
+    care_site_name: str | None = None
+    attributes: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CareSite:
+    """A care site as the source describes it (the VISTA XML's ``<caresite>``)."""
+
+    care_site_id: str
+    name: str | None = None
+    attributes: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class PatientInfo:
     """Graph-level facts: who, where the rows came from, demographics, and the source's content hash (if known).
 
     ``source`` is the MEDS shard (relative to the dataset root) or the XML file; event ``row``s refer to it: rows
-    of the shard when ``first_row`` is known, else line numbers of the XML file.
+    of the shard when ``first_row`` is known, else line numbers of the XML file. ``providers`` and ``care_sites``
+    are those the source describes (events name them in their ``provider_id``/``care_site_id`` attributes).
     """
 
     subject_id: int
@@ -142,6 +200,8 @@ class PatientInfo:
     first_row: int | None
     demographics: Demographics
     content_hash: str | None = None
+    providers: tuple[Provider, ...] = ()
+    care_sites: tuple[CareSite, ...] = ()
 
     @property
     def provenance_unit(self) -> Literal["row", "line"]:
@@ -162,17 +222,31 @@ class GraphEvent:
     text: str | None
     encounter: str | None  # node id of the encounter it belongs to (None for patient-level events and encounters)
     provenance: RowRef
+    source_code: str | None = None  # the dataset's own spelling of the code, when it differs from ``code``
+    visit_id: str | None = None
+    attributes: tuple[tuple[str, str], ...] = ()  # source attributes without a column, (name, value) sorted by name
+
+    def attribute(self, name: str) -> str | None:
+        """One source attribute (``provider_id``, ``note_id``, ``table``…), or None."""
+        return next((v for k, v in self.attributes if k == name), None)
+
+    @property
+    def original_code(self) -> str:
+        """The code as the dataset spells it."""
+        return self.source_code or self.code
 
 
 @dataclass(frozen=True, slots=True)
 class GraphEncounter:
-    """A visit (``event_id`` = its ``ENCOUNTER//`` row) or a per-day pseudo-encounter (``event_id`` None)."""
+    """A visit (``event_id`` = its ``ENCOUNTER//`` row), a visit known only by its id (``visit:<id>``, type
+    ``VISIT``), or a per-day pseudo-encounter (``day:<date>``, type ``DAY``); the last two have no ``event_id``."""
 
     node_id: str
     event_id: str | None
     encounter_type: str
     start: datetime
     end: datetime
+    visit_id: str | None = None
 
     @property
     def pseudo(self) -> bool:
@@ -254,7 +328,7 @@ class PatientGraph:
     @cached_property
     def _columns(self) -> dict[str, list]:
         names = ("time", "end", "code", "value", "unit", "text", "description", "title", "encounter_type", "row",
-                 "encounter", "span_start", "span_end")
+                 "encounter", "span_start", "span_end", "source_code", "visit_id", "attributes")
         return {name: self.nodes.column(name).to_pylist() for name in names}
 
     @cached_property
@@ -341,6 +415,9 @@ class PatientGraph:
             text=c["text"][i],
             encounter=self._ids[encounter] if encounter is not None else None,
             provenance=RowRef(self.info.source, c["row"][i]),
+            source_code=c["source_code"][i],
+            visit_id=c["visit_id"][i],
+            attributes=parse_attributes(c["attributes"][i]),
         )
 
     def event(self, event_id: str) -> GraphEvent:
@@ -369,7 +446,8 @@ class PatientGraph:
     def _encounter_at(self, i: int) -> GraphEncounter:
         c = self._columns
         real = c["row"][i] is not None
-        return GraphEncounter(self._ids[i], self._ids[i] if real else None, c["encounter_type"][i], c["time"][i], c["end"][i])
+        return GraphEncounter(self._ids[i], self._ids[i] if real else None, c["encounter_type"][i], c["time"][i], c["end"][i],
+                              c["visit_id"][i])
 
     def encounters(self) -> list[GraphEncounter]:
         """Visits and pseudo-encounters in start order."""
@@ -403,6 +481,22 @@ class PatientGraph:
             out.append(GraphSection(section_id, note_id, c["title"][i], c["text"][i], (c["span_start"][i], c["span_end"][i])))
         return out
 
+    def provider_of(self, event: str | GraphEvent) -> Provider | None:
+        """The provider an event names (``provider_id`` attribute): as the source describes it, or with its id only."""
+        found = event if isinstance(event, GraphEvent) else self.event(event)
+        provider_id = found.attribute("provider_id")
+        if provider_id is None:
+            return None
+        return next((p for p in self.info.providers if p.provider_id == provider_id), None) or Provider(provider_id)
+
+    def care_site_of(self, event: str | GraphEvent) -> CareSite | None:
+        """The care site an event names (``care_site_id`` attribute): as the source describes it, or with its id only."""
+        found = event if isinstance(event, GraphEvent) else self.event(event)
+        site_id = found.attribute("care_site_id")
+        if site_id is None:
+            return None
+        return next((s for s in self.info.care_sites if s.care_site_id == site_id), None) or CareSite(site_id)
+
     def code(self, code: str) -> GraphCode:
         """The code node of ``code`` (KeyError naming the patient if the patient's graph has none)."""
         i = self.index_of(code_node_id(code))
@@ -429,7 +523,8 @@ class PatientGraph:
         attrs: dict[str, str | int] = {"subject_id": info.subject_id, "source": info.source, "source_format": info.source_format}
         optional = {"first_row": info.first_row, "sex": demo.sex, "race": demo.race, "ethnicity": demo.ethnicity,
                     "birth_date": demo.birth.isoformat() if demo.birth else None,
-                    "death_date": demo.death.isoformat() if demo.death else None, "content_hash": info.content_hash}
+                    "death_date": demo.death.isoformat() if demo.death else None, "content_hash": info.content_hash,
+                    "providers": providers_text(info.providers), "care_sites": care_sites_text(info.care_sites)}
         attrs.update({k: v for k, v in optional.items() if v is not None})
         return attrs
 
@@ -463,5 +558,43 @@ class PatientGraph:
 
 
 ATTRIBUTE_COLUMNS: tuple[str, ...] = ("time", "end", "code", "value", "unit", "text", "description", "title",
-                                      "encounter_type", "row", "span_start", "span_end")
+                                      "encounter_type", "row", "span_start", "span_end", "source_code", "visit_id",
+                                      "attributes")
 """Node columns written as GraphML attributes (``id`` is the node id, ``type`` a string, ``encounter`` an edge)."""
+
+
+def _described(item: Provider | CareSite) -> dict[str, object]:
+    fields = {k: getattr(item, k) for k in type(item).__slots__ if k != "attributes" and getattr(item, k) is not None}
+    if item.attributes:
+        fields["attributes"] = dict(item.attributes)
+    return fields
+
+
+def providers_text(providers: tuple[Provider, ...]) -> str | None:
+    """Providers as the graph-level GraphML attribute stores them: a JSON list of objects (None when none)."""
+    return json.dumps([_described(p) for p in providers], ensure_ascii=False) if providers else None
+
+
+def care_sites_text(care_sites: tuple[CareSite, ...]) -> str | None:
+    """Care sites as the graph-level GraphML attribute stores them: a JSON list of objects (None when none)."""
+    return json.dumps([_described(s) for s in care_sites], ensure_ascii=False) if care_sites else None
+
+
+def _item(cls, fields: dict):
+    extra = fields.pop("attributes", None) or {}
+    return cls(**fields, attributes=tuple(sorted(extra.items())))
+
+
+def parse_providers(text: str | None) -> tuple[Provider, ...]:
+    """The providers of a `providers_text` value (ValueError/TypeError on a malformed one).
+
+    >>> p = (Provider("7", "Oncology", year_of_birth=1980, attributes=(("npi", "123"),)),)
+    >>> parse_providers(providers_text(p)) == p
+    True
+    """
+    return tuple(_item(Provider, item) for item in json.loads(text)) if text else ()
+
+
+def parse_care_sites(text: str | None) -> tuple[CareSite, ...]:
+    """The care sites of a `care_sites_text` value (ValueError/TypeError on a malformed one)."""
+    return tuple(_item(CareSite, item) for item in json.loads(text)) if text else ()

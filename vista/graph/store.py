@@ -42,7 +42,7 @@ from vista.graph.build import DEFAULT_CONFIG, GraphConfig, GraphSource, build_gr
 from vista.graph.errors import GraphFileError
 from vista.graph.graphml import read_graph, write_graph
 from vista.graph.index import INDEX_SCHEMA, index_table
-from vista.graph.model import PatientGraph
+from vista.graph.model import PatientGraph, attributes_text
 from vista.graph.xml_input import source_from_xml
 from vista.meds.reader import MedsDataset
 from vista.meds.writer import atomic_path
@@ -50,7 +50,7 @@ from vista.records import CodeCatalog, PatientRecord
 
 logger = logging.getLogger(__name__)
 
-GRAPH_FORMAT_VERSION = "vista.graph/1"
+GRAPH_FORMAT_VERSION = "vista.graph/2"
 """Part of every content hash: bump it when the graph built from the same rows changes, to rebuild every store."""
 
 PATIENTS_DIR = "patients"
@@ -71,7 +71,8 @@ def content_hash(source: GraphSource, config: GraphConfig = DEFAULT_CONFIG) -> s
     """Digest of everything the graph of ``source`` is built from (hex, 32 characters)."""
     digest = hashlib.blake2b(digest_size=16)
     head = (GRAPH_FORMAT_VERSION, config.fingerprint(), source.subject_id, source.origin, source.source_format,
-            source.first_row, source.demographics, source.given_encounters)
+            source.first_row, source.demographics, source.given_encounters, tuple(source.providers),
+            tuple(source.care_sites))
     digest.update(repr(head).encode("utf-8"))
     events = source.events
     table = pa.table({
@@ -82,6 +83,10 @@ def content_hash(source: GraphSource, config: GraphConfig = DEFAULT_CONFIG) -> s
         "text": pa.array([e.text_value for e in events], pa.large_string()),
         "row": pa.array(source.rows, pa.int64()),
         "unit": pa.array(source.units, pa.string()),
+        "source_code": pa.array([e.source_code for e in events], pa.string()),
+        "visit_id": pa.array([e.visit_id for e in events], pa.string()),
+        "attributes": pa.array([attributes_text(a) for a in source.attributes] if source.attributes else
+                               [None] * len(events), pa.string()),
     })
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
@@ -215,7 +220,7 @@ class GraphStore:
         return self.build_records(dataset.iter_patients(subject_ids), dataset.code_catalog())
 
     def build_xml(self, paths: Iterable[str | os.PathLike], catalog: CodeCatalog | None = None) -> StoreReport:
-        """`build` over patient XML files (either variant of `vista.graph.xml_input`)."""
+        """`build` over patient XML files (any shape `vista.graph.xml_input` reads, ``<eventstream>`` included)."""
         return self.build(_xml_sources(paths, catalog))
 
     def _store(self, graph: PatientGraph, digest: str) -> None:

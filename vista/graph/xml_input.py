@@ -1,7 +1,8 @@
 """Read a patient from XML into a graph; write the encounter-structured XML of a graph.
 
-Two document shapes are accepted; both have a ``<patient>`` root whose ``id`` is the integer subject id, and optional
-demographic attributes (``sex``, ``race``, ``ethnicity``, ``birth_date``, ``death_date``).
+Three document shapes are accepted. The VISTA team's ``<eventstream>`` markup (their meds2text tool) is read by
+`vista.graph.eventstream`; the project's own two have a ``<patient>`` root whose ``id`` is the integer subject id,
+and optional demographic attributes (``sex``, ``race``, ``ethnicity``, ``birth_date``, ``death_date``).
 
 **Timeline variant** — what `vista.timeline.render_timeline` writes: static elements first, then one ``<events
 time=…>`` block per timestamp holding modality groups (``<labs>``, ``<notes>``…) of typed elements, each with
@@ -16,9 +17,11 @@ description; other content is the description, then ``": "`` and any text value)
     </patient>
 
 **Encounter variant** — events nested in the encounters they belong to. ``<event>`` has ``id``, ``code``, ``time``
-(required inside an encounter; absent for static rows), optional ``value``, ``unit``, ``description``, and its text
-value as content. ``<encounter>`` has ``id``, ``start``, optional ``end``, ``type`` and ``code`` (default
-``ENCOUNTER//<type>``): a real visit is itself a source event; ``type="DAY"`` marks a per-day pseudo-encounter.
+(required inside an encounter; absent for static rows), optional ``value``, ``unit``, ``description``,
+``source_code`` (the dataset's own spelling), ``visit_id``, and its text value as content. ``<encounter>`` has
+``id``, ``start``, optional ``end``, ``type``, ``code`` (default ``ENCOUNTER//<type>``) and ``visit_id``: a real
+visit is itself a source event; without a code, ``type="DAY"`` marks a per-day pseudo-encounter and
+``type="VISIT"`` a visit known only by its visit id.
 Events directly under ``<patient>`` with a time (other than the birth) are assigned by the visit-window rule::
 
     <patient id="7" sex="F">
@@ -51,9 +54,11 @@ from pathlib import Path
 
 from lxml import etree
 
+from vista.coding import CodingProfile
 from vista.graph.build import DEFAULT_CONFIG, GivenEncounter, GraphConfig, GraphSource, build_graph
 from vista.graph.errors import GraphInputError
-from vista.graph.model import PSEUDO_ENCOUNTER_TYPE, PatientGraph, SourceFormat
+from vista.graph.eventstream import EVENTSTREAM_TAG, XML_PROFILE, source_from_eventstream
+from vista.graph.model import PSEUDO_ENCOUNTER_TYPE, VISIT_ENCOUNTER_TYPE, PatientGraph, SourceFormat
 from vista.meds import schema
 from vista.records import CodeCatalog, CodeInfo, Demographics, Event, PatientRecord
 from vista.timeline.modality import MODALITY_BY_GROUP_TAG, MODALITY_BY_TAG, Modality
@@ -81,13 +86,8 @@ class _Reading:
 
     def fail(self, problem: str, node: etree._Element | None = None, *, field: str | None = None,
              event_id: str | None = None) -> GraphInputError:
-        if event_id:
-            element = f"event {event_id} (line {node.sourceline})" if node is not None else f"event {event_id}"
-        elif node is not None:
-            element = f"line {node.sourceline} <{node.tag}>"
-        else:
-            element = None
-        return GraphInputError(self.path, problem, patient=self.patient, field=field, element=element)
+        return GraphInputError.at_element(self.path, problem, node, patient=self.patient, field=field,
+                                          event_id=event_id)
 
     def time(self, node: etree._Element, name: str, event_id: str | None, *, required: bool) -> datetime | None:
         raw = node.get(name)
@@ -113,7 +113,8 @@ class _Reading:
                 value = float(raw_value)
             except ValueError:
                 raise self.fail(f"{raw_value!r} is not a number", node, field="value", event_id=event_id) from None
-        event = Event(event_id, time, code, value, text)
+        event = Event(event_id, time, code, value, text, source_code=node.get("source_code") or None,
+                      visit_id=node.get("visit_id") or None)
         self.events.append(event)
         self.lines.append(node.sourceline or 0)
         self.units.append(node.get("unit") or None)
@@ -128,8 +129,10 @@ def _parse(data: bytes, reading: _Reading) -> etree._Element:
         root = etree.fromstring(data, _PARSER)
     except etree.XMLSyntaxError as exc:
         raise reading.fail(f"not well-formed XML ({exc})") from None
+    if root.tag == EVENTSTREAM_TAG:
+        return root
     if root.tag != ROOT_TAG:
-        raise reading.fail(f"root element is <{root.tag}>, expected <{ROOT_TAG}>", root)
+        raise reading.fail(f"root element is <{root.tag}>, expected <{ROOT_TAG}> or <{EVENTSTREAM_TAG}>", root)
     raw_id = root.get("id")
     reading.patient = raw_id
     if raw_id is None or not raw_id.strip().lstrip("-").isdigit():
@@ -182,7 +185,7 @@ def _read_encounters(root: etree._Element, reading: _Reading) -> None:
             end = reading.time(child, "end", node_id, required=False)
             kind = child.get("type")
             code = child.get("code")
-            pseudo = kind == PSEUDO_ENCOUNTER_TYPE and code is None
+            pseudo = code is None and kind in (PSEUDO_ENCOUNTER_TYPE, VISIT_ENCOUNTER_TYPE)
             if not pseudo:
                 if code is None and not kind:
                     raise reading.fail("<encounter> has neither a type nor a code", child, field="code", event_id=node_id)
@@ -196,7 +199,8 @@ def _read_encounters(root: etree._Element, reading: _Reading) -> None:
                 if node.tag != EVENT_TAG:
                     raise reading.fail(f"unexpected element <{node.tag}> in <encounter>", node)
                 members.append(_plain_event(node, reading, required_time=True).event_id)
-            reading.given.append(GivenEncounter(node_id, start, end, kind or schema.code_value(code), tuple(members), pseudo))
+            reading.given.append(GivenEncounter(node_id, start, end, kind or schema.code_value(code), tuple(members), pseudo,
+                                                child.get("visit_id") if pseudo else None))
         else:
             raise reading.fail(f"unexpected element <{child.tag}> in <{ROOT_TAG}>", child)
 
@@ -245,10 +249,14 @@ def _agree(reading: _Reading, root: etree._Element, name: str, from_events, from
     return from_events if from_events is not None else from_root
 
 
-def source_from_xml(data: bytes | str, *, path: str = "<xml>", catalog: CodeCatalog | None = None) -> GraphSource:
-    """The `GraphSource` of one patient XML document (either variant); ``path`` names it in errors and provenance."""
+def source_from_xml(data: bytes | str, *, path: str = "<xml>", catalog: CodeCatalog | None = None,
+                    profile: CodingProfile | str = XML_PROFILE) -> GraphSource:
+    """The `GraphSource` of one patient XML document (``<patient>``, either variant, or ``<eventstream>``, whose
+    codes ``profile`` normalises); ``path`` names it in errors and provenance."""
     reading = _Reading(str(path))
     root = _parse(data.encode("utf-8") if isinstance(data, str) else data, reading)
+    if root.tag == EVENTSTREAM_TAG:
+        return source_from_eventstream(root, path=str(path), catalog=catalog, profile=profile)
     subject_id = int(root.get("id", "").strip())
     tags = {child.tag for child in root if isinstance(child.tag, str)}
     if tags & {EVENT_TAG, ENCOUNTER_TAG}:
@@ -311,14 +319,14 @@ def source_from_xml(data: bytes | str, *, path: str = "<xml>", catalog: CodeCata
 
 
 def read_patient_xml(path: str | os.PathLike, catalog: CodeCatalog | None = None, *,
-                     config: GraphConfig = DEFAULT_CONFIG) -> PatientGraph:
-    """The `PatientGraph` of the patient XML file at ``path`` (either variant; see the module docstring)."""
+                     config: GraphConfig = DEFAULT_CONFIG, profile: CodingProfile | str = XML_PROFILE) -> PatientGraph:
+    """The `PatientGraph` of the patient XML file at ``path`` (any shape; see the module docstring)."""
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise GraphInputError(str(path), f"cannot read the file ({exc.strerror or exc})") from None
-    source = source_from_xml(data, path=str(path), catalog=catalog)
+    source = source_from_xml(data, path=str(path), catalog=catalog, profile=profile)
     try:
         return build_graph(source, config=config)
     except GraphInputError as exc:
@@ -335,7 +343,8 @@ def _attributes(pairs) -> str:
 
 
 def encounter_xml(graph: PatientGraph) -> str:
-    """The encounter-variant XML of ``graph`` (with its MEDS location when it has one); reads back to the same graph."""
+    """The encounter-variant XML of ``graph`` (with its MEDS location when it has one); a graph built from MEDS reads
+    back the same (source attributes, providers and care sites of an ``<eventstream>`` source are not written)."""
     info, demo = graph.info, graph.info.demographics
     root = [("id", info.subject_id), ("sex", demo.sex), ("race", demo.race), ("ethnicity", demo.ethnicity),
             ("birth_date", demo.birth.isoformat() if demo.birth else None),
@@ -346,7 +355,8 @@ def encounter_xml(graph: PatientGraph) -> str:
 
     def event_xml(e) -> str:
         attrs = [("id", e.event_id), ("code", e.code), ("time", e.time.isoformat() if e.time else None),
-                 ("value", repr(e.value) if e.value is not None else None), ("unit", e.unit), ("description", e.description)]
+                 ("value", repr(e.value) if e.value is not None else None), ("unit", e.unit), ("description", e.description),
+                 ("source_code", e.source_code), ("visit_id", e.visit_id)]
         if e.text is None:
             return f"<{EVENT_TAG}{_attributes(attrs)}/>\n"
         return f"<{EVENT_TAG}{_attributes(attrs)}>{escape_text(e.text)}</{EVENT_TAG}>\n"
@@ -354,10 +364,10 @@ def encounter_xml(graph: PatientGraph) -> str:
     out.extend(event_xml(e) for e in graph.patient_events())
     for encounter in graph.encounters():
         attrs = [("id", encounter.node_id), ("type", encounter.encounter_type), ("start", encounter.start.isoformat()),
-                 ("end", encounter.end.isoformat())]
+                 ("end", encounter.end.isoformat()), ("visit_id", encounter.visit_id)]
         if not encounter.pseudo:
             own = graph.event(encounter.node_id)
-            attrs += [("code", own.code), ("description", own.description)]
+            attrs += [("code", own.code), ("description", own.description), ("source_code", own.source_code)]
         out.append(f"<{ENCOUNTER_TAG}{_attributes(attrs)}>\n")
         out.extend(event_xml(e) for e in graph.events_of(encounter))
         out.append(f"</{ENCOUNTER_TAG}>\n")

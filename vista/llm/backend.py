@@ -67,6 +67,8 @@ class Backend(Protocol):
 
     name: str
     context_window: int | None  # the model's context length when known without asking the endpoint
+    # Optional ``identity``: which server or model file answers (base URL; GGUF hash + n_ctx). The gateway puts it
+    # in the response-cache key (falling back to ``name``), so two endpoints never share answers.
 
     async def complete(self, request: ChatRequest) -> ChatReply:
         """Answer ``request`` or raise `BackendError` (never another exception type for a failed request)."""
@@ -140,15 +142,22 @@ def error_from_body(error: object, *, source: str, status: int | None = None) ->
     text = f"{info.get('type', '')} {code or ''} {message}".lower()
     if "context" in text and ("exceed" in text or "length" in text or "too long" in text or "maximum" in text):
         kind = ErrorKind.CONTEXT_OVERFLOW
+    elif "insufficient_quota" in text:  # OpenAI: HTTP 429 that no amount of waiting fixes
+        kind = ErrorKind.QUOTA_EXCEEDED
+    elif "model_not_found" in text or (status == 404 and "model" in text):  # OpenAI, vLLM, Ollama spell it so
+        kind = ErrorKind.UNKNOWN_MODEL
     else:
         kind = kind_for_status(status)
     return BackendError(kind, f"{source}: {message}", status=status)
 
 
 def kind_for_status(status: int | None) -> ErrorKind:
-    """The error kind of an HTTP status (429 → rate_limited, 408/5xx → server_error/timeout, other → http_error)."""
+    """The error kind of an HTTP status (429 → rate_limited, 401/403 → auth_error, 408/5xx → timeout/server_error,
+    other → http_error)."""
     if status == 429:
         return ErrorKind.RATE_LIMITED
+    if status in (401, 403):
+        return ErrorKind.AUTH_ERROR
     if status == 408:
         return ErrorKind.TIMEOUT
     if status is not None and status >= 500:

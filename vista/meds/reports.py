@@ -11,6 +11,9 @@ True
 ([7], ['data/1.parquet'])
 >>> report.to_table().column("field").to_pylist()
 ['code', None]
+>>> print(DatasetWarning(kind="duplicates", file="data/0.parquet", count=3,
+...                      problem="3 exact duplicate rows in 1 subject (e.g. subject 7: row 12 repeats row 11)"))
+data/0.parquet: 3 exact duplicate rows in 1 subject (e.g. subject 7: row 12 repeats row 11)
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ QUARANTINE_SCHEMA = pa.schema([
     pa.field("file", pa.string(), nullable=False),
     pa.field("field", pa.string(), nullable=True),
     pa.field("problem", pa.string(), nullable=False),
+    pa.field("row", pa.int64(), nullable=True),
 ])
-"""Columns of the quarantine parquet table: ``subject_id`` is null when the whole file was dropped."""
+"""Columns of the quarantine parquet table: ``subject_id`` is null when the whole file was dropped; ``row`` is the
+first offending row of the file when the problem has one."""
 
 
 class QuarantineEntry(BaseModel):
@@ -46,6 +51,7 @@ class QuarantineEntry(BaseModel):
     file: str = Field(description="data file, relative to the dataset root")
     field: str | None = Field(description="the column at fault, when there is one")
     problem: str = Field(description="what is wrong, without patient data")
+    row: int | None = Field(None, description="first offending row inside the file, when the problem has one")
 
     def __str__(self) -> str:
         return describe_location(self.file, self.subject_id, self.field, self.problem)
@@ -64,7 +70,7 @@ class QuarantineReport(BaseModel):
         """Record ``issue`` (file-level issues drop their file, the others their subject); False if already recorded."""
         entry = QuarantineEntry(
             subject_id=None if issue.scope is IssueScope.FILE else issue.subject_id,
-            file=issue.file, field=issue.field, problem=issue.problem,
+            file=issue.file, field=issue.field, problem=issue.problem, row=issue.row,
         )
         if entry in self._seen:
             return False
@@ -98,9 +104,36 @@ class QuarantineReport(BaseModel):
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(self.to_table(), path)
 
+    def write(self, path: Path) -> None:
+        """Write the report as a parquet table when ``path`` ends in ``.parquet``, else as JSON."""
+        if path.suffix.lower() == ".parquet":
+            self.write_parquet(path)
+        else:
+            self.write_json(path)
+
     @classmethod
     def read_json(cls, path: Path) -> QuarantineReport:
         return cls.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+WarningKind = Literal["duplicates", "splits", "metadata"]
+
+
+class DatasetWarning(BaseModel):
+    """Something legal in MEDS but probably wrong, which drops nothing: exact duplicate rows, a subject splits file
+    that disagrees with the data, a missing metadata file. ``subject_id``/``row`` locate an example when there is one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: WarningKind = Field(description="duplicates | splits | metadata")
+    file: str = Field(description="the file concerned, relative to the dataset root")
+    problem: str = Field(description="what was found, with counts and examples")
+    count: int = Field(0, description="how many rows or subjects are concerned (0: not countable)")
+    subject_id: int | None = Field(None, description="the subject of the example, when there is one")
+    row: int | None = Field(None, description="the file row of the example, when there is one")
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.problem}"
 
 
 class ValidationReport(BaseModel):
@@ -116,10 +149,21 @@ class ValidationReport(BaseModel):
     rows_checked: int = Field(description="rows whose values were checked")
     elapsed_s: float = Field(description="wall-clock seconds for the whole check")
     quarantine: QuarantineReport = Field(description="what was dropped and why")
+    warnings: list[DatasetWarning] = Field(default_factory=list, description="what looks wrong but drops nothing")
 
     @property
     def issues_found(self) -> int:
         return len(self.quarantine)
+
+    @property
+    def duplicate_rows(self) -> int:
+        """Exact duplicate rows found (see `vista.meds.duplicates`)."""
+        return sum(w.count for w in self.warnings if w.kind == "duplicates")
+
+    @property
+    def clean(self) -> bool:
+        """No problem and no warning."""
+        return self.ok and not self.warnings
 
     @property
     def rows_per_second(self) -> float:
@@ -130,15 +174,23 @@ class ValidationReport(BaseModel):
         return self.issues_found == 0
 
     def __str__(self) -> str:
+        verdict = "OK" if self.ok else f"{self.issues_found} problem{'' if self.issues_found == 1 else 's'} found"
+        if self.warnings:
+            verdict += f", {len(self.warnings)} warning{'' if len(self.warnings) == 1 else 's'}"
         lines = [
-            f"MEDS dataset {self.root}: {'OK' if self.ok else f'{self.issues_found} problems found'}",
+            f"MEDS dataset {self.root}: {verdict}",
             f"  checked {self.files_checked} files, {self.subjects_checked} subjects, {self.rows_checked} rows "
             f"in {self.elapsed_s:.2f} s ({self.rows_per_second / 1e6:.1f}M rows/s)",
         ]
         if not self.ok:
-            lines.append(f"  quarantined {self.files_quarantined} files and {self.subjects_quarantined} subjects:")
+            files, subjects = len(self.quarantine.files), self.subjects_quarantined
+            lines.append(f"  quarantined {files} file{'' if files == 1 else 's'} and {subjects} "
+                         f"subject{'' if subjects == 1 else 's'}:")
             shown = self.quarantine.entries[:20]
             lines.extend(f"    {entry}" for entry in shown)
             if len(self.quarantine) > len(shown):
                 lines.append(f"    ... and {len(self.quarantine) - len(shown)} more")
+        if self.warnings:
+            lines.append("  warnings:")
+            lines.extend(f"    {warning}" for warning in self.warnings)
         return "\n".join(lines)

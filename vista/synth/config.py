@@ -46,6 +46,7 @@ class SynthConfig(BaseModel):
     rule_out_rate: float = Field(0.03, ge=0.0, le=1.0, description="Share of non-cases with one rule-out cancer code that is never confirmed.")
     prevalent_rate: float = Field(0.05, ge=0.0, le=1.0, description="Share of cases with an earlier cancer code inside the 180-day washout (prevalent).")
     late_confirmation_rate: float = Field(0.05, ge=0.0, le=1.0, description="Share of cases whose first two cancer codes are more than 60 days apart.")
+    prior_code_rate: float = Field(0.03, ge=0.0, le=1.0, description="Share of cases with one isolated earlier code of their cancer outside the 180-day washout (an incident case whose record leaks the answer unless the cohort excludes it).")
     short_history_rate: float = Field(0.06, ge=0.0, le=1.0, description="Share of cases whose record starts less than 180 days before diagnosis.")
     visit_rate_mean: float = Field(1.3, gt=0.0, description="Mean background visits per year (per-subject rates are gamma distributed).")
     case_history_median_years: float = Field(4.8, gt=0.0, description="Median years of record before a case's diagnosis.")
@@ -65,7 +66,7 @@ class SynthConfig(BaseModel):
             raise ValueError(f"cancer_weights has unknown cancers: {sorted(unknown)}")
         if any(w < 0 for w in self.cancer_weights.values()):
             raise ValueError("cancer_weights must be non-negative")
-        if self.short_history_rate + self.prevalent_rate + self.late_confirmation_rate > 0.5:
+        if self.short_history_rate + self.prevalent_rate + self.late_confirmation_rate + self.prior_code_rate > 0.5:
             raise ValueError("trap rates among cases must add up to at most 0.5")
         return self
 

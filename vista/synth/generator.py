@@ -50,7 +50,9 @@ from vista.synth.ground_truth import (
     phenotype_index,
 )
 from vista.synth.oncology import CaseTruth, CourseWriter, run_cases, run_rule_outs
-from vista.synth.population import TRAP_LATE_CONFIRMATION, TRAP_PREVALENT, TRAP_SHORT_HISTORY, Population, sample_population, to_days
+from vista.synth.population import (
+    TRAP_LATE_CONFIRMATION, TRAP_PREVALENT, TRAP_PRIOR_CODE, TRAP_SHORT_HISTORY, Population, sample_population, to_days,
+)
 from vista.synth.rows import STATIC_TIME, US_PER_DAY, US_PER_MINUTE, RowBuffer, Rows, days_to_us
 from vista.synth.signals import sample_drifts, sample_signals
 from vista.synth.trajectories import ShardContext, add_background_visits, add_derived_visits, generate_visit_rows, place_signals
@@ -66,7 +68,8 @@ SUBJECTS_FILE = "ground_truth/subjects.parquet"
 CONFIG_FILE = "metadata/synth_config.json"
 _PARTS = "ground_truth/.parts"
 _SPLIT_STREAM = 7
-_TRAP_NAMES = {TRAP_PREVALENT: "prevalent", TRAP_LATE_CONFIRMATION: "late_confirmation", TRAP_SHORT_HISTORY: "short_history"}
+_TRAP_NAMES = {TRAP_PREVALENT: "prevalent", TRAP_LATE_CONFIRMATION: "late_confirmation", TRAP_SHORT_HISTORY: "short_history",
+               TRAP_PRIOR_CODE: "prior_code"}
 
 
 class SynthOutputError(RuntimeError):
@@ -357,6 +360,9 @@ def generate_shard(config: SynthConfig, shard: int, out_dir: str) -> ShardResult
         ro_cancer[ro.subject] = ro.cancer
         ro_day[ro.subject] = ro.day
     has_cancer = pop.cancer >= 0
+    prior_day = np.full(n, np.nan)
+    for t in truths:
+        prior_day[t.subject] = t.prior_code_day
 
     def dates(days: np.ndarray) -> pa.Array:
         ok = np.isfinite(days)
@@ -378,6 +384,8 @@ def generate_shard(config: SynthConfig, shard: int, out_dir: str) -> ShardResult
         "trap_prevalent": pa.array(pop.trap == TRAP_PREVALENT),
         "trap_late_confirmation": pa.array(pop.trap == TRAP_LATE_CONFIRMATION),
         "trap_short_history": pa.array(pop.trap == TRAP_SHORT_HISTORY),
+        "trap_prior_code": pa.array(np.isfinite(prior_day)),
+        "prior_code_date": dates(prior_day),
         "trap_rule_out": pa.array(np.array([c is not None for c in ro_cancer.tolist()], dtype=bool)),
         "rule_out_cancer": pa.array(ro_cancer.tolist(), pa.string()),
         "rule_out_date": dates(ro_day),
@@ -403,7 +411,8 @@ SUBJECTS_SCHEMA = pa.schema([
     ("subject_id", pa.int64()), ("split", pa.string()), ("sex", pa.string()), ("birth_date", pa.date32()), ("record_start", pa.date32()),
     ("record_end", pa.date32()), ("death_date", pa.date32()), ("cancer", pa.string()), ("clinical_diagnosis_date", pa.date32()),
     ("diagnosis_date", pa.date32()), ("is_incident_case", pa.bool_()), ("exclusion_reason", pa.string()), ("trap_prevalent", pa.bool_()),
-    ("trap_late_confirmation", pa.bool_()), ("trap_short_history", pa.bool_()), ("trap_rule_out", pa.bool_()), ("rule_out_cancer", pa.string()),
+    ("trap_late_confirmation", pa.bool_()), ("trap_short_history", pa.bool_()), ("trap_prior_code", pa.bool_()),
+    ("prior_code_date", pa.date32()), ("trap_rule_out", pa.bool_()), ("rule_out_cancer", pa.string()),
     ("rule_out_date", pa.date32()), ("icd9_cancer_codes", pa.bool_()),
 ])
 assert tuple(SUBJECTS_SCHEMA.names) == SUBJECT_COLUMNS

@@ -171,6 +171,6 @@ class OncologyRecord(_Model):
 SUBJECT_COLUMNS = (
     "subject_id", "split", "sex", "birth_date", "record_start", "record_end", "death_date", "cancer", "clinical_diagnosis_date",
     "diagnosis_date", "is_incident_case", "exclusion_reason", "trap_prevalent", "trap_late_confirmation", "trap_short_history",
-    "trap_rule_out", "rule_out_cancer", "rule_out_date", "icd9_cancer_codes",
+    "trap_prior_code", "prior_code_date", "trap_rule_out", "rule_out_cancer", "rule_out_date", "icd9_cancer_codes",
 )
 """Columns of ``ground_truth/subjects.parquet`` (one row per subject; cancer columns null for non-cases)."""

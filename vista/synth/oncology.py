@@ -20,7 +20,9 @@ from vista.synth.biomarkers import sample_biomarkers
 from vista.synth.cancers import CANCERS, CancerProfile, CancerSite, Histology, StageOption, Step
 from vista.synth.catalog import DX, MEDS, PROCEDURES
 from vista.synth.conditions import CONDITION_INDEX
-from vista.synth.population import CURRENT, DAYS_PER_YEAR, FORMER, NEVER, TRAP_LATE_CONFIRMATION, TRAP_PREVALENT, Population
+from vista.synth.population import (
+    CURRENT, DAYS_PER_YEAR, FORMER, NEVER, TRAP_LATE_CONFIRMATION, TRAP_NONE, TRAP_PREVALENT, TRAP_PRIOR_CODE, Population,
+)
 from vista.synth.regimens import (
     CHEMORADIATION,
     FIRST_LINE,
@@ -122,6 +124,8 @@ class CaseTruth:
     metastases: list[str] = field(default_factory=list)
     hospice_day: float = math.nan
     hospice_tags: list[int] = field(default_factory=list)
+    prior_code_day: float = math.nan
+    prior_code_tags: list[int] = field(default_factory=list)
     clinical_diagnosis: float = math.nan
     workup_path: str = ""
     record_end: float = math.nan
@@ -333,6 +337,20 @@ class CaseCourse:
                 vid, t = self.w.visit(i, t1, AMB, K_ONC)
                 self.code_row(vid, t)
                 self.w.note(i, vid, t, "PROGRESS", notes.suspicion_note(rng, _date(t1), prof.name))
+        elif trap == TRAP_PRIOR_CODE:
+            # one isolated earlier code of the cancer, well outside the washout on both sides (185 days after the
+            # record starts, 185 before the diagnosis): a suspicion coded as the disease and never followed up. The
+            # later pair is still incident, but this code sits in the case's history — often before the prediction
+            # time — where no control can have one.
+            lo, hi = start + 185.0, d0 - 185.0
+            if hi > lo:
+                t1 = rng.uniform(lo, hi)
+                vid, t = self.w.visit(i, t1, AMB, K_WORKUP)
+                self.truth.prior_code_tags = [self.code_row(vid, t)]
+                self.truth.prior_code_day = t1
+                self.w.note(i, vid, t, "PROGRESS", notes.suspicion_note(rng, _date(t1), prof.name))
+            else:  # history too short to place it outside the washout: an ordinary case after all
+                pop.trap[i] = TRAP_NONE
 
         # --- diagnosis visit
         vid, t = self.w.visit(i, d0, AMB, K_ONC, panels=("cbc", "cmp") + prof.markers)

@@ -25,9 +25,11 @@ EPOCH = date(1970, 1, 1)
 NEVER, FORMER, CURRENT = 0, 1, 2
 """Smoking status codes (status at the subject's reference date)."""
 
-TRAP_NONE, TRAP_SHORT_HISTORY, TRAP_PREVALENT, TRAP_LATE_CONFIRMATION = 0, 1, 2, 3
+TRAP_NONE, TRAP_SHORT_HISTORY, TRAP_PREVALENT, TRAP_LATE_CONFIRMATION, TRAP_PRIOR_CODE = 0, 1, 2, 3, 4
 """Case trap kinds: record starting under 180 days before diagnosis; an earlier code inside the washout;
-confirming codes more than 60 days apart."""
+confirming codes more than 60 days apart; a single isolated earlier code outside the washout (still an incident
+case for the phenotype, but a code of the target cancer sits in the record long before the diagnosis — the leakage
+a cohort must exclude)."""
 
 BLACK = RACES.index("Black or African American")
 
@@ -157,9 +159,11 @@ def sample_population(config: SynthConfig, rng: np.random.Generator, first_subje
     r1 = config.short_history_rate
     r2 = r1 + config.prevalent_rate
     r3 = r2 + config.late_confirmation_rate
+    r4 = r3 + config.prior_code_rate
     trap[is_case & (u < r1)] = TRAP_SHORT_HISTORY
     trap[is_case & (u >= r1) & (u < r2)] = TRAP_PREVALENT
     trap[is_case & (u >= r2) & (u < r3)] = TRAP_LATE_CONFIRMATION
+    trap[is_case & (u >= r3) & (u < r4)] = TRAP_PRIOR_CODE  # same draw u: the other traps keep their subjects
 
     history = np.exp(rng.normal(np.log(config.case_history_median_years), 0.7, n)) * DAYS_PER_YEAR
     history = np.clip(history, 0.6 * DAYS_PER_YEAR, 16.0 * DAYS_PER_YEAR)

@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
+from vista.coding.model import Category
+from vista.coding.terminology import COMMON_CATEGORIES
+from vista.coding.vocabularies import TRANSFER, VOCABULARY_CATEGORY
 from vista.meds import schema
 
 
@@ -82,39 +85,37 @@ class ModalityTable:
         return found
 
 
-# LOINC vital signs and the smoking-status question: observations rather than lab results.
-_VITAL_LOINC = ("8867-4", "8480-6", "8462-4", "85354-9", "8310-5", "9279-1", "2708-6", "59408-5", "29463-7", "8302-2", "39156-5", "72166-2")
-# SNOMED CT smoking-status findings (never/ex/current/daily/occasional/light/heavy smoker, unknown).
-_SMOKING_SNOMED = (
-    "266919005",
-    "8517006",
-    "77176002",
-    "449868002",
-    "428041000124106",
-    "428061000124105",
-    "428071000124103",
-    "266927001",
-    "65568007",
-)
+MODALITY_OF_CATEGORY: Mapping[Category, Modality] = MappingProxyType({
+    Category.VISIT: Modality.VISIT,
+    Category.DIAGNOSIS: Modality.CONDITION,
+    Category.LAB: Modality.LAB,
+    Category.OBSERVATION: Modality.OBSERVATION,
+    Category.DEATH: Modality.OBSERVATION,
+    Category.MEDICATION: Modality.MEDICATION,
+    Category.PROCEDURE: Modality.PROCEDURE,
+    Category.IMAGING: Modality.PROCEDURE,
+    Category.NOTE: Modality.NOTE,
+})
+"""How each coding category renders in a timeline (demographics live on the root element, not in the events)."""
+
+
+def modality_of_kind(kind: str | None) -> Modality | None:
+    """The modality an event's source-stated kind (`vista.records.Event.kind`) asks for, or None."""
+    if kind is None:
+        return None
+    try:
+        return MODALITY_OF_CATEGORY.get(Category(kind))
+    except ValueError:
+        return None
+
 
 DEFAULT_MODALITIES = ModalityTable(
     vocabularies=MappingProxyType(
-        {
-            schema.ENCOUNTER_PREFIX: Modality.VISIT,
-            schema.ICD10CM: Modality.CONDITION,
-            schema.ICD9CM: Modality.CONDITION,
-            schema.SNOMED: Modality.CONDITION,
-            schema.LOINC: Modality.LAB,
-            schema.RXNORM: Modality.MEDICATION,
-            schema.CPT: Modality.PROCEDURE,
-            schema.HCPCS: Modality.PROCEDURE,
-            schema.NOTE_PREFIX: Modality.NOTE,
-            schema.DEATH_CODE: Modality.OBSERVATION,
-        }
+        {vocab: MODALITY_OF_CATEGORY[cat] for vocab, cat in VOCABULARY_CATEGORY.items() if cat in MODALITY_OF_CATEGORY}
+        | {TRANSFER: Modality.VISIT, schema.DEATH_CODE: Modality.OBSERVATION}
     ),
     codes=MappingProxyType(
-        {f"{schema.LOINC}{schema.SEP}{c}": Modality.OBSERVATION for c in _VITAL_LOINC}
-        | {f"{schema.SNOMED}{schema.SEP}{c}": Modality.OBSERVATION for c in _SMOKING_SNOMED}
+        {code: MODALITY_OF_CATEGORY[cat] for code, cat in COMMON_CATEGORIES.items()}
     ),
 )
-"""The project's vocabulary (see `vista.meds.schema`): diagnoses are conditions, vitals and smoking status observations."""
+"""The canonical vocabularies (`vista.coding`): diagnoses are conditions, vitals and smoking status observations."""

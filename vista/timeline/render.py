@@ -39,7 +39,7 @@ from itertools import groupby
 from vista.meds import schema
 from vista.records import CodeCatalog, Event, PatientRecord
 from vista.timeline.errors import TimelineError
-from vista.timeline.modality import DEFAULT_MODALITIES, Modality, ModalityTable
+from vista.timeline.modality import DEFAULT_MODALITIES, Modality, ModalityTable, modality_of_kind
 from vista.timeline.model import EventElement, PatientRoot, TimeBlock, Timeline
 from vista.timeline.truncate import truncate_left
 from vista.timeline.xmltext import format_number, sanitize
@@ -58,6 +58,8 @@ class _ElementFactory:
 
     def _lookup(self, event: Event) -> tuple[Modality, str | None, str | None]:
         found = self._codes.get(event.code)
+        if found is not None and event.kind is None and event.unit is None:
+            return found
         if found is None:
             modality = self._modalities.modality_of(event.code)
             if modality is None:
@@ -69,6 +71,10 @@ class _ElementFactory:
             description = sanitize(info.description) if info.description else None
             unit = sanitize(info.unit) if info.unit else None
             found = self._codes[event.code] = (modality, description or None, unit or None)
+        if event.kind is not None or event.unit is not None:  # what the row itself says wins over the code's defaults
+            modality = modality_of_kind(event.kind) or found[0]
+            unit = sanitize(event.unit) if event.unit else found[2]
+            return modality, found[1], unit or None
         return found
 
     def element(self, event: Event) -> EventElement:
@@ -123,10 +129,11 @@ def render_timeline(
     static: list[EventElement] = []
     timed: list[Event] = []
     for event in record.events:
+        demographic = schema.vocabulary(event.code) in _DEMOGRAPHIC_VOCABULARIES  # on the root element instead
         if event.time is None:
-            if schema.vocabulary(event.code) not in _DEMOGRAPHIC_VOCABULARIES:
+            if not demographic:
                 static.append(factory.element(event))
-        elif event.code != schema.BIRTH_CODE:
+        elif event.code != schema.BIRTH_CODE and not demographic:  # OMOP's meds_etl dates them at birth
             timed.append(event)
     timed.sort(key=lambda e: e.time)  # MEDS order already; stable sort keeps the row order within a time
 

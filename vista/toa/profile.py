@@ -13,14 +13,14 @@ True
 
 from __future__ import annotations
 
-import tomllib
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vista.toa.errors import ProfileError
+from vista.tomlmodel import parse_toml_model
 
 DEFAULT_PROFILE = "thoracic"
 OTHER_SUBTYPE = "other"
@@ -93,13 +93,4 @@ def load_profile(source: str | Path = DEFAULT_PROFILE) -> EventProfile:
         if not packaged.is_file():
             raise ProfileError(f"no packaged event-definition profile named {source!r} (vista/toa/profiles/)")
         text, where = packaged.read_text(encoding="utf-8"), f"vista/toa/profiles/{source}.toml"
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"{where}: not valid TOML ({exc})") from None
-    try:
-        return EventProfile.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "<root>"
-        raise ProfileError(f"{where}: field {field}: {first['msg']}") from None
+    return parse_toml_model(text, where, EventProfile, ProfileError)

@@ -20,8 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vista.graph import NodeType, PatientGraph
+from vista.graph.model import GraphEvent
 from vista.llm import LLMGateway
 from vista.toa.model import ImagingVerdict, RejectedEvent, TimelineEvent
+from vista.coding.model import Category
+from vista.coding.terminology import is_imaging, table_category
 from vista.toa.profile import EventProfile
 from vista.toa.agent_prompts import verification_messages
 from vista.toa.serialize import event_line, note_lines
@@ -29,19 +32,25 @@ from vista.toa.serialize import event_line, note_lines
 log = logging.getLogger(__name__)
 
 VERIFIER_AGENT = "toa_imaging_verifier"
-IMAGING_CPT_RANGES: tuple[tuple[int, int], ...] = ((70010, 76999), (77001, 77099), (78000, 78999))
 IMAGING_NOTE_CODES = frozenset({"NOTE//RADIOLOGY"})
 
 
-def is_imaging_code(code: str) -> bool:
-    """True for diagnostic imaging CPT codes and radiology notes (radiation-oncology 77261–77799 excluded)."""
-    if code in IMAGING_NOTE_CODES:
+def is_imaging_code(code: str, kind: str | None = None) -> bool:
+    """True for diagnostic imaging procedures (CPT ranges and SNOMED CT concepts of `vista.coding.terminology`, or a
+    row whose source table says imaging) and radiology notes (radiation-oncology CPT 77261–77799 excluded)."""
+    if code in IMAGING_NOTE_CODES or kind == Category.IMAGING.value:
         return True
     vocabulary, _, value = code.partition("//")
-    if vocabulary != "CPT" or not value.isdigit():
-        return False
-    number = int(value)
-    return any(lo <= number <= hi for lo, hi in IMAGING_CPT_RANGES)
+    return is_imaging(vocabulary, value)
+
+
+def _stated_kind(event: GraphEvent) -> str | None:
+    """The category the event's source states: its ``kind`` attribute (MEDS ``table`` column) or its XML type."""
+    kind = event.attribute("kind")
+    if kind is None:
+        table = table_category(event.attribute("table"))
+        kind = table.value if table is not None else None
+    return kind
 
 
 def imaging_candidates(graph: PatientGraph, start: dt.date | None = None,
@@ -51,7 +60,7 @@ def imaging_candidates(graph: PatientGraph, start: dt.date | None = None,
     for event in graph.events_in_order():
         if event.time is None or (start is not None and event.time.date() < start):
             continue
-        if (end is None or event.time.date() <= end) and is_imaging_code(event.code):
+        if (end is None or event.time.date() <= end) and is_imaging_code(event.code, _stated_kind(event)):
             found.setdefault(event.time.date(), []).append(event.event_id)
     return {day: tuple(ids) for day, ids in sorted(found.items())}
 

@@ -1,0 +1,250 @@
+"""A job's rows as parquet part files written by the actors, and the polars scans that read them back.
+
+Layout: ``OUT/rows/run=<run_id>/part-<writer>-<seq>.parquet``. Each actor buffers the rows of the tasks it finished
+and writes them as one part file when it has ``flush_rows`` of them, when the oldest has waited ``flush_s``
+seconds, or when it has no task left running (so the end of a job, or a quiet actor, leaves nothing unwritten).
+A part file is written to a temporary name and renamed into place, so readers see whole files only. No file is
+ever rewritten: a task run again (a retry, or an actor that died after writing) adds a newer row, and the newest
+row of a task (``finished_at``) is its row.
+
+The driver reads only the key and status columns to plan a run (which tasks have a row, which are failures worth
+retrying), and builds the consolidated table as a streamed polars scan over every part file, key range by key
+range, so its memory stays flat whatever the cohort size.
+
+>>> import tempfile, pyarrow as pa
+>>> from datetime import datetime, timezone
+>>> schema = pa.schema([("subject_id", pa.int64()), ("prediction_time", pa.timestamp("us")), ("status", pa.string()),
+...                     ("retry_class", pa.string()), ("run_id", pa.string()), ("error_kind", pa.string()),
+...                     ("finished_at", pa.timestamp("us", tz="UTC"))])
+>>> root = Path(tempfile.mkdtemp())
+>>> writer = PartWriter(root, run_id="r1", schema=schema, flush_rows=2)
+>>> at = lambda s: datetime(2024, 1, 1, 0, 0, s, tzinfo=timezone.utc)
+>>> writer.add({"subject_id": 1, "prediction_time": None, "status": "failed", "retry_class": "transient", "run_id": "r1",
+...             "error_kind": "llm_call_failed", "finished_at": at(1)})
+>>> writer.due(), writer.flush()
+(False, ...)
+>>> writer.add({"subject_id": 1, "prediction_time": None, "status": "ok", "retry_class": None, "run_id": "r1",
+...             "error_kind": None, "finished_at": at(5)})
+>>> _ = writer.flush()  # the task run again: its newer row wins
+>>> len(part_files(root)), latest_states(root)
+(2, {TaskKey(subject_id=1, prediction_time=None): RowState(status='ok', retry_class=None, run_id='r1', error_kind=None)})
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from jobs.tasks import PREDICTION_TIME, SUBJECT_ID, TaskKey
+
+ROWS = "rows"
+"""Folder of the part files under the output directory."""
+KEY_COLUMNS = (SUBJECT_ID, PREDICTION_TIME)
+ORDER_COLUMN = "finished_at"
+
+
+class PartWriter:
+    """An actor's buffer of finished rows and the part files it writes (thread-safe)."""
+
+    def __init__(self, root: Path, *, run_id: str, schema: pa.Schema, flush_rows: int = 256, flush_s: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic):
+        if flush_rows < 1 or flush_s <= 0:
+            raise ValueError(f"flush_rows must be >= 1 and flush_s > 0, not {flush_rows} and {flush_s}")
+        self.folder = Path(root) / ROWS / f"run={run_id}"
+        self.schema = schema
+        self.flush_rows = flush_rows
+        self.flush_s = flush_s
+        self.writer_id = uuid.uuid4().hex[:10]
+        self._clock = clock
+        self._rows: list[dict[str, object]] = []
+        self._oldest: float | None = None
+        self._seq = 0
+        self._lock = threading.Lock()  # the buffer
+        self._write_lock = threading.Lock()  # one file at a time, in sequence order
+        self.files_written = 0
+        self.rows_written = 0
+
+    def add(self, record: dict[str, object]) -> None:
+        with self._lock:
+            if not self._rows:
+                self._oldest = self._clock()
+            self._rows.append(record)
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._rows)
+
+    def due(self) -> bool:
+        """Whether the buffer is full or its oldest row has waited long enough."""
+        with self._lock:
+            if not self._rows:
+                return False
+            return len(self._rows) >= self.flush_rows or self._clock() - (self._oldest or 0.0) >= self.flush_s
+
+    def flush(self) -> Path | None:
+        """Write the buffered rows as one part file (atomically); None when there was nothing to write."""
+        with self._write_lock:
+            with self._lock:
+                rows, self._rows, self._oldest = self._rows, [], None
+                if not rows:
+                    return None
+                self._seq += 1
+                seq = self._seq
+            table = pa.Table.from_pylist(rows, schema=self.schema)
+            path = self.folder / f"part-{self.writer_id}-{seq:05d}.parquet"
+            try:
+                _atomic_parquet(table, path)
+            except BaseException:
+                with self._lock:  # keep the rows for the next attempt
+                    self._rows[:0] = rows
+                    self._oldest = self._oldest or self._clock()
+                raise
+            self.files_written += 1
+            self.rows_written += len(rows)
+            return path
+
+
+def _atomic_parquet(table: pa.Table, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def part_files(root: Path) -> list[Path]:
+    """Every complete part file under ``root/rows`` (temporaries of interrupted writes excluded)."""
+    folder = Path(root) / ROWS
+    if not folder.is_dir():
+        return []
+    return sorted(folder.glob("run=*/part-*.parquet"))
+
+
+def remove_stale_temporaries(root: Path) -> int:
+    """Delete temporaries left by interrupted writes (call before any writer starts)."""
+    removed = 0
+    for path in (Path(root) / ROWS).glob("run=*/.*.tmp"):
+        path.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
+def _latest(files: list[Path], columns: Iterable[str]) -> pl.LazyFrame:
+    """The newest row of each task, with ``columns`` (the key and ``finished_at`` are always included)."""
+    wanted = list(dict.fromkeys([*KEY_COLUMNS, ORDER_COLUMN, *columns]))
+    return (pl.scan_parquet(files).select(wanted).sort(ORDER_COLUMN, nulls_last=False)
+            .unique(subset=list(KEY_COLUMNS), keep="last", maintain_order=False))
+
+
+@dataclass(frozen=True, slots=True)
+class RowState:
+    """What the newest row of a task says, for planning the next run."""
+
+    status: str
+    retry_class: str | None
+    run_id: str | None = None
+    error_kind: str | None = None
+
+
+def latest_states(root: Path) -> dict[TaskKey, RowState]:
+    """Each task with a row, and its newest row's status and retry class (reads four small columns only)."""
+    files = part_files(root)
+    if not files:
+        return {}
+    frame = _latest(files, ["status", "retry_class", "run_id", "error_kind"]).collect(engine="streaming")
+    return {
+        TaskKey(int(s), t): RowState(status, retry, run, kind)
+        for s, t, status, retry, run, kind in zip(frame[SUBJECT_ID].to_list(), frame[PREDICTION_TIME].to_list(),
+                                                  frame["status"].to_list(), frame["retry_class"].to_list(),
+                                                  frame["run_id"].to_list(), frame["error_kind"].to_list())
+    }
+
+
+@dataclass(slots=True)
+class PartConsolidation:
+    """What went into the consolidated file."""
+
+    path: Path
+    rows: int = 0  # rows written (every task with a row, selected or not)
+    missing: list[TaskKey] = field(default_factory=list)  # selected tasks without a row
+    statuses: Counter[str] = field(default_factory=Counter)  # over the selected tasks
+    seconds: float = 0.0
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing
+
+
+def consolidate_parts(root: Path, path: Path, selected: Iterable[TaskKey], *, schema: pa.Schema,
+                      chunk_rows: int = 50_000) -> PartConsolidation:
+    """Write the newest row of every task with a row (not only this run's selection: a rerun with a smaller
+    ``--limit`` keeps the others) to ``path`` in key order, atomically; report the selected tasks without one.
+
+    The scan runs key range by key range (``chunk_rows`` tasks each), so memory holds one range at a time.
+    """
+    started = time.perf_counter()
+    report = PartConsolidation(Path(path))
+    files = part_files(root)
+    selected = set(selected)
+    winners = (_latest(files, ["status"]).collect(engine="streaming").sort(list(KEY_COLUMNS))
+               if files else pl.DataFrame(schema={SUBJECT_ID: pl.Int64, PREDICTION_TIME: pl.Datetime("us"),
+                                                   ORDER_COLUMN: pl.Datetime("us", "UTC"), "status": pl.String}))
+    found: set[TaskKey] = set()
+    for s, t, status in zip(winners[SUBJECT_ID].to_list(), winners[PREDICTION_TIME].to_list(),
+                            winners["status"].to_list()):
+        key = TaskKey(int(s), t)
+        found.add(key)
+        if key in selected:
+            report.statuses[status] += 1
+    report.missing = sorted(selected - found, key=TaskKey.sort_key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        with pq.ParquetWriter(tmp, schema) as writer:
+            for lo in range(0, winners.height, chunk_rows):
+                chunk = winners.slice(lo, chunk_rows).select([*KEY_COLUMNS, ORDER_COLUMN])
+                first, last = chunk[SUBJECT_ID][0], chunk[SUBJECT_ID][-1]
+                rows = (pl.scan_parquet(files)
+                        .filter(pl.col(SUBJECT_ID).is_between(first, last))
+                        .select(schema.names)
+                        .join(chunk.lazy(), on=[*KEY_COLUMNS, ORDER_COLUMN], how="semi", nulls_equal=True)
+                        .unique(subset=list(KEY_COLUMNS), keep="first")  # two writes of one row at the same instant
+                        .sort(list(KEY_COLUMNS), nulls_last=False)
+                        .collect(engine="streaming"))
+                table = rows.to_arrow().cast(schema)
+                writer.write_table(table)
+                report.rows += table.num_rows
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def read_details(root: Path, key: TaskKey, columns: Iterable[str]) -> dict[str, object] | None:
+    """The newest row of one task with the given columns (e.g. the detail JSON), or None (a debugging aid)."""
+    files = part_files(root)
+    if not files:
+        return None
+    when = pl.col(PREDICTION_TIME).is_null() if key.prediction_time is None else pl.col(PREDICTION_TIME) == key.prediction_time
+    frame = (pl.scan_parquet(files).filter((pl.col(SUBJECT_ID) == key.subject_id) & when)
+             .sort(ORDER_COLUMN).select(list(columns)).collect())
+    return frame.row(-1, named=True) if frame.height else None

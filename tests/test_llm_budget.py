@@ -1,0 +1,577 @@
+"""The request budget and the circuit breaker without Ray: limits, the shared cool-down, tokens/min, leases, the
+breaker's rules, the gateway's use of a shared budget, honest cache keys, and the driver's endpoint check."""
+
+from __future__ import annotations
+
+import asyncio
+import doctest
+import importlib
+
+import pytest
+
+from llm_fakes import FakeClock, Risk
+from vista.llm import BackendError, ChatReply, ErrorKind, LLMConfig, LLMGateway, ScriptedBackend, user
+from vista.llm.breaker import AttemptReport, BreakerPolicy, CircuitBreaker
+from vista.llm.budget import BudgetLimits, Refusal, RequestBudget
+from vista.llm.cache import ResponseCache
+from vista.llm.errors import LLMConfigError, LLMEndpointFailure
+
+GOOD = '{"level": "Low", "reason": "stable"}'
+OK = AttemptReport(answer_valid=True, tokens_used=10)
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.mark.parametrize("name", ["vista.llm.pacing", "vista.llm.budget", "vista.llm.breaker", "vista.llm.openai_backend",
+                                  "jobs.manifest"])
+def test_doctests(name):
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.failed == 0 and result.attempted > 0
+
+
+# ------------------------------------------------------------------------------------------------ limits
+def test_in_flight_limit_holds_and_waiters_are_served_in_order():
+    async def go():
+        budget = RequestBudget(BudgetLimits(max_in_flight=2))
+        order: list[int] = []
+        in_flight = peak = 0
+
+        async def request(i: int) -> None:
+            nonlocal in_flight, peak
+            grant = await budget.acquire()
+            order.append(i)
+            in_flight += 1
+            peak = max(peak, in_flight)
+            await asyncio.sleep(0.001 * (5 - i % 5))
+            in_flight -= 1
+            budget.release(grant, OK)
+
+        await asyncio.gather(*(request(i) for i in range(12)))
+        return budget.stats(), order, peak
+
+    stats, order, peak = run(go())
+    assert peak == 2 and stats.peak_in_flight == 2 and stats.requests == 12 and stats.in_flight == 0
+    assert order == list(range(12))  # first come, first served
+
+
+def test_requests_per_second_spaces_grants():
+    clock = FakeClock()
+
+    async def go():
+        budget = RequestBudget(BudgetLimits(requests_per_s=2.0), clock=clock)
+        times = []
+        for _ in range(5):
+            grant = await budget.acquire()
+            times.append(clock.now - 1000.0)
+            budget.release(grant, OK)
+        return times
+
+    assert run(go()) == pytest.approx([0.0, 0.0, 0.5, 1.0, 1.5])
+
+
+def test_retry_after_pauses_everyone_and_is_counted_once_when_pauses_overlap():
+    clock = FakeClock()
+
+    async def go():
+        budget = RequestBudget(BudgetLimits(max_in_flight=4), clock=clock)
+        a, b = await budget.acquire(), await budget.acquire()
+        budget.release(a, AttemptReport(error_kind=ErrorKind.RATE_LIMITED, status=429, retry_after_s=5.0))
+        clock.now += 1.0
+        budget.release(b, AttemptReport(error_kind=ErrorKind.RATE_LIMITED, status=429, retry_after_s=5.0))  # till 6
+        start = clock.now
+        grant = await budget.acquire()  # another caller: waits the whole pause out
+        waited = clock.now - start
+        budget.release(grant, OK)
+        return budget.stats(), waited
+
+    stats, waited = run(go())
+    assert waited == pytest.approx(5.0)
+    assert stats.rate_limited == 2 and stats.cooldowns == 2 and stats.cooldown_s == pytest.approx(6.0)
+
+
+def test_a_pause_longer_than_the_caller_may_wait_is_refused_at_once():
+    clock = FakeClock()
+
+    async def go():
+        budget = RequestBudget(clock=clock)
+        budget.release(await budget.acquire(), AttemptReport(error_kind=ErrorKind.RATE_LIMITED, retry_after_s=600.0))
+        return await budget.acquire(max_wait_s=60.0), budget.stats()
+
+    refusal, stats = run(go())
+    assert isinstance(refusal, Refusal) and not refusal.stopped and refusal.pause_s == pytest.approx(600.0)
+    assert clock.sleeps == [] and stats.requests == 1
+
+
+def test_tokens_per_minute_reserves_up_front_and_corrects_with_usage():
+    clock = FakeClock()
+
+    async def go():
+        budget = RequestBudget(BudgetLimits(tokens_per_min=600), clock=clock)  # 10 tokens/s
+        big = await budget.acquire(500)
+        budget.release(big, AttemptReport(answer_valid=True, tokens_used=200))  # 300 back
+        t0 = clock.now
+        second = await budget.acquire(500)  # 400 left: waits 10 s for 100 more
+        waited_second = clock.now - t0
+        budget.release(second, AttemptReport(error_kind=ErrorKind.CONNECTION_ERROR))  # never processed: all back
+        t1 = clock.now
+        third = await budget.acquire(5000)  # more than a minute's worth: capped at the capacity
+        waited_third = clock.now - t1
+        budget.release(third, AttemptReport(answer_valid=True, tokens_used=900))  # 300 more than reserved: a debt
+        t2 = clock.now
+        fourth = await budget.acquire(1)
+        return budget.stats(), third, waited_second, waited_third, clock.now - t2, fourth
+
+    stats, third, waited_second, waited_third, waited_fourth, fourth = run(go())
+    assert waited_second == pytest.approx(10.0)
+    assert third.tokens == 600 and waited_third == pytest.approx(10.0)  # 500 left, a minute's worth (600) needed
+    assert waited_fourth == pytest.approx(30.1)  # -300 tokens + 1 needed, at 10 tokens/s
+    assert stats.tokens_used == 1100 and stats.tokens_reserved == 500 + 500 + 600 + 1
+
+
+def test_a_lost_grant_is_reclaimed_when_its_lease_expires():
+    clock = FakeClock()
+
+    async def go():
+        budget = RequestBudget(BudgetLimits(max_in_flight=1, lease_s=30.0), clock=clock, poll_s=0.01)
+        lost = await budget.acquire()  # its holder dies and never releases
+        waiter = asyncio.ensure_future(budget.acquire())
+        await asyncio.sleep(0.05)
+        assert not waiter.done()
+        clock.now += 31.0
+        grant = await asyncio.wait_for(waiter, 5)
+        budget.release(lost, OK)  # a late release of the reclaimed grant only counts its report
+        budget.release(grant, OK)
+        return budget.stats()
+
+    stats = run(go())
+    assert stats.expired_leases == 1 and stats.in_flight == 0 and stats.answers == 2
+
+
+def test_stop_refuses_waiting_and_future_callers():
+    async def go():
+        budget = RequestBudget(BudgetLimits(max_in_flight=1))
+        held = await budget.acquire()
+        waiter = asyncio.ensure_future(budget.acquire())
+        await asyncio.sleep(0.01)
+        budget.stop("endpoint broken")
+        refused = await asyncio.wait_for(waiter, 5)
+        later = await budget.acquire()
+        budget.release(held, OK)
+        return refused, later
+
+    refused, later = run(go())
+    assert refused == Refusal(True, "endpoint broken") and later == Refusal(True, "endpoint broken")
+
+
+def test_mean_in_flight_is_time_weighted():
+    clock = FakeClock()
+
+    async def go():
+        budget = RequestBudget(clock=clock)
+        a = await budget.acquire()
+        clock.now += 1.0  # one in flight for 1 s
+        b = await budget.acquire()
+        clock.now += 1.0  # two for 1 s
+        budget.release(a, OK)
+        budget.release(b, OK)
+        clock.now += 100.0  # idle afterwards: not part of the mean
+        return budget.stats()
+
+    stats = run(go())
+    assert stats.mean_in_flight == pytest.approx(1.5) and stats.peak_in_flight == 2
+
+
+def test_limits_must_be_positive():
+    with pytest.raises(ValueError, match="max_in_flight"):
+        BudgetLimits(max_in_flight=0)
+
+
+# ------------------------------------------------------------------------------------------------ breaker
+def breaker(**policy) -> CircuitBreaker:
+    return CircuitBreaker(BreakerPolicy(**policy), endpoint="http://h/v1", model="m")
+
+
+def fail(kind: ErrorKind, status: int | None = None, message: str = "http://h/v1 (m): boom") -> AttemptReport:
+    return AttemptReport(error_kind=kind, status=status, message=message)
+
+
+@pytest.mark.parametrize(
+    ("report", "threshold", "expected"),
+    [
+        (fail(ErrorKind.CONNECTION_ERROR, message="http://h/v1 (m): connection refused"), 12,
+         "connection refused on 12 consecutive calls — check base_url"),
+        (fail(ErrorKind.AUTH_ERROR, 401), 3, "the API key was refused (HTTP 401) on 3 consecutive calls"),
+        (fail(ErrorKind.UNKNOWN_MODEL, 404), 3, "model 'm' is not served there (HTTP 404: boom) on 3 consecutive"),
+        (fail(ErrorKind.HTTP_ERROR, 404), 6, "HTTP 404 on 6 consecutive calls (no chat completions at this URL)"),
+        (fail(ErrorKind.SERVER_ERROR, 500), 40, "40 consecutive calls failed with no answer in between"),
+        (fail(ErrorKind.TIMEOUT), 40, "40 consecutive calls failed"),
+        (fail(ErrorKind.QUOTA_EXCEEDED, 429, "http://h/v1 (m): You exceeded your current quota"), 1,
+         "quota exhausted (insufficient_quota: You exceeded your current quota)"),
+    ],
+    ids=["connection", "auth", "model", "404", "5xx", "timeout", "quota"],
+)
+def test_breaker_trips_on_consecutive_endpoint_failures(report, threshold, expected):
+    b = breaker()
+    assert all(b.observe(report) is None for _ in range(threshold - 1))
+    message = b.observe(report)
+    assert message is not None and message.startswith("LLM endpoint http://h/v1: ") and expected in message
+    assert "\n" not in message and b.tripped == message and b.observe(report) is None  # reported once
+
+
+def test_an_answer_in_between_resets_the_count_and_neutral_failures_do_not_count():
+    b = breaker(auth_failures=3, connection_failures=3, outage_s=0.0)
+    refused = fail(ErrorKind.CONNECTION_ERROR)
+    for _ in range(10):
+        assert b.observe(fail(ErrorKind.AUTH_ERROR, 401)) is None
+        assert b.observe(fail(ErrorKind.AUTH_ERROR, 401)) is None
+        assert b.observe(AttemptReport(answer_valid=True)) is None
+    for _ in range(10):  # rate limits and rejected requests say nothing about the endpoint
+        assert b.observe(fail(ErrorKind.RATE_LIMITED, 429)) is None
+        assert b.observe(fail(ErrorKind.HTTP_ERROR, 400)) is None
+        assert b.observe(fail(ErrorKind.CONTEXT_OVERFLOW, 400)) is None
+    assert b.observe(refused) is None and b.observe(refused) is None
+    assert b.observe(fail(ErrorKind.HTTP_ERROR, 400)) is None  # an HTTP answer: it is reachable
+    assert b.observe(refused) is None and b.observe(refused) is None
+    assert b.observe(refused) is not None
+
+
+def test_an_endpoint_that_worked_gets_outage_s_to_come_back_before_the_breaker_trips():
+    clock = FakeClock()
+    b = CircuitBreaker(BreakerPolicy(connection_failures=3, server_failures=3, outage_s=60.0), endpoint="http://h/v1",
+                       model="m", clock=clock)
+    b.observe(AttemptReport(answer_valid=True))  # it answered once: a later failure streak may be a restart
+    refused = fail(ErrorKind.CONNECTION_ERROR, message="http://h/v1 (m): connection refused")
+    for _ in range(50):  # many failures, but within 50 s
+        assert b.observe(refused) is None
+        clock.now += 1.0
+    assert b.observe(AttemptReport(answer_valid=False)) is None  # back: the streak is over
+    for _ in range(3):
+        assert b.observe(fail(ErrorKind.SERVER_ERROR, 503)) is None
+    clock.now += 61.0
+    message = b.observe(fail(ErrorKind.SERVER_ERROR, 503))
+    assert message is not None and "4 consecutive calls failed over 61 s" in message
+
+
+def test_breaker_trips_when_no_answer_ever_validates_but_not_after_one_did():
+    b = breaker(invalid_answers=5)
+    invalid = AttemptReport(answer_valid=False, message="level: Input should be 'Low'")
+    assert [b.observe(invalid) for _ in range(4)] == [None] * 4
+    message = b.observe(invalid)
+    assert "none of the first 5 answers of model 'm' validated (last: level: Input should be 'Low')" in message
+    later = breaker(invalid_answers=5)
+    later.observe(AttemptReport(answer_valid=True))
+    assert all(later.observe(invalid) is None for _ in range(50))
+
+
+def test_the_budget_stops_when_its_breaker_trips():
+    async def go():
+        budget = RequestBudget(breaker=breaker(auth_failures=2))
+        for _ in range(2):
+            budget.release(await budget.acquire(), fail(ErrorKind.AUTH_ERROR, 401))
+        return await budget.acquire(), budget.stats()
+
+    refusal, stats = run(go())
+    assert refusal.stopped and "the API key was refused" in refusal.message
+    assert stats.stopped == refusal.message and stats.failures == 2 and stats.quota_stops == 0
+
+
+# ------------------------------------------------------------------------------------------------ gateway
+def gateway(script, *, shared=None, clock=None, **config) -> tuple[LLMGateway, ScriptedBackend]:
+    backend = script if isinstance(script, ScriptedBackend) else ScriptedBackend(script)
+    settings = {"model": "gpt-4.1-mini", "backoff_base_s": 0.5, "backoff_max_s": 2.0} | config
+    return LLMGateway(LLMConfig(**settings), backend=backend, clock=clock or FakeClock(), limiter=shared), backend
+
+
+def ask(gw, text="chunk"):
+    return gw.complete([user(text)], Risk, agent="worker", patient_id=1)
+
+
+def test_a_tripped_shared_budget_stops_calls_with_one_exception_not_error_records():
+    refused = BackendError(ErrorKind.CONNECTION_ERROR, "http://h/v1 (m): connection refused")
+    shared = RequestBudget(breaker=breaker(connection_failures=4))
+    gw, backend = gateway(lambda request: refused, shared=shared, max_retries=5)
+
+    async def go():
+        with pytest.raises(LLMEndpointFailure, match="connection refused on 4 consecutive calls"):
+            await asyncio.gather(ask(gw, "a"), ask(gw, "b"))
+        with pytest.raises(LLMEndpointFailure):  # and every later call, without a request
+            await ask(gw, "c")
+
+    run(go())
+    assert len(backend.requests) == 4
+
+
+def test_without_a_shared_budget_the_gateway_never_raises_for_the_endpoint():
+    refused = BackendError(ErrorKind.CONNECTION_ERROR, "connection refused")
+    gw, backend = gateway(lambda request: refused, max_retries=2)
+    result = run(ask(gw))
+    assert result.error.kind is ErrorKind.CONNECTION_ERROR and result.error.attempts == 3
+
+
+def test_an_exhausted_quota_is_never_retried():
+    quota = BackendError(ErrorKind.QUOTA_EXCEEDED, "You exceeded your current quota", status=429, retry_after_s=20.0)
+    alone, backend = gateway([quota])
+    result = run(ask(alone))
+    assert result.error.kind is ErrorKind.QUOTA_EXCEEDED and len(backend.requests) == 1  # local use: an error record
+    shared = RequestBudget(breaker=breaker())
+    in_job, backend = gateway([quota], shared=shared)
+    with pytest.raises(LLMEndpointFailure, match="quota exhausted"):
+        run(ask(in_job))
+    assert len(backend.requests) == 1 and shared.stats().quota_stops == 1 and shared.stopped
+
+
+def test_one_429_pauses_every_gateway_sharing_the_budget():
+    clock = FakeClock()
+    shared = RequestBudget(clock=clock)
+    limited = BackendError(ErrorKind.RATE_LIMITED, "429", status=429, retry_after_s=7.0)
+    sent: dict[str, list[float]] = {"a": [], "b": []}
+
+    def script(name, steps):
+        def answer(request):
+            sent[name].append(clock.now)
+            return steps.pop(0)
+        return answer
+
+    gw_a, _ = gateway(script("a", [limited, GOOD]), shared=shared, clock=clock)
+    gw_b, _ = gateway(script("b", [GOOD]), shared=shared, clock=clock)
+
+    async def go():
+        first = await ask(gw_a)  # 429, then a retry after the pause
+        second = await ask(gw_b)  # another gateway, no 429 of its own
+        return first, second
+
+    first, second = run(go())
+    assert first.ok and second.ok and first.usage.retries == 1
+    assert sent["a"][1] - sent["a"][0] >= 7.0 and sent["b"][0] - sent["a"][0] >= 7.0
+    assert shared.stats().cooldown_s == pytest.approx(7.0) and shared.stats().rate_limited == 1
+
+
+def test_the_gateway_reserves_estimated_tokens_and_reports_real_usage():
+    counted = []
+
+    def counter(text: str) -> int:
+        counted.append(text)
+        return 7
+
+    shared = RequestBudget(BudgetLimits(tokens_per_min=100_000))
+    backend = ScriptedBackend([ChatReply(content=GOOD, prompt_tokens=50, completion_tokens=5)])
+    gw = LLMGateway(LLMConfig(model="m", max_tokens=300), backend=backend, limiter=shared, token_counter=counter)
+    assert run(ask(gw)).ok
+    stats = shared.stats()
+    assert stats.tokens_reserved == 7 + 300 and stats.tokens_used == 55 and counted == ["chunk"]
+
+
+def test_invalid_answers_are_reported_to_the_shared_budget():
+    shared = RequestBudget(breaker=breaker(invalid_answers=3))
+    gw, backend = gateway(lambda request: "not json at all", shared=shared, max_reasks=5)
+    with pytest.raises(LLMEndpointFailure, match="none of the first 3 answers"):
+        run(ask(gw))
+    assert len(backend.requests) == 3 and shared.stats().invalid_answers == 3
+
+
+def test_a_cancelled_call_gives_its_slots_back():
+    shared = RequestBudget(BudgetLimits(max_in_flight=1))
+
+    class Hangs(ScriptedBackend):
+        async def complete(self, request):
+            self.requests.append(request)
+            await asyncio.sleep(30)
+
+    gw = LLMGateway(LLMConfig(model="m"), backend=Hangs([]), limiter=shared)
+
+    async def go():
+        task = asyncio.ensure_future(ask(gw))
+        await asyncio.sleep(0.05)
+        assert shared.stats().in_flight == 1
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return shared.stats(), gw._budget.stats()
+
+    stats, own = run(go())
+    assert stats.in_flight == 0 and own.in_flight == 0 and stats.failures == 0  # a cancellation is no failure
+
+
+# ------------------------------------------------------------------------------------------------ cache keys
+def test_the_cache_key_names_the_endpoint(tmp_path):
+    def gw(name):
+        return LLMGateway(LLMConfig(model="local", cache_dir=tmp_path), backend=ScriptedBackend([GOOD], name=name))
+
+    first = gw("http://a:8000/v1")
+    assert run(ask(first)).ok and not first.ledger.records[0].cache_hit
+    other = gw("http://b:8000/v1")  # another server whose model is also called "local"
+    assert not run(ask(other)).usage.cache_hit
+    again = gw("http://a:8000/v1")
+    assert run(ask(again)).usage.cache_hit and len(ResponseCache(tmp_path)) == 2
+
+
+def test_backend_identities():
+    from vista.llm.openai_backend import OpenAIBackend
+
+    assert OpenAIBackend(base_url="http://h:1/v1/", api_key="k").identity == "http://h:1/v1"
+    assert OpenAIBackend(base_url=None, api_key="k").identity == "https://api.openai.com/v1"
+
+
+def test_file_digest_follows_the_content(tmp_path):
+    from vista.llm.embedded import file_digest
+
+    path = tmp_path / "model.gguf"
+    path.write_bytes(b"weights-1")
+    first = file_digest(path)
+    path.write_bytes(b"weights-2")
+    assert file_digest(path) != first and len(first) == 64
+
+
+# ------------------------------------------------------------------------------------------------ endpoint check
+@pytest.fixture(scope="module")
+def server():
+    from jobs.synthetic_llm import SyntheticLLMServer
+
+    with SyntheticLLMServer(context_window=32768) as running:
+        yield running
+
+
+def test_endpoint_check_reports_the_listed_facts(server):
+    from jobs.llm_options import check_endpoint
+
+    facts = check_endpoint(LLMConfig(backend="openai", base_url=server.base_url, model="synthetic"), needs_context=True)
+    assert facts.models == ("synthetic",) and facts.context_tokens == 32768 and facts.endpoint == server.base_url
+
+
+def test_endpoint_check_refuses_an_unknown_model_and_an_unreachable_url(server):
+    from jobs.llm_options import check_endpoint
+
+    with pytest.raises(LLMEndpointFailure) as caught:
+        check_endpoint(LLMConfig(backend="openai", base_url=server.base_url, model="gpt-nope"))
+    assert str(caught.value) == (f"LLM endpoint {server.base_url}: model 'gpt-nope' is not served there (it lists "
+                                 "synthetic) — check --model")
+    with pytest.raises(LLMEndpointFailure) as caught:
+        check_endpoint(LLMConfig(backend="openai", base_url="http://127.0.0.1:9/v1", model="m"))
+    assert str(caught.value) == "LLM endpoint http://127.0.0.1:9/v1: connection refused — check --base-url"
+
+
+def test_endpoint_check_names_context_tokens_when_nobody_knows_the_window():
+    from jobs.llm_options import check_endpoint
+    from jobs.synthetic_llm import SyntheticLLMServer
+
+    with SyntheticLLMServer(context_window=None, model="my-local-model") as quiet:
+        llm = LLMConfig(backend="openai", base_url=quiet.base_url, model="my-local-model")
+        with pytest.raises(LLMConfigError, match=r"context window of model 'my-local-model' .* pass --context-tokens N"):
+            check_endpoint(llm, needs_context=True)
+        assert check_endpoint(llm, needs_context=True, context_tokens=16000).context_tokens == 16000
+        assert check_endpoint(llm).context_tokens is None  # a job that does not need it
+
+
+def test_endpoint_check_refuses_a_url_that_is_not_an_openai_api():
+    from aiohttp import web
+
+    from jobs.llm_options import check_endpoint
+
+    async def page(_):
+        return web.Response(text="<html>hello</html>", content_type="text/html")
+
+    async def go():
+        app = web.Application()
+        app.router.add_get("/models", page)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        try:
+            await asyncio.to_thread(check_endpoint, LLMConfig(backend="openai", base_url=url, model="m"))
+        finally:
+            await runner.cleanup()
+
+    with pytest.raises(LLMEndpointFailure, match="did not answer JSON .* check --base-url"):
+        run(go())
+
+
+# ------------------------------------------------------------------------------------------------ synthetic server
+def test_synthetic_server_rejects_unknown_models_and_records_arrivals(server):
+    from vista.llm.openai_backend import OpenAIBackend
+
+    async def go(model):
+        backend = OpenAIBackend(base_url=server.base_url, api_key="k", model=model)
+        try:
+            from vista.llm import ChatRequest
+
+            return await backend.complete(ChatRequest(messages=(user("hi"),), model=model, max_tokens=10, timeout_s=10))
+        finally:
+            await backend.aclose()
+
+    before = len(server.stats.arrivals)
+    with pytest.raises(BackendError) as caught:
+        run(go("other"))
+    assert caught.value.kind is ErrorKind.UNKNOWN_MODEL and caught.value.status == 404
+    assert run(go("synthetic")).content
+    assert [status for _, status in server.stats.arrivals[before:]] == [404, 200]
+
+
+# ------------------------------------------------------------------------------------------------ the remote client
+class FakeActorHandle:
+    """`LLMBudgetActor` behind a handle that runs its methods on the caller's loop, counting the calls (no Ray)."""
+
+    class _Method:
+        def __init__(self, handle, name):
+            self.handle, self.name = handle, name
+
+        def remote(self, *args):
+            self.handle.calls[self.name] += 1
+            coro = getattr(self.handle.actor, self.name)(*args)
+            future = asyncio.run_coroutine_threadsafe(coro, asyncio.get_running_loop())
+            return type("Ref", (), {"future": lambda _: future})()
+
+    def __init__(self, actor):
+        from collections import Counter
+
+        self.actor = actor
+        self.calls = Counter()
+
+    def __getattr__(self, name):
+        return FakeActorHandle._Method(self, name)
+
+
+def test_the_remote_client_batches_acquires_and_releases():
+    from jobs.llm_budget import BudgetRef, LLMBudgetActor, RemoteBudget
+
+    async def with_releases():
+        actor = LLMBudgetActor(BudgetLimits(max_in_flight=8), None, "http://h/v1", "m")
+        handle = FakeActorHandle(actor)
+        client = RemoteBudget(BudgetRef("b"), handle)
+
+        async def request():
+            grant = await client.acquire()
+            await asyncio.sleep(0.01)
+            client.release(grant, AttemptReport(answer_valid=True, tokens_used=3))
+
+        await asyncio.gather(*(request() for _ in range(40)))
+        await client.aclose()
+        await asyncio.sleep(0.01)
+        return handle, actor.budget.stats()
+
+    handle, stats = run(with_releases())
+    assert stats.requests == 40 and stats.in_flight == 0 and stats.peak_in_flight == 8 and stats.tokens_used == 120
+    assert handle.calls["acquire_batch"] + handle.calls["release_batch"] < 40  # far fewer calls than requests
+
+
+def test_a_cancelled_remote_waiter_gives_its_grant_back():
+    from jobs.llm_budget import BudgetRef, LLMBudgetActor, RemoteBudget
+
+    async def go():
+        actor = LLMBudgetActor(BudgetLimits(max_in_flight=1), None, "http://h/v1", "m")
+        client = RemoteBudget(BudgetRef("b"), FakeActorHandle(actor))
+        held = await client.acquire()
+        waiter = asyncio.ensure_future(client.acquire())
+        await asyncio.sleep(0.01)  # its batch waits in the budget for the held slot
+        waiter.cancel()
+        client.release(held, AttemptReport(answer_valid=True))
+        await asyncio.sleep(0.05)  # the grant meant for the cancelled waiter arrives and is released unused
+        await client.aclose()
+        await asyncio.sleep(0.01)
+        return actor.budget.stats()
+
+    stats = run(go())
+    assert stats.in_flight == 0 and stats.requests == 2

@@ -1,0 +1,7 @@
+"""Errors of the coding layer: one line naming the file or profile and what is wrong."""
+
+from __future__ import annotations
+
+
+class CodingProfileError(ValueError):
+    """A coding profile that cannot be loaded or does not fit the dataset it is asked to read."""

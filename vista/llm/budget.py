@@ -1,0 +1,334 @@
+"""`RequestBudget`: one limiter for every request to an endpoint — requests in flight, requests/s, tokens/min and a
+shared Retry-After cool-down — with the figures of what it allowed and an optional circuit breaker.
+
+The same logic serves two scopes. Each `LLMGateway` holds one for its own limits (``max_concurrency``, ``qps``);
+a job holds one in a named Ray actor (`jobs.llm_budget`) that every actor and preprocessor of the job asks before
+each request, so the limits, the cool-down after a 429 and the breaker hold for the whole job, across nodes.
+
+One request = `acquire` (wait for the turn; a `Grant`, or a `Refusal` when the job is stopped or the cool-down is
+longer than the caller may wait), send, then `release` with an `AttemptReport` (tokens really used, answer valid
+or not, failure kind, Retry-After). Waiters are served first come, first served: the head of the line waits until
+every limit allows it, the others wait behind it.
+
+Tokens per minute are reserved up front (estimated prompt tokens + max_tokens, capped at one minute's worth) and
+corrected on release with the server's usage: unused tokens go back, extra tokens become a debt the next requests
+wait out. A failed request that the server never processed (connection error, 429, 5xx) gives its tokens back; a
+timeout keeps them (the server may have worked on it).
+
+A grant has a lease (``lease_s``) when the budget lives in another process: a holder that dies without releasing
+gets its slot reclaimed when the lease expires, so a lost actor never shrinks the job's budget for good.
+
+>>> import asyncio
+>>> async def demo():
+...     budget = RequestBudget(BudgetLimits(max_in_flight=2))
+...     first, second = await budget.acquire(), await budget.acquire()
+...     third = asyncio.ensure_future(budget.acquire())   # waits: two in flight already
+...     await asyncio.sleep(0)
+...     waiting = not third.done()
+...     budget.release(first, AttemptReport(answer_valid=True))
+...     granted = await third
+...     return waiting, isinstance(granted, Grant), budget.stats().peak_in_flight
+>>> asyncio.run(demo())
+(True, True, 2)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from vista.llm.breaker import AttemptReport, CircuitBreaker
+from vista.llm.errors import ErrorKind
+from vista.llm.pacing import Clock, Cooldown, SystemClock, TokenBucket
+
+__all__ = ["AttemptReport", "BudgetLimits", "BudgetStats", "Grant", "Limiter", "Refusal", "RequestBudget"]
+
+# Failures after which the server did not spend tokens on the request (their reservation is given back).
+_UNPROCESSED = frozenset({ErrorKind.CONNECTION_ERROR, ErrorKind.RATE_LIMITED, ErrorKind.SERVER_ERROR,
+                          ErrorKind.AUTH_ERROR, ErrorKind.UNKNOWN_MODEL, ErrorKind.QUOTA_EXCEEDED,
+                          ErrorKind.HTTP_ERROR, ErrorKind.CONTEXT_OVERFLOW})
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetLimits:
+    """The limits of one budget (None: no limit of that kind)."""
+
+    max_in_flight: int | None = None  # requests sent and not yet answered
+    requests_per_s: float | None = None  # requests started per second (bursts up to one second's worth)
+    tokens_per_min: int | None = None  # prompt + completion tokens per minute (bursts up to one minute's worth)
+    lease_s: float | None = None  # a grant not released after this long is reclaimed (its holder died)
+
+    def __post_init__(self) -> None:
+        for name in ("max_in_flight", "requests_per_s", "tokens_per_min", "lease_s"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"budget limit {name} must be > 0 (or None for no limit), not {value}")
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """Permission to send one request; give it back with `RequestBudget.release`."""
+
+    grant_id: int
+    tokens: int = 0  # tokens reserved against tokens/min
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """No grant: the budget is stopped (``stopped``; ``message`` says why) or the cool-down outlasts the caller."""
+
+    stopped: bool
+    message: str
+    pause_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetStats:
+    """What a budget allowed so far (the job's LLM figures when the budget is job-wide)."""
+
+    requests: int  # grants handed out
+    in_flight: int  # grants not yet released
+    peak_in_flight: int
+    mean_in_flight: float  # time-weighted mean of in_flight from the first grant to the last release (or now)
+    waited_s: float  # total time callers waited for their grant
+    answers: int  # requests that got an answer (valid or not)
+    invalid_answers: int  # answers that did not validate
+    failures: int  # requests without an answer (transport errors, HTTP errors, timeouts)
+    rate_limited: int  # HTTP 429 answers
+    cooldowns: int  # Retry-After pauses started or extended
+    cooldown_s: float  # seconds during which nobody was allowed to send (overlapping pauses counted once)
+    quota_stops: int  # 1 when the budget stopped because the quota was exhausted
+    expired_leases: int  # grants reclaimed because their holder never released them
+    tokens_reserved: int  # tokens reserved up front (tokens/min limit only)
+    tokens_used: int  # tokens the answers reported
+    stopped: str | None  # why the budget stopped (the breaker's line), None while it runs
+
+
+@runtime_checkable
+class Limiter(Protocol):
+    """What the gateway needs from a budget (a local `RequestBudget`, or a job-wide one in another process)."""
+
+    @property
+    def wants_tokens(self) -> bool:
+        """True when `acquire` should be given a token estimate (a tokens/min limit is set)."""
+        ...
+
+    async def acquire(self, tokens: int = 0, *, max_wait_s: float | None = None) -> Grant | Refusal: ...
+
+    def release(self, grant: Grant, report: AttemptReport) -> None: ...
+
+    def pause_remaining(self) -> float:
+        """The cool-down this side knows of (seconds), to sleep before a retry."""
+        ...
+
+
+@dataclass(slots=True)
+class _Lease:
+    tokens: int
+    expires: float | None
+
+
+class RequestBudget:
+    """See the module docstring. All methods run on one event loop (the gateway's, or the budget actor's)."""
+
+    def __init__(self, limits: BudgetLimits | None = None, *, breaker: CircuitBreaker | None = None,
+                 clock: Clock | None = None, poll_s: float = 1.0, first_id: int = 0):
+        self.limits = limits or BudgetLimits()
+        self.breaker = breaker
+        self._clock = clock or SystemClock()  # (the breaker keeps its own clock: pass it the same one in tests)
+        self._poll_s = poll_s
+        self._line = asyncio.Lock()
+        self._changed = asyncio.Event()
+        self._cooldown = Cooldown(clock=self._clock)
+        rps, tpm = self.limits.requests_per_s, self.limits.tokens_per_min
+        self._rps = TokenBucket(rps, clock=self._clock) if rps else None
+        self._tpm = TokenBucket(tpm / 60.0, burst=tpm, clock=self._clock) if tpm else None
+        self._leases: dict[int, _Lease] = {}
+        self._next_id = first_id
+        self.stopped: str | None = None
+        # figures
+        self._requests = self._peak = self._answers = self._invalid = self._failures = 0
+        self._rate_limited = self._cooldowns = self._quota_stops = self._expired = 0
+        self._tokens_reserved = self._tokens_used = 0
+        self._waited = self._area = self._cooldown_total = 0.0
+        self._first: float | None = None
+        self._last_change = 0.0
+
+    # ------------------------------------------------------------------------------------------- protocol
+    @property
+    def wants_tokens(self) -> bool:
+        return self._tpm is not None
+
+    def pause_remaining(self) -> float:
+        return self._cooldown.remaining()
+
+    async def acquire(self, tokens: int = 0, *, max_wait_s: float | None = None) -> Grant | Refusal:
+        """Wait for a turn under every limit; `Refusal` when stopped or when the cool-down exceeds ``max_wait_s``."""
+        return (await self.acquire_many([(tokens, max_wait_s)]))[0]
+
+    async def acquire_many(self, requests: Sequence[tuple[int, float | None]]) -> list[Grant | Refusal]:
+        """Outcomes for a prefix (at least one) of ``requests`` — ``(tokens, max_wait_s)`` each: the first waits its
+        turn like `acquire`; the following are granted while the limits allow it right away. One call thus serves
+        a whole batch of a remote caller's requests (see `jobs.llm_budget`)."""
+        if not requests:
+            raise ValueError("acquire_many needs at least one request")
+        asked = self._clock.monotonic()
+        async with self._line:
+            first = await self._wait_turn(*requests[0], asked)
+            outcomes: list[Grant | Refusal] = [first]
+            if isinstance(first, Grant):
+                for tokens, _ in requests[1:]:
+                    if self._wait_for(tokens) > 0:
+                        break
+                    outcomes.append(self._grant(tokens, asked))
+            return outcomes
+
+    async def _wait_turn(self, tokens: int, max_wait_s: float | None, asked: float) -> Grant | Refusal:
+        """(Holding the line) wait until every limit allows one request of ``tokens``, then grant it."""
+        while True:
+            if self.stopped is not None:
+                return Refusal(True, self.stopped)
+            self._reclaim_expired()
+            pause = self._cooldown.remaining()
+            if pause > 1e-9:  # (rounding error is no pause: see TokenBucket.wait_time)
+                left = None if max_wait_s is None else max_wait_s - (self._clock.monotonic() - asked)
+                if left is not None and pause > left:
+                    return Refusal(False, f"asked to pause {pause:.0f} s", pause)
+                await self._clock.sleep(min(pause, self._poll_s))
+                continue
+            if self._slots_full():
+                await self._wait_for_change()
+                continue
+            wait = self._wait_for(tokens)
+            if wait > 0:
+                await self._clock.sleep(min(wait, self._poll_s))
+                continue
+            return self._grant(tokens, asked)
+
+    def _slots_full(self) -> bool:
+        return self.limits.max_in_flight is not None and len(self._leases) >= self.limits.max_in_flight
+
+    def _wait_for(self, tokens: int) -> float:
+        """Seconds until a request of ``tokens`` may start (inf while stopped, paused or without a free slot)."""
+        if self.stopped is not None or self._cooldown.remaining() > 1e-9 or self._slots_full():
+            return float("inf")
+        return max(self._rps.wait_time(1) if self._rps else 0.0,
+                   self._tpm.wait_time(tokens) if self._tpm and tokens > 0 else 0.0)
+
+    def release(self, grant: Grant | int, report: AttemptReport) -> None:
+        """Give a grant back with what its request gave: frees the slot, corrects tokens, starts a cool-down on
+        Retry-After, feeds the breaker. Releasing an unknown or reclaimed grant only counts the report."""
+        grant_id = grant if isinstance(grant, int) else grant.grant_id
+        lease = self._leases.pop(grant_id, None)
+        if lease is not None:
+            self._touch(len(self._leases) + 1)
+            if self._tpm is not None:
+                self._correct_tokens(lease.tokens, report)
+        self._count(report)
+        if report.retry_after_s is not None and report.retry_after_s > 0:
+            self._extend_cooldown(report.retry_after_s)
+        if self.breaker is not None and (message := self.breaker.observe(report)) is not None:
+            if self.breaker.quota_exhausted:
+                self._quota_stops += 1
+            self.stop(message)
+        self._notify()
+
+    def stop(self, message: str) -> None:
+        """Refuse every grant from now on (pending and future `acquire` calls get a `Refusal` with ``message``)."""
+        if self.stopped is None:
+            self.stopped = message
+        self._notify()
+
+    def stats(self) -> BudgetStats:
+        now = self._clock.monotonic()
+        in_flight = len(self._leases)
+        end = now if in_flight else self._last_change
+        area = self._area + (in_flight * (now - self._last_change) if in_flight else 0.0)
+        span = (end - self._first) if self._first is not None else 0.0
+        return BudgetStats(
+            requests=self._requests, in_flight=in_flight, peak_in_flight=self._peak,
+            mean_in_flight=round(area / span, 3) if span > 0 else float(self._peak),
+            waited_s=round(self._waited, 3), answers=self._answers, invalid_answers=self._invalid,
+            failures=self._failures, rate_limited=self._rate_limited, cooldowns=self._cooldowns,
+            cooldown_s=round(self._cooldown_total - self._cooldown.remaining(), 3), quota_stops=self._quota_stops,
+            expired_leases=self._expired, tokens_reserved=self._tokens_reserved, tokens_used=self._tokens_used,
+            stopped=self.stopped,
+        )
+
+    # ------------------------------------------------------------------------------------------- internals
+    def _grant(self, tokens: int, asked: float) -> Grant:
+        now = self._clock.monotonic()
+        if self._rps is not None:
+            self._rps.take(1)
+        reserved = int(self._tpm.take(tokens)) if self._tpm is not None and tokens > 0 else 0
+        self._next_id += 1
+        expires = now + self.limits.lease_s if self.limits.lease_s is not None else None
+        self._touch(len(self._leases))
+        self._leases[self._next_id] = _Lease(reserved, expires)
+        if self._first is None:
+            self._first = now
+        self._requests += 1
+        self._peak = max(self._peak, len(self._leases))
+        self._waited += now - asked
+        self._tokens_reserved += reserved
+        return Grant(self._next_id, reserved)
+
+    def _touch(self, in_flight_before: int) -> None:
+        """Add the in-flight area since the last change (``in_flight_before`` requests were in flight meanwhile)."""
+        now = self._clock.monotonic()
+        if self._first is not None:
+            self._area += in_flight_before * (now - self._last_change)
+        self._last_change = now
+
+    def _correct_tokens(self, reserved: int, report: AttemptReport) -> None:
+        assert self._tpm is not None
+        if report.tokens_used is not None:
+            self._tpm.refund(reserved - report.tokens_used)
+        elif not report.answered and report.error_kind in _UNPROCESSED:
+            self._tpm.refund(reserved)
+
+    def _count(self, report: AttemptReport) -> None:
+        if report.answered:
+            self._answers += 1
+            self._invalid += not report.answer_valid
+        elif report.error_kind is not None:  # (a report with neither: the request was cancelled or never sent)
+            self._failures += 1
+        if report.tokens_used is not None:
+            self._tokens_used += report.tokens_used
+        if report.error_kind is ErrorKind.RATE_LIMITED or report.status == 429:
+            self._rate_limited += 1
+
+    def _extend_cooldown(self, seconds: float) -> None:
+        now = self._clock.monotonic()
+        before = max(now, now + self._cooldown.remaining())
+        self._cooldown.extend(seconds)
+        after = now + self._cooldown.remaining()
+        if after > before:
+            self._cooldown_total += after - before
+            self._cooldowns += 1
+
+    def _reclaim_expired(self) -> None:
+        if self.limits.lease_s is None or not self._leases:
+            return
+        now = self._clock.monotonic()
+        for grant_id in [g for g, lease in self._leases.items() if lease.expires is not None and lease.expires <= now]:
+            self._touch(len(self._leases))
+            del self._leases[grant_id]
+            self._expired += 1
+
+    def _notify(self) -> None:
+        """Wake whoever waits for a slot (a release or a stop happened)."""
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def _wait_for_change(self) -> None:
+        changed = self._changed
+        if self.limits.lease_s is None:
+            await changed.wait()
+            return
+        try:  # wake up now and then to reclaim expired leases
+            await asyncio.wait_for(changed.wait(), self._poll_s)
+        except TimeoutError:
+            pass
