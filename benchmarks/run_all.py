@@ -17,6 +17,9 @@ BENCHMARKS = {
     "cohort": "cohort build on ~10M rows",
     "features": "summary features of 100k patients, polars vs pandas",
     "graph": "MEDS Graph of a 10k-node patient vs a plain networkx build",
+    "graph_in_actor": "graph build in the predict actor: cost per patient vs render+chunk and the chain's wall time",
+    "consolidation": "predict driver at 100k patients: plan + consolidate from part files vs per-patient JSON; "
+                     "VISTA node index writes",
     "agents": "agent chain on the embedded model: calls, tokens, cache hits, overhead",
     "vista_eval": "VISTA vs BM25 RAG on synthetic lung cases, LLM-judge accuracy with CIs (embedded model: ~20 min)",
 }

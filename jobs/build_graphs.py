@@ -66,6 +66,7 @@ from jobs.tasks import TaskKey, keys_table, plan_tasks, read_label_tasks, task_k
 from jobs.vista_actor import PATIENTS, VistaActor, VistaSettings
 from jobs.vista_index import consolidate_index
 from vista.cli import add_profile_option
+from vista.storage import local_path
 from jobs.vista_rows import STAGES, VISTA_SCHEMA, rows_to_table, vista_row_from_json
 from jobs.vista_tasks import (
     XmlTask,
@@ -88,11 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     io = parser.add_argument_group("inputs and outputs")
     source = io.add_mutually_exclusive_group(required=True)
-    source.add_argument("--dataset", type=Path, help="MEDS dataset root (data/**/*.parquet, metadata/)")
+    source.add_argument("--dataset", type=local_path, help="MEDS dataset root (data/**/*.parquet, metadata/)")
     source.add_argument("--xml-dir", type=Path, help="directory of VISTA patient XML files (*.xml, searched recursively)")
     add_profile_option(io)
-    io.add_argument("--out", required=True, type=Path, help="output directory; rerunning the same command resumes there")
-    io.add_argument("--labels", type=Path, help="with --dataset: MEDS label parquet, one task per row cut at its "
+    io.add_argument("--out", required=True, type=local_path, help="output directory; rerunning the same command resumes there")
+    io.add_argument("--labels", type=local_path, help="with --dataset: MEDS label parquet, one task per row cut at its "
                     "prediction_time (default: every subject, whole record)")
 
     pick = parser.add_argument_group("which patients")

@@ -245,7 +245,7 @@ class JobBudget:
     @classmethod
     def start(cls, *, run_id: str, llm: LLMConfig, limits: BudgetLimits,
               policy: BreakerPolicy | None = BreakerPolicy(**JOB_HINTS)) -> JobBudget:
-        """Start the budget actor of job ``run_id`` (no CPU; on the driver's node when it is part of the cluster)."""
+        """Start the budget actor of job ``run_id`` (no CPU; on the driver's node, whose loss ends the job anyway)."""
         import ray
 
         name = f"llm-budget-{run_id}"
@@ -257,7 +257,11 @@ class JobBudget:
         if node is not None:
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=True)
+            # Hard affinity: the budget shares the driver's fate. A soft one does not hold a 0-CPU actor there
+            # (measured on a 3-node cluster: placed on a random node), so losing a worker node could take the
+            # budget with it: every actor's requests wait for its restart, which starts with empty figures and
+            # no record of the requests still in flight (tests/test_jobs_multinode.py).
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=False)
         handle = ray.remote(LLMBudgetActor).options(**options).remote(limits, policy, endpoint_of(llm), llm.model)
         ray.get(handle.stats.remote(), timeout=120)  # started and answering
         return cls(handle, BudgetRef(name, BUDGET_NAMESPACE, wants_tokens=limits.tokens_per_min is not None), limits)

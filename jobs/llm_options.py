@@ -17,6 +17,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from vista.storage import is_remote, join
+
 LLM_ANSWER_FIELDS = ("backend", "model", "schema_mode", "schema_in_prompt", "temperature", "max_tokens",
                      "max_tokens_field", "reasoning_effort", "seed", "model_path", "n_ctx", "context_tokens")
 """LLM settings that change answers (hence outputs). The others (endpoint URL, timeouts, concurrency, cache) only
@@ -42,8 +44,8 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
     llm.add_argument("--tokens-per-minute", type=int, help="the job's LLM budget: prompt + completion tokens per "
                      "minute over every actor, e.g. your OpenAI tier's TPM (default: no limit)")
     llm.add_argument("--llm-timeout", type=float, help="seconds allowed for one request (default 120)")
-    llm.add_argument("--cache-dir", type=Path, help="LLM response cache (default OUT/llm_cache; must be shared by the "
-                     "nodes for resumes to be free on a cluster)")
+    llm.add_argument("--cache-dir", type=str, help="LLM response cache, a path or an s3://… URI (default OUT/llm_cache; "
+                     "must be shared by the nodes for resumes to be free on a cluster)")
     llm.add_argument("--no-cache", action="store_true", help="no LLM response cache")
     llm.add_argument("--llm", action="append", default=[], metavar="KEY=VALUE", help="any other LLMConfig field "
                      "(repeatable), e.g. --llm qps=5 --llm schema_mode=json_object")
@@ -79,10 +81,10 @@ def llm_config(args: argparse.Namespace, env: dict[str, str] | None = None):
     elif args.cache_dir is not None:
         config = config.with_overrides({"cache_dir": args.cache_dir})
     elif config.cache_dir is None:
-        config = config.with_overrides({"cache_dir": args.out / "llm_cache"})
+        config = config.with_overrides({"cache_dir": join(args.out, "llm_cache")})
     if args.llm:
         config = config.with_overrides(args.llm)
-    if config.cache_dir is not None:
+    if config.cache_dir is not None and not is_remote(config.cache_dir):
         config = config.with_overrides({"cache_dir": Path(config.cache_dir).resolve()})
     return config
 

@@ -36,6 +36,8 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata, resources
 from pathlib import Path
 
+from vista.storage import resolve
+
 from jobs.errors import JobInputError, JobSettingsMismatch
 from jobs.outputs import atomic_write_text
 
@@ -149,11 +151,12 @@ def flatten(settings: Mapping[str, object], prefix: str = "") -> dict[str, objec
     return flat
 
 
-def check_manifest(root: Path, job: str, settings: Mapping[str, JsonValue], *, code: CodeVersion | None = None,
+def check_manifest(root: Path | str, job: str, settings: Mapping[str, JsonValue], *, code: CodeVersion | None = None,
                    allow_code_change: bool = False) -> None:
     """Write ``job.json`` on the first run; on later runs raise `JobSettingsMismatch` if ``settings`` or the code
-    (``code``, default: the running code) changed — code changes pass with ``allow_code_change``."""
-    path = Path(root) / MANIFEST
+    (``code``, default: the running code) changed — code changes pass with ``allow_code_change``. ``root`` may be
+    an object-store URI (`vista.storage`)."""
+    path = resolve(root) / MANIFEST
     code = code or CodeVersion.current(job)
     wanted = {"job": job, "settings": json.loads(json.dumps(dict(settings), sort_keys=True, default=str)),
               "code": asdict(code)}

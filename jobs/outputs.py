@@ -22,13 +22,17 @@ either the whole file or none. ``bucket`` (subject id mod 100) keeps folders sma
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import IO, Literal
 
+from vista.storage import Location, is_remote, resolve
+
 from jobs.errors import JobError
 from jobs.tasks import TaskKey
+
+log = logging.getLogger(__name__)
 
 MarkerStatus = Literal["done", "failed"]
 FAILED_SUFFIX = ".failed.json"
@@ -36,22 +40,13 @@ DONE_SUFFIX = ".json"
 BUCKETS = 100
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and an atomic rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def atomic_write_bytes(path: Path | str | Location, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and an atomic rename; on an object
+    store (a URI or a remote `Location`), as one PUT of the whole object (`vista.storage.Location.write_bytes`)."""
+    resolve(path).write_bytes(data)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path | str | Location, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
@@ -131,13 +126,23 @@ class OutputLock:
 
     Held with ``flock`` on ``<root>/.lock`` by the driver; the kernel releases it when the process dies, so a
     killed run never blocks its own restart.
+
+    An object store (``--out s3://…``) has neither flock nor an atomic create that pyarrow exposes, and a lock object
+    that outlived a killed driver would block its restart; there the lock is not taken: one driver per output
+    prefix is the user's rule (logged once). Two drivers would still never corrupt a file — every object is written
+    whole, part files have unique names — but they would run the same tasks twice.
     """
 
-    def __init__(self, root: Path):
-        self.path = Path(root) / ".lock"
+    def __init__(self, root: Path | str):
+        self.remote = is_remote(root)
+        self.root = root
+        self.path = Path(root) / ".lock" if not self.remote else None
         self._handle: IO[str] | None = None
 
     def __enter__(self) -> OutputLock:
+        if self.path is None:
+            log.warning("%s: object storage has no lock; run one job at a time in this output prefix", self.root)
+            return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle = self.path.open("a+")
         try:

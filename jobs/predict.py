@@ -76,6 +76,7 @@ from jobs.tasks import (
     task_keys,
 )
 from vista.cli import add_profile_option
+from vista.storage import join, normalize
 
 log = logging.getLogger("jobs.predict")
 
@@ -89,11 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m jobs.predict", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     io = parser.add_argument_group("inputs and outputs")
-    io.add_argument("--labels", required=True, type=Path, help="MEDS label parquet (subject_id, prediction_time, "
-                    "boolean_value), e.g. COHORT/labels/test.parquet")
-    io.add_argument("--dataset", required=True, type=Path, help="MEDS dataset root (data/**/*.parquet, metadata/)")
+    io.add_argument("--labels", required=True, type=str, help="MEDS label parquet (subject_id, prediction_time, "
+                    "boolean_value), e.g. COHORT/labels/test.parquet; a path or an s3://… URI (vista.storage)")
+    io.add_argument("--dataset", required=True, type=str, help="MEDS dataset root (data/**/*.parquet, metadata/); a "
+                    "path or an s3://… URI")
     add_profile_option(io)
-    io.add_argument("--out", required=True, type=Path, help="output directory; rerunning the same command resumes there")
+    io.add_argument("--out", required=True, type=str, help="output directory or s3://… prefix; rerunning the same "
+                    "command resumes there")
     io.add_argument("--threshold", type=float, default=0.5,
                     help="predicted_boolean_value = risk/10 >= threshold (default 0.5, i.e. risk >= 5)")
 
@@ -182,18 +185,18 @@ def build_settings(args: argparse.Namespace, run_id: str) -> PredictSettings:
         context_tokens=args.context_tokens,
     )
     return PredictSettings(
-        dataset=args.dataset.resolve(), coding_profile=coding_profile_for(args.dataset, args.coding_profile),
-        out=args.out.resolve(), pipeline=pipeline, any_cancer=args.any_cancer,
+        dataset=normalize(args.dataset), coding_profile=coding_profile_for(args.dataset, args.coding_profile),
+        out=normalize(args.out), pipeline=pipeline, any_cancer=args.any_cancer,
         llm=llm_config(args), threshold=args.threshold, patient_timeout_s=args.patient_timeout,
         patients_per_actor=args.patients_per_actor or 1, flush_rows=args.flush_rows, flush_s=args.flush_seconds,
         run_id=run_id,
     )
 
 
-def fingerprint(settings: PredictSettings, labels: Path) -> dict[str, object]:
+def fingerprint(settings: PredictSettings, labels: Path | str) -> dict[str, object]:
     """The settings that decide the outputs (see `jobs.manifest`)."""
     return {
-        "labels": str(labels.resolve()), "dataset": str(settings.dataset), "coding_profile": settings.coding_profile,
+        "labels": normalize(labels), "dataset": str(settings.dataset), "coding_profile": settings.coding_profile,
         "pipeline": settings.pipeline.model_dump(mode="json"), "any_cancer": settings.any_cancer,
         "threshold": settings.threshold, "llm": answer_fields(settings.llm),
     }
@@ -269,6 +272,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
         retry = RetryCounts.of(plan.selected, states, policy)
         tracker = ProgressTracker("predict", to_run=len(plan.todo), skipped_before=plan.skipped)
         passes = 0
+        budget_figures = None
         if plan.todo:
             runtime = connect(RayOptions.from_args(args))
             try:
@@ -280,12 +284,13 @@ def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
                     # every actor and preprocessor asks the job's budget; its figures stay in budget.final
                     settings = settings.model_copy(update={"llm_budget": budget.ref if budget else None})
                     passes = _run_passes(args, settings, resources, tasks, ordered, tracker, console)
+                budget_figures = budget.final if budget is not None else None
             finally:
                 shutdown(runtime)
         else:
             console.print(f"[predict] run {run_id}: all {len(plan.selected)} selected tasks already have an output; "
                           f"consolidating only{_kept_note(retry, policy)}", markup=False, highlight=False, soft_wrap=True)
-        report = consolidate_parts(out, out / "predictions.parquet", plan.selected, schema=PREDICTION_SCHEMA)
+        report = consolidate_parts(out, join(out, "predictions.parquet"), plan.selected, schema=PREDICTION_SCHEMA)
         ran = _this_run(latest_states(out) if plan.todo else {}, run_id)
         summary = RunSummary.from_tracker(
             tracker, run_id=run_id, started_at=started_at, selected=len(plan.selected), skipped=plan.skipped,
@@ -294,7 +299,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
         ).model_copy(update={
             "retry_policy": policy, "retried_by_class": dict(sorted(retry.retried.items())),
             "kept_by_class": dict(sorted(retry.kept.items())), "repair_passes": passes,
-            "consolidated_rows": report.rows, "consolidation_s": round(report.seconds, 3),
+            "consolidated_rows": report.rows, "consolidation_s": round(report.seconds, 3), "llm_budget": budget_figures,
             # what this run's rows say (a task redone after an actor lost its row counts once)
             "ran": sum(ran[0].values()), "by_status": ran[0], "failed_by_reason": ran[1],
         })

@@ -29,13 +29,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trajonco.agents.results import AnyCancerResult, PatientResult
 from trajonco.pipeline import PipelineConfig, run_any_cancer, run_patient
 from vista.llm import LLMConfig
 from vista.llm.errors import LLMEndpointFailure
 from vista.records import PatientRecord
+from vista.storage import normalize
 
 from jobs.job_gateway import JobGateway, TaskUsage, job_llm_gateway, usage_scope
 from jobs.llm_budget import BudgetRef
@@ -54,10 +55,11 @@ class PredictSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    dataset: Path = Field(description="MEDS dataset root (readable from every node)")
+    dataset: str = Field(description="MEDS dataset root, an absolute path or an object-store URI (readable from "
+                         "every node)")
     coding_profile: str | None = Field(None, description="how the dataset spells codes (vista.coding profile name or "
                                        "TOML path); None: detected by each actor")
-    out: Path = Field(description="output directory (shared by every node)")
+    out: str = Field(description="output directory, an absolute path or an object-store URI (shared by every node)")
     pipeline: PipelineConfig
     any_cancer: bool = Field(False, description="assess every cancer the patient's sex allows and max-pool the scores")
     llm: LLMConfig
@@ -69,6 +71,12 @@ class PredictSettings(BaseModel):
     run_id: str
     llm_budget: BudgetRef | None = Field(None, description="the job's shared LLM budget (jobs.llm_budget); None: "
                                          "only the actor's own gateway limits")
+
+    @field_validator("dataset", "out", mode="before")
+    @classmethod
+    def _location(cls, value: object) -> object:
+        """A `Path` as an absolute path string; a URI as given (`vista.storage.normalize`)."""
+        return normalize(value) if isinstance(value, (str, Path)) else value
 
     def row_context(self) -> RowContext:
         return RowContext(cancer="any" if self.any_cancer else self.pipeline.cancer, variant=self.pipeline.variant.value,

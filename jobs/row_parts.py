@@ -3,8 +3,8 @@
 Layout: ``OUT/rows/run=<run_id>/part-<writer>-<seq>.parquet``. Each actor buffers the rows of the tasks it finished
 and writes them as one part file when it has ``flush_rows`` of them, when the oldest has waited ``flush_s``
 seconds, or when it has no task left running (so the end of a job, or a quiet actor, leaves nothing unwritten).
-A part file is written to a temporary name and renamed into place, so readers see whole files only. No file is
-ever rewritten: a task run again (a retry, or an actor that died after writing) adds a newer row, and the newest
+A part file is written to a temporary name and renamed into place, so readers see whole files only (on an object
+store, ``--out s3://…``, it is sent as one PUT of the whole object: `vista.storage`). No file is ever rewritten: a task run again (a retry, or an actor that died after writing) adds a newer row, and the newest
 row of a task (``finished_at``) is its row.
 
 The driver reads only the key and status columns to plan a run (which tasks have a row, which are failures worth
@@ -32,8 +32,6 @@ range, so its memory stays flat whatever the cohort size.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import threading
 import time
 import uuid
@@ -46,6 +44,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from vista.storage import Location, resolve, scan_parquet
+
 from jobs.tasks import PREDICTION_TIME, SUBJECT_ID, TaskKey
 
 ROWS = "rows"
@@ -57,11 +57,11 @@ ORDER_COLUMN = "finished_at"
 class PartWriter:
     """An actor's buffer of finished rows and the part files it writes (thread-safe)."""
 
-    def __init__(self, root: Path, *, run_id: str, schema: pa.Schema, flush_rows: int = 256, flush_s: float = 10.0,
+    def __init__(self, root: Path | str, *, run_id: str, schema: pa.Schema, flush_rows: int = 256, flush_s: float = 10.0,
                  clock: Callable[[], float] = time.monotonic):
         if flush_rows < 1 or flush_s <= 0:
             raise ValueError(f"flush_rows must be >= 1 and flush_s > 0, not {flush_rows} and {flush_s}")
-        self.folder = Path(root) / ROWS / f"run={run_id}"
+        self.folder = resolve(root) / ROWS / f"run={run_id}"
         self.schema = schema
         self.flush_rows = flush_rows
         self.flush_s = flush_s
@@ -93,7 +93,7 @@ class PartWriter:
                 return False
             return len(self._rows) >= self.flush_rows or self._clock() - (self._oldest or 0.0) >= self.flush_s
 
-    def flush(self) -> Path | None:
+    def flush(self) -> Path | Location | None:
         """Write the buffered rows as one part file (atomically); None when there was nothing to write."""
         with self._write_lock:
             with self._lock:
@@ -105,7 +105,7 @@ class PartWriter:
             table = pa.Table.from_pylist(rows, schema=self.schema)
             path = self.folder / f"part-{self.writer_id}-{seq:05d}.parquet"
             try:
-                _atomic_parquet(table, path)
+                _write_parquet(table, path)
             except BaseException:
                 with self._lock:  # keep the rows for the next attempt
                     self._rows[:0] = rows
@@ -113,42 +113,53 @@ class PartWriter:
                 raise
             self.files_written += 1
             self.rows_written += len(rows)
-            return path
+            return Path(path.path) if path.is_local else path
 
 
-def _atomic_parquet(table: pa.Table, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+def _write_parquet(table: pa.Table, path: Location) -> None:
+    """A whole parquet file at ``path``: a temporary file renamed into place, or one PUT of the whole object."""
+    if not path.is_local:
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink)
+        path.write_bytes(sink.getvalue().to_pybytes())
+        return
+    with path.publish() as tmp:
         pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
-def part_files(root: Path) -> list[Path]:
-    """Every complete part file under ``root/rows`` (temporaries of interrupted writes excluded)."""
-    folder = Path(root) / ROWS
-    if not folder.is_dir():
-        return []
-    return sorted(folder.glob("run=*/part-*.parquet"))
+def _part_locations(root: Path | str | Location) -> list[Location]:
+    folder = resolve(root) / ROWS
+    if folder.is_local:
+        local = Path(folder.path)
+        return [Location(folder.fs, str(p)) for p in sorted(local.glob("run=*/part-*.parquet"))] if local.is_dir() else []
+    return [f for f in folder.files(suffix=".parquet")
+            if f.name.startswith("part-") and f.parent.name.startswith("run=") and f.parent.parent.path == folder.path]
 
 
-def remove_stale_temporaries(root: Path) -> int:
-    """Delete temporaries left by interrupted writes (call before any writer starts)."""
+def part_files(root: Path | str) -> list[Path] | list[Location]:
+    """Every complete part file under ``root/rows`` (temporaries of interrupted writes excluded): paths for a local
+    ``root``, `vista.storage.Location`s for an object store."""
+    found = _part_locations(root)
+    return [Path(f.path) for f in found] if found and found[0].is_local else found
+
+
+def remove_stale_temporaries(root: Path | str) -> int:
+    """Delete temporaries left by interrupted writes (call before any writer starts). An object store has none:
+    part files are sent whole."""
     removed = 0
-    for path in (Path(root) / ROWS).glob("run=*/.*.tmp"):
+    folder = resolve(root) / ROWS
+    if not folder.is_local:
+        return removed
+    for path in Path(folder.path).glob("run=*/.*.tmp"):
         path.unlink(missing_ok=True)
         removed += 1
     return removed
 
 
-def _latest(files: list[Path], columns: Iterable[str]) -> pl.LazyFrame:
+def _latest(files: list[Location], columns: Iterable[str]) -> pl.LazyFrame:
     """The newest row of each task, with ``columns`` (the key and ``finished_at`` are always included)."""
     wanted = list(dict.fromkeys([*KEY_COLUMNS, ORDER_COLUMN, *columns]))
-    return (pl.scan_parquet(files).select(wanted).sort(ORDER_COLUMN, nulls_last=False)
+    return (scan_parquet(files).select(wanted).sort(ORDER_COLUMN, nulls_last=False)
             .unique(subset=list(KEY_COLUMNS), keep="last", maintain_order=False))
 
 
@@ -162,9 +173,9 @@ class RowState:
     error_kind: str | None = None
 
 
-def latest_states(root: Path) -> dict[TaskKey, RowState]:
+def latest_states(root: Path | str) -> dict[TaskKey, RowState]:
     """Each task with a row, and its newest row's status and retry class (reads four small columns only)."""
-    files = part_files(root)
+    files = _part_locations(root)
     if not files:
         return {}
     frame = _latest(files, ["status", "retry_class", "run_id", "error_kind"]).collect(engine="streaming")
@@ -180,7 +191,7 @@ def latest_states(root: Path) -> dict[TaskKey, RowState]:
 class PartConsolidation:
     """What went into the consolidated file."""
 
-    path: Path
+    path: Path | str
     rows: int = 0  # rows written (every task with a row, selected or not)
     missing: list[TaskKey] = field(default_factory=list)  # selected tasks without a row
     statuses: Counter[str] = field(default_factory=Counter)  # over the selected tasks
@@ -191,16 +202,19 @@ class PartConsolidation:
         return not self.missing
 
 
-def consolidate_parts(root: Path, path: Path, selected: Iterable[TaskKey], *, schema: pa.Schema,
-                      chunk_rows: int = 50_000) -> PartConsolidation:
+def consolidate_parts(root: Path | str, path: Path | str, selected: Iterable[TaskKey], *, schema: pa.Schema,
+                      chunk_rows: int = 10_000) -> PartConsolidation:
     """Write the newest row of every task with a row (not only this run's selection: a rerun with a smaller
     ``--limit`` keeps the others) to ``path`` in key order, atomically; report the selected tasks without one.
 
-    The scan runs key range by key range (``chunk_rows`` tasks each), so memory holds one range at a time.
+    The scan runs key range by key range (``chunk_rows`` tasks each), so memory holds one range at a time: each row
+    carries ~7 KB of detail JSON that the join/sort copies several times, so 10,000 rows peak near 0.85 GB where
+    50,000 peaked near 2.4 GB (``benchmarks/bench_consolidation.py``, 100k patients).
     """
     started = time.perf_counter()
-    report = PartConsolidation(Path(path))
-    files = part_files(root)
+    target = resolve(path)
+    report = PartConsolidation(Path(target.path) if target.is_local else target.uri)
+    files = _part_locations(root)
     selected = set(selected)
     winners = (_latest(files, ["status"]).collect(engine="streaming").sort(list(KEY_COLUMNS))
                if files else pl.DataFrame(schema={SUBJECT_ID: pl.Int64, PREDICTION_TIME: pl.Datetime("us"),
@@ -213,15 +227,12 @@ def consolidate_parts(root: Path, path: Path, selected: Iterable[TaskKey], *, sc
         if key in selected:
             report.statuses[status] += 1
     report.missing = sorted(selected - found, key=TaskKey.sort_key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with target.publish() as tmp:
         with pq.ParquetWriter(tmp, schema) as writer:
             for lo in range(0, winners.height, chunk_rows):
                 chunk = winners.slice(lo, chunk_rows).select([*KEY_COLUMNS, ORDER_COLUMN])
                 first, last = chunk[SUBJECT_ID][0], chunk[SUBJECT_ID][-1]
-                rows = (pl.scan_parquet(files)
+                rows = (scan_parquet(files)
                         .filter(pl.col(SUBJECT_ID).is_between(first, last))
                         .select(schema.names)
                         .join(chunk.lazy(), on=[*KEY_COLUMNS, ORDER_COLUMN], how="semi", nulls_equal=True)
@@ -231,20 +242,16 @@ def consolidate_parts(root: Path, path: Path, selected: Iterable[TaskKey], *, sc
                 table = rows.to_arrow().cast(schema)
                 writer.write_table(table)
                 report.rows += table.num_rows
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     report.seconds = time.perf_counter() - started
     return report
 
 
-def read_details(root: Path, key: TaskKey, columns: Iterable[str]) -> dict[str, object] | None:
+def read_details(root: Path | str, key: TaskKey, columns: Iterable[str]) -> dict[str, object] | None:
     """The newest row of one task with the given columns (e.g. the detail JSON), or None (a debugging aid)."""
-    files = part_files(root)
+    files = _part_locations(root)
     if not files:
         return None
     when = pl.col(PREDICTION_TIME).is_null() if key.prediction_time is None else pl.col(PREDICTION_TIME) == key.prediction_time
-    frame = (pl.scan_parquet(files).filter((pl.col(SUBJECT_ID) == key.subject_id) & when)
+    frame = (scan_parquet(files).filter((pl.col(SUBJECT_ID) == key.subject_id) & when)
              .sort(ORDER_COLUMN).select(list(columns)).collect())
     return frame.row(-1, named=True) if frame.height else None

@@ -12,6 +12,9 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
+from vista.storage import join
+
+from jobs.llm_budget import LLMBudgetFigures
 from jobs.outputs import atomic_write_text
 from jobs.progress import STATUS_ORDER, ProgressTracker
 
@@ -48,6 +51,8 @@ class RunSummary(BaseModel):
     repair_passes: int = Field(0, description="passes over tasks whose row was lost with an actor")
     consolidated_rows: int | None = Field(None, description="rows of the consolidated file (every task with a row)")
     consolidation_s: float | None = Field(None, description="seconds spent building the consolidated file")
+    llm_budget: LLMBudgetFigures | None = Field(None, description="the job-wide LLM budget and what it allowed "
+                                                "(achieved concurrency, 429s, cool-downs); None: no shared budget")
     complete: bool = Field(description="every selected task has an output")
     outputs: dict[str, str] = Field(default_factory=dict, description="consolidated files written by this run")
     totals: dict[str, int] = Field(default_factory=dict, description="status counts over every selected task's output")
@@ -71,10 +76,11 @@ class RunSummary(BaseModel):
             complete=complete, outputs=outputs, totals=totals,
         )
 
-    def write(self, root: Path) -> None:
+    def write(self, root: Path | str) -> None:
+        """``summary.json`` and ``runs/<run_id>.json`` under ``root`` (a path or an object-store URI)."""
         text = self.model_dump_json(indent=2)
-        atomic_write_text(root / "summary.json", text)
-        atomic_write_text(root / "runs" / f"{self.run_id}.json", text)
+        atomic_write_text(join(root, "summary.json"), text)
+        atomic_write_text(join(root, "runs", f"{self.run_id}.json"), text)
 
     def table(self) -> Table:
         table = Table(title=f"{self.job} run {self.run_id}" + ("" if self.complete else " (incomplete)"))
@@ -106,6 +112,15 @@ class RunSummary(BaseModel):
             rows.append(("start-up: first task / first row", f"{shown(self.startup_s)} / {shown(self.first_row_s)}"))
         if self.repair_passes:
             rows.append(("repair passes (rows lost with an actor)", f"{self.repair_passes}"))
+        if self.llm_budget is not None:
+            b = self.llm_budget
+            rows.append(("LLM in flight: limit / mean / peak", f"{b.in_flight_limit or '-'} / {b.in_flight_mean:.1f} / "
+                                                                 f"{b.in_flight_peak}"))
+            if b.rate_limited_429 or b.cooldowns:
+                rows.append(("429s · cool-downs (all actors)", f"{b.rate_limited_429:,} · {b.cooldowns:,} "
+                                                               f"({b.cooldown_s:.1f} s)"))
+            if b.stopped:
+                rows.append(("stopped by the circuit breaker", b.stopped))
         if self.consolidation_s is not None:
             rows.append(("consolidation", f"{self.consolidated_rows or 0:,} rows in {self.consolidation_s:.1f} s"))
         rows += [(f"all outputs: {status}", f"{count:,}") for status, count in self.totals.items()]

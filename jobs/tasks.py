@@ -161,19 +161,21 @@ def schedule(keys: Iterable[TaskKey], lengths: Mapping[TaskKey, int], *, ratio: 
     return sorted(keys, key=order)
 
 
-def estimate_lengths(dataset: Path, keys: Iterable[TaskKey]) -> dict[TaskKey, int]:
+def estimate_lengths(dataset: Path | str, keys: Iterable[TaskKey]) -> dict[TaskKey, int]:
     """Each task's MEDS rows before its prediction time (static rows included; every row without one): a cheap
     stand-in for its chain length, from two columns of the data files, scanned by polars on the driver."""
     import polars as pl
 
     from vista.meds.reader import MedsDataset
+    from vista.storage import scan_parquet
 
     keys = list(keys)
     if not keys:
         return {}
-    files = [str(Path(dataset) / shard) for shard in MedsDataset(dataset).shards]
+    meds = MedsDataset(dataset)  # a path or an object-store URI
+    files = [meds.location / shard for shard in meds.shards]
     tasks = pl.from_arrow(keys_table(keys)).lazy()
-    rows = pl.scan_parquet(files).select(pl.col(SUBJECT_ID).cast(pl.Int64), pl.col("time").cast(pl.Datetime("us")))
+    rows = scan_parquet(files).select(pl.col(SUBJECT_ID).cast(pl.Int64), pl.col("time").cast(pl.Datetime("us")))
     counted = (
         rows.join(tasks, on=SUBJECT_ID, how="inner")
         .filter(pl.col(PREDICTION_TIME).is_null() | pl.col("time").is_null() | (pl.col("time") < pl.col(PREDICTION_TIME)))
@@ -184,7 +186,7 @@ def estimate_lengths(dataset: Path, keys: Iterable[TaskKey]) -> dict[TaskKey, in
                                                           counted["rows"].to_list())}
 
 
-def read_label_tasks(path: Path) -> pa.Table:
+def read_label_tasks(path: Path | str) -> pa.Table:
     """The task columns of a MEDS label file (``subject_id``, ``prediction_time``, ``boolean_value``), checked.
 
     Any file `vista.meds.labels.read_label_table` accepts (MEDS labels, ACES's outputs) is read the same way. Raises

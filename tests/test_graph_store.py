@@ -6,6 +6,7 @@ import dataclasses
 from datetime import datetime, timedelta
 
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 
 from tests.graph_fixtures import SMALL_CATALOG, small_record, synth_dataset, synth_records, synth_root
@@ -16,6 +17,11 @@ from vista.graph.xml_input import encounter_xml
 from vista.records import CodeCatalog, CodeInfo, Event
 
 IMAGING = pl.col("code").eq("NOTE//RADIOLOGY") | pl.col("code").str.contains(r"^CPT//7\d{4}$")
+
+
+def _index_files(root) -> dict[str, int]:
+    """The store's index parts and their modification times."""
+    return {p.name: p.stat().st_mtime_ns for p in (root / "index").glob("*.parquet")}
 
 
 @pytest.fixture(scope="module")
@@ -32,11 +38,12 @@ def test_store_builds_every_patient_and_skips_them_on_rerun(built_store):
     store = GraphStore(root)
     assert store.subject_ids() == sorted(records)
     mtimes = {sid: store.path_of(sid).stat().st_mtime_ns for sid in records}
-    index_mtime = (root / "index.parquet").stat().st_mtime_ns
+    index_files = _index_files(root)
+    assert index_files and not (root / "index.parquet").exists()
     again = store.build_dataset(synth_dataset())
     assert (again.built, again.skipped, again.nodes_built) == (0, len(records), 0)
     assert {sid: store.path_of(sid).stat().st_mtime_ns for sid in records} == mtimes
-    assert (root / "index.parquet").stat().st_mtime_ns == index_mtime
+    assert _index_files(root) == index_files
     sid = store.subject_ids()[0]
     loaded = store.load(sid)
     built = build_graph(records[sid], catalog)
@@ -136,3 +143,68 @@ def test_content_hash_tracks_rows_and_provenance():
     assert content_hash(source_from_record(moved, SMALL_CATALOG)) != base
     retexted = dataclasses.replace(rec, events=[rec.events[0], Event("e1", rec.events[1].time, "ENCOUNTER//AMB", None, "x")])
     assert content_hash(source_from_record(retexted, SMALL_CATALOG)) != base
+
+
+def test_each_checkpoint_adds_one_index_part_and_rewrites_none(tmp_path):
+    records, catalog = synth_records()
+    chosen = [records[s] for s in sorted(records)[:7]]
+    store = GraphStore(tmp_path, checkpoint_every=3)
+    store.build_records(chosen[:3], catalog)
+    first = _index_files(tmp_path)
+    store.build_records(chosen, catalog)  # 3 skipped, 4 built: one checkpoint of 3, one of 1
+    after = _index_files(tmp_path)
+    assert len(first) == 1 and len(after) == 3 and {k: after[k] for k in first} == first
+    manifest = store.manifest()
+    assert manifest["index_part"].n_unique() == 3
+    for part, group in manifest.group_by("index_part"):  # the manifest names the part holding each graph's rows
+        held = pl.read_parquet(tmp_path / part[0])
+        assert sorted(held["subject_id"].unique().to_list()) == sorted(group["subject_id"].to_list())
+        assert held.height == group["nodes"].sum()
+    reopened = GraphStore(tmp_path)
+    assert reopened.scan_index().collect().sort("subject_id", "node_id").equals(
+        store.scan_index().collect().sort("subject_id", "node_id"))
+    assert reopened.scan_index().select(pl.len()).collect().item() == manifest["nodes"].sum()
+
+
+def test_rebuilt_graphs_supersede_their_old_index_rows(tmp_path):
+    records, catalog = synth_records()
+    a, b = (records[s] for s in sorted(records)[:2])
+    store = GraphStore(tmp_path, checkpoint_every=10)
+    store.build_records([a, b], catalog)
+    (old_part,) = _index_files(tmp_path)
+    k = next(i for i, e in enumerate(b.events) if e.numeric_value is not None)
+    changed = dataclasses.replace(b, events=list(b.events))
+    changed.events[k] = dataclasses.replace(b.events[k], numeric_value=-1.0)
+    assert store.build_records([a, changed], catalog).built == 1
+    assert len(_index_files(tmp_path)) == 2  # the old part still holds a's rows (and b's stale ones)
+    for reader in (store, GraphStore(tmp_path)):
+        index = reader.scan_index().collect()
+        assert index.height == reader.manifest()["nodes"].sum()
+        assert index.filter((pl.col("subject_id") == b.subject_id) & (pl.col("node_id") == f"e{k}"))["value"].to_list() == [-1.0]
+        assert index.filter(pl.col("subject_id") == a.subject_id).height == reader.manifest().filter(
+            pl.col("subject_id") == a.subject_id)["nodes"].item()
+    # Once no graph points to the old part any more, it is deleted.
+    changed_a = dataclasses.replace(a, first_row=a.first_row + 1)
+    assert store.build_records([changed_a, changed], catalog).built == 1
+    assert old_part not in _index_files(tmp_path) and len(_index_files(tmp_path)) == 2
+
+
+def test_a_store_with_the_former_single_index_file_is_still_read(tmp_path):
+    """Stores written before the index was partitioned: one index.parquet, a manifest without index_part."""
+    records, catalog = synth_records()
+    chosen = [records[s] for s in sorted(records)[:3]]
+    store = GraphStore(tmp_path)
+    store.build_records(chosen, catalog)
+    (part,) = (tmp_path / "index").glob("*.parquet")
+    part.rename(tmp_path / "index.parquet")
+    manifest = pq.read_table(tmp_path / "manifest.parquet")
+    pq.write_table(manifest.drop_columns(["index_part"]), tmp_path / "manifest.parquet")
+    legacy = GraphStore(tmp_path)
+    assert legacy.scan_index().select(pl.len()).collect().item() == legacy.manifest()["nodes"].sum() > 0
+    changed = dataclasses.replace(chosen[0], first_row=chosen[0].first_row + 1)
+    assert legacy.build_records([changed, *chosen[1:]], catalog).built == 1
+    assert (tmp_path / "index.parquet").exists()  # still holds the two unchanged graphs
+    assert legacy.scan_index().select(pl.len()).collect().item() == legacy.manifest()["nodes"].sum()
+    (new_part,) = _index_files(tmp_path)
+    parts = dict(legacy.manifest().select("subject_id", "index_part").iter_rows())
+    assert parts == {chosen[0].subject_id: f"index/{new_part}", **{r.subject_id: "index.parquet" for r in chosen[1:]}}

@@ -164,7 +164,9 @@ def test_cohort_and_ray_predict_job_on_another_spelling(datasets, ray_session, t
         argv = ["--labels", str(labels), "--dataset", str(datasets[name]), "--out", str(out), "--backend", "openai",
                 "--base-url", server.base_url, "--model", "synthetic", "--context-tokens", "32768", "--actors", "1",
                 "--chunk-tokens", "1200"]
-        predict.run(predict.build_parser().parse_args(argv))
+        summary = predict.run(predict.build_parser().parse_args(argv))
+    budget = summary.llm_budget  # the job-wide budget's figures reach the summary
+    assert budget is not None and budget.requests == server.stats.requests and 1 <= budget.in_flight_peak <= 16
     rows = pl.read_parquet(out / "predictions.parquet")
     assert rows.height == pl.read_parquet(labels).height
     assert rows["status"].to_list() == ["ok"] * rows.height, rows.select("subject_id", "status", "error").rows()

@@ -182,7 +182,8 @@ def _cmd_chunk(args: argparse.Namespace) -> int:
 
     from trajonco.cohort_timelines import summary_table, timeline_stats
 
-    stats = timeline_stats(Path(args.dataset), Path(args.labels), max_tokens=args.max_tokens, limit=args.limit)
+    stats = timeline_stats(Path(args.dataset), Path(args.labels), max_tokens=args.max_tokens, limit=args.limit,
+                           profile=args.coding_profile)
     Console().print(summary_table(stats, title=f"Timelines of {args.labels} (chunks of ≤ {args.max_tokens:,} tokens)"))
     return 0
 
@@ -330,6 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--labels", required=True, help="cohort label parquet (e.g. COHORT/labels/test.parquet)")
     p.add_argument("--max-tokens", type=int, default=16_000, help="chunk budget l in tokens (default 16000)")
     p.add_argument("--limit", type=int, help="only the first N patients")
+    add_profile_option(p)
     p.set_defaults(handler=_cmd_chunk)
 
     p = sub.add_parser("predict-one", help="run the TrajOnco agents on one patient and print the assessment")

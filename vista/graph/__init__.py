@@ -3,7 +3,8 @@
 `build_graph` turns a `PatientRecord` (or an XML patient document, via `read_patient_xml`: the project's
 ``<patient>`` documents or the VISTA team's ``<eventstream>`` files) into a `PatientGraph`;
 `write_graph`/`read_graph` persist it as GraphML; `GraphStore` builds a cohort's graphs once, skips unchanged
-patients, and keeps a columnar node index (``index.parquet``) to query the cohort without loading every graph.
+patients, and keeps a columnar node index (parquet parts under ``index/``) to query the cohort without loading
+every graph.
 """
 
 from vista.graph.build import (

@@ -3,14 +3,19 @@
 Layout::
 
     <root>/patients/<subject_id>.graphml   one GraphML file per patient (written atomically)
-    <root>/manifest.parquet                subject_id, content_hash, file, nodes, edges, source, built_at
-    <root>/index.parquet                   one row per node of every graph (see `vista.graph.index`)
+    <root>/manifest.parquet                subject_id, content_hash, file, nodes, edges, source, built_at, index_part
+    <root>/index/part-<stamp>-<id>.parquet the node index (see `vista.graph.index`), one part per checkpoint
 
 A patient is skipped when the manifest holds the same **content hash** — a digest of everything its graph is built
 from: the rows (ids, times, codes, values, texts, provenance, units), demographics, stated encounters, the catalog
 entries of its codes and their ancestors, the build settings and the graph format version — and its file exists.
-The manifest and the index are rewritten (atomically, index first) every ``checkpoint_every`` built patients and at
-the end, also when a build stops on an error, so an interrupted run resumes where it stopped. One writer per store.
+Every ``checkpoint_every`` built patients and at the end (also when a build stops on an error, so an interrupted run
+resumes where it stopped), the index rows of the graphs built since the last checkpoint are written as one new part
+and then the manifest, which names each graph's part (both atomically). No part is ever rewritten, so a checkpoint
+costs the same at the 100,000th patient as at the first (rewriting one whole index file made a build quadratic). A
+rebuilt graph's rows in an older part are stale: `GraphStore.scan_index` keeps only the rows of the part the
+manifest names, and a part no graph points to any more is deleted. One writer per store. (A store written before
+the index was partitioned, with one ``index.parquet``, is read as a store whose graphs all point to that file.)
 
 >>> import tempfile
 >>> from datetime import datetime
@@ -29,6 +34,7 @@ import hashlib
 import logging
 import os
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -55,7 +61,9 @@ GRAPH_FORMAT_VERSION = "vista.graph/2"
 
 PATIENTS_DIR = "patients"
 MANIFEST_FILE = "manifest.parquet"
-INDEX_FILE = "index.parquet"
+INDEX_DIR = "index"
+LEGACY_INDEX_FILE = "index.parquet"
+"""The single index file of stores written before the index was partitioned (still read)."""
 MANIFEST_SCHEMA = pa.schema([
     pa.field("subject_id", pa.int64(), nullable=False),
     pa.field("content_hash", pa.string(), nullable=False),
@@ -64,6 +72,7 @@ MANIFEST_SCHEMA = pa.schema([
     pa.field("edges", pa.int64(), nullable=False),
     pa.field("source", pa.string(), nullable=False),
     pa.field("built_at", pa.timestamp("us"), nullable=False),
+    pa.field("index_part", pa.string(), nullable=False),
 ])
 
 
@@ -126,6 +135,7 @@ class _Entry:
     edges: int
     source: str
     built_at: datetime
+    index_part: str  # the index file holding the graph's rows, relative to the store root
 
 
 class GraphStore:
@@ -147,6 +157,8 @@ class GraphStore:
             return {}
         try:
             table = pq.read_table(path)
+            if "index_part" not in table.column_names:  # written before the index was partitioned
+                table = table.append_column("index_part", pa.array([LEGACY_INDEX_FILE] * table.num_rows, pa.string()))
             rows = table.select(MANIFEST_SCHEMA.names).to_pylist()
         except (OSError, pa.ArrowException, KeyError) as exc:
             raise GraphFileError(f"{path}: unreadable graph store manifest ({type(exc).__name__}: {exc})") from None
@@ -180,11 +192,33 @@ class GraphStore:
         return pl.from_arrow(pa.Table.from_pylist(rows, schema=MANIFEST_SCHEMA))
 
     def scan_index(self) -> pl.LazyFrame:
-        """The node index of the whole cohort as a polars LazyFrame (empty when nothing was built)."""
-        path = self.root / INDEX_FILE
-        if not path.exists():
+        """The node index of the whole cohort as a polars LazyFrame over its parts (empty when nothing was built).
+
+        Rows come part by part (each part in subject order). When a part holds rows of graphs rebuilt since (its
+        row count exceeds the nodes of the graphs the manifest points to it), only the current rows are kept.
+        """
+        parts: dict[str, list[int]] = {}
+        nodes: dict[str, int] = {}
+        for sid, entry in self._manifest.items():
+            if not entry.index_part:  # built, its rows not written yet (see `flush`)
+                continue
+            parts.setdefault(entry.index_part, []).append(sid)
+            nodes[entry.index_part] = nodes.get(entry.index_part, 0) + entry.nodes
+        if not parts:
             return pl.from_arrow(INDEX_SCHEMA.empty_table()).lazy()
-        return pl.scan_parquet(path)
+        paths = {part: str(self.root / part) for part in sorted(parts)}
+        try:
+            stale = any(pq.read_metadata(path).num_rows != nodes[part] for part, path in paths.items())
+        except (OSError, pa.ArrowException) as exc:
+            raise GraphFileError(f"{self.root}: unreadable node index part ({type(exc).__name__}: {exc})") from None
+        if not stale:
+            return pl.scan_parquet(list(paths.values()))
+        current = pl.DataFrame({"subject_id": [sid for part in parts for sid in parts[part]],
+                                "_part": [paths[part] for part in parts for _ in parts[part]]},
+                               schema={"subject_id": pl.Int64, "_part": pl.String})
+        return (pl.scan_parquet(list(paths.values()), include_file_paths="_part")
+                .join(current.lazy(), on=["subject_id", "_part"], how="semi", maintain_order="left")
+                .drop("_part"))
 
     # ------------------------------------------------------------------------------------------ building
     def build(self, sources: Iterable[GraphSource]) -> StoreReport:
@@ -225,25 +259,45 @@ class GraphStore:
 
     def _store(self, graph: PatientGraph, digest: str) -> None:
         path = write_graph(graph, self.path_of(graph.subject_id))
+        # index_part is set when the graph's rows are written (flush); until then the entry is not in the manifest file
         self._manifest[graph.subject_id] = _Entry(digest, str(path.relative_to(self.root)), graph.n_nodes, graph.n_edges,
-                                                  graph.info.source, datetime.now().replace(microsecond=0))
+                                                  graph.info.source, datetime.now().replace(microsecond=0), "")
         self._pending[graph.subject_id] = index_table(graph)
 
     def flush(self) -> None:
-        """Write the index rows of the graphs built since the last flush, then the manifest (both atomically)."""
+        """Write the index rows of the graphs built since the last flush as a new part, then the manifest (both
+        atomically), then delete the parts no graph points to any more."""
         if not self._pending:
             return
-        fresh = pa.concat_tables(self._pending.values())
-        path = self.root / INDEX_FILE
-        frame = pl.from_arrow(fresh)
-        if path.exists():
-            kept = pl.scan_parquet(path).filter(~pl.col("subject_id").is_in(list(self._pending))).collect()
-            frame = pl.concat([kept, frame], how="vertical_relaxed")
-        with atomic_path(path) as tmp:
-            frame.sort("subject_id", maintain_order=True).write_parquet(tmp)
-        with atomic_path(self.root / MANIFEST_FILE) as tmp:
-            pq.write_table(pa.Table.from_pylist(self.manifest().to_dicts(), schema=MANIFEST_SCHEMA), tmp)
+        part = self._write_index(self._pending)
+        for sid in self._pending:
+            self._manifest[sid] = replace(self._manifest[sid], index_part=part)
+        self._write_manifest()
         self._pending.clear()
+        self._remove_unused_parts()
+
+    def _write_index(self, pending: dict[int, pa.Table]) -> str:
+        """One new part with the rows of ``pending`` (in subject order); its path relative to the root."""
+        part = f"{INDEX_DIR}/part-{datetime.now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}.parquet"
+        table = pa.concat_tables([pending[sid] for sid in sorted(pending)])
+        with atomic_path(self.root / part) as tmp:
+            pq.write_table(table, tmp, compression="zstd")
+        return part
+
+    def _write_manifest(self) -> None:
+        written = {sid: e for sid, e in self._manifest.items() if e.index_part}  # not those still pending
+        columns = {"subject_id": sorted(written)}
+        for name in _Entry.__slots__:
+            columns[name] = [getattr(written[sid], name) for sid in columns["subject_id"]]
+        with atomic_path(self.root / MANIFEST_FILE) as tmp:
+            pq.write_table(pa.table(columns, schema=MANIFEST_SCHEMA), tmp)
+
+    def _remove_unused_parts(self) -> None:
+        used = {entry.index_part for entry in self._manifest.values()}
+        candidates = [*(self.root / INDEX_DIR).glob("part-*.parquet"), self.root / LEGACY_INDEX_FILE]
+        for path in candidates:
+            if path.is_file() and str(path.relative_to(self.root)) not in used:
+                path.unlink(missing_ok=True)
 
 
 def _xml_sources(paths: Iterable[str | os.PathLike], catalog: CodeCatalog | None) -> Iterator[GraphSource]:

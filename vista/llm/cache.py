@@ -8,6 +8,12 @@ or the embedded GGUF file's sha256 and context size; two servers that both call 
 ``local`` never share answers. Entries are JSON
 files in 256 sharded folders, written to a temporary file and renamed into place (atomic on
 POSIX), so readers never see half an entry and concurrent writers of the same key both win.
+
+The cache may also live on an object store (``cache_dir`` an ``s3://…`` URI, `vista.storage`; a job whose
+``--out`` is a URI keeps it under ``OUT/llm_cache`` there by default): each entry is then one object, written with
+one PUT of the whole entry, so the same guarantees hold without a rename, and every node of a cluster — including
+one that replaces a lost node — sees every answer already paid for. A lookup costs one GET (tens of ms next to an
+LLM call's seconds).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from vista.llm.messages import Message
+from vista.storage import Location, is_remote, resolve
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +82,16 @@ class CachedAnswer:
 class ResponseCache:
     """``<root>/<key[:2]>/<key>.json`` files; unreadable entries count as misses and are reported."""
 
-    def __init__(self, root: Path):
-        self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+    def __init__(self, root: Path | str):
+        self.store: Location | None = resolve(root) if is_remote(root) else None  # an object store, else None
+        self.root: Path | str = self.store.uri if self.store is not None else Path(root)
+        if self.store is None:
+            self.root.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
 
-    def path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
+    def path(self, key: str) -> Path | Location:
+        if self.store is not None:
+            return self.store / key[:2] / f"{key}.json"
+        return self.root / key[:2] / f"{key}.json"  # type: ignore[operator]
 
     def get(self, key: str) -> CachedAnswer | None:
         path = self.path(key)
@@ -95,6 +106,9 @@ class ResponseCache:
 
     def put(self, key: str, answer: CachedAnswer) -> None:
         path = self.path(key)
+        if isinstance(path, Location):  # one PUT of the whole entry
+            path.write_text(json.dumps(asdict(answer), ensure_ascii=False))
+            return
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
         try:
@@ -106,4 +120,6 @@ class ResponseCache:
             raise
 
     def __len__(self) -> int:
-        return sum(1 for _ in self.root.glob("??/*.json"))
+        if self.store is not None:
+            return sum(1 for f in self.store.files(suffix=".json") if len(f.parent.name) == 2)
+        return sum(1 for _ in self.root.glob("??/*.json"))  # type: ignore[union-attr]

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from vista.llm.errors import LLMConfigError
 from vista.llm.schema import SchemaMode
@@ -97,8 +97,9 @@ class LLMConfig(BaseModel):
     max_reasks: int = Field(
         2, ge=0, description="Extra requests after an answer fails validation, each quoting the validation error."
     )
-    cache_dir: Path | None = Field(
-        None, description="Directory of the on-disk response cache (shared safely by processes); None disables caching."
+    cache_dir: Path | str | None = Field(
+        None, description="Directory of the on-disk response cache (shared safely by processes), or an object-store "
+        "URI (s3://bucket/prefix, see vista.storage); None disables caching."
     )
     prices_path: Path | None = Field(
         None, description="TOML price table (USD per 1M tokens per model); None uses the packaged vista/llm/prices.toml."
@@ -124,6 +125,16 @@ class LLMConfig(BaseModel):
         values = {names[key]: value for key, value in env.items() if key in names}
         labels = {field: f"environment variable {var}" for var, field in names.items()}
         return (base or cls()).with_overrides(values, labels=labels)
+
+    @field_validator("cache_dir", mode="before")
+    @classmethod
+    def _cache_location(cls, value: object) -> object:
+        """A local directory as a `Path`; an object-store URI kept as text (a Path would fold its ``//``)."""
+        from vista.storage import is_remote, normalize
+
+        if isinstance(value, str) and value and is_remote(value):
+            return normalize(value)
+        return Path(value) if isinstance(value, str) else value
 
     def with_overrides(
         self, overrides: Mapping[str, object] | Iterable[str], *, labels: Mapping[str, str] | None = None

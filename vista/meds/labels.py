@@ -45,8 +45,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pyarrow.types as pat
+from pyarrow.fs import FileType
 
 from vista.meds.errors import MedsDataError, one_line
+from vista.storage import StorageError, resolve
 
 SUBJECT_ID = "subject_id"
 PREDICTION_TIME = "prediction_time"
@@ -69,16 +71,24 @@ class LabelFileError(MedsDataError):
 
 
 def read_label_table(path: str | Path) -> pa.Table:
-    """The label file at ``path`` with `LABEL_TYPES` columns first (see the module docstring); `LabelFileError` else."""
-    path = Path(path)
-    source = str(path)
-    if path.is_dir():
+    """The label file at ``path`` (a local path or an object-store URI, `vista.storage`) with `LABEL_TYPES` columns
+    first (see the module docstring); `LabelFileError` else."""
+    try:
+        location = resolve(path)
+    except StorageError as exc:
+        raise LabelFileError(str(path).partition("?")[0], str(exc)) from None
+    source = str(Path(path)) if location.is_local else location.uri
+    try:
+        kind = location.fs.get_file_info(location.path).type
+    except OSError as exc:
+        raise LabelFileError(source, f"cannot be reached ({one_line(exc)})") from None
+    if kind == FileType.Directory:
         raise LabelFileError(source, "is a directory; pass one label file (aces-cli with data=sharded writes one per "
                                      "shard, e.g. DIR/held_out/0.parquet; scripts/aces_labels.sh merges them per split)")
-    if not path.is_file():
+    if kind != FileType.File:
         raise LabelFileError(source, "label file not found")
     try:
-        table = pq.read_table(path)
+        table = pq.read_table(location.path, filesystem=location.fs)
     except (OSError, pa.ArrowException) as exc:
         raise LabelFileError(source, f"not a readable parquet label file ({one_line(exc)})") from None
     table = _rename_aliases(table, source)

@@ -53,7 +53,7 @@ def _read_parquet(root: Path, relative: str) -> pa.Table | None:
     if not path.exists():
         return None
     try:
-        return pq.read_table(path)
+        return pq.read_table(path if isinstance(path, Path) else path.open_input())  # or a vista.storage.Location
     except (OSError, pa.ArrowException) as exc:
         raise MedsMetadataError(relative, f"not a readable parquet file ({one_line(exc)})") from exc
 

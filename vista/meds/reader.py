@@ -65,6 +65,7 @@ from vista.meds.metadata import DatasetMetadata, read_code_catalog, read_dataset
 from vista.meds.reports import OnError, QuarantineReport, ValidationReport
 from vista.meds.schema import CODE, CODES_FILE, DATA_DIR, NUMERIC_VALUE, SPLITS_FILE, SUBJECT_ID, TEXT_VALUE, TIME
 from vista.records import CodeCatalog, CodeInfo, Event, PatientRecord
+from vista.storage import Location, StorageError, resolve
 
 logger = logging.getLogger(__name__)
 
@@ -230,7 +231,9 @@ class MedsDataset:
             raise ValueError(f"on_error must be 'raise' or 'quarantine', not {on_error!r}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, not {batch_size}")
-        self.root = Path(root)
+        self.location = resolve(root)  # a local path or an object-store URI (vista.storage)
+        self._given = root if self.location.is_local else str(root)  # a URI keeps its ?endpoint_override when shipped
+        self.root: Path | str = Path(root) if self.location.is_local else self.location.uri
         self.on_error: OnError = on_error
         self.now = now if now is not None else datetime.now()
         self._now_us = epoch_us(self.now)
@@ -251,14 +254,15 @@ class MedsDataset:
 
     def __reduce__(self):  # ship only the settings (to Ray workers): caches are rebuilt where used
         profile = None if self._profile is None else self._profile.name if _is_builtin(self._profile) else self._profile
-        return (_reopen, (self.root, self.on_error, self.now, self.batch_size, profile))
+        return (_reopen, (self.root if self.location.is_local else self._given, self.on_error, self.now,
+                          self.batch_size, profile))
 
     # ----------------------------------------------------------------------------------------------- coding
     @property
     def profile(self) -> CodingProfile:
         """The coding profile rows are read with (detected on first use when none was given)."""
         if self._profile is None:
-            usable = [self.root / shard for shard in self._shards if self._open(shard) is not None]
+            usable = [self._source(shard) for shard in self._shards if self._open(shard) is not None]
             if not usable:  # nothing readable: nothing to translate either
                 self._profile = load_profile(DEFAULT_PROFILE)
                 return self._profile
@@ -289,14 +293,22 @@ class MedsDataset:
 
     # ----------------------------------------------------------------------------------------------- files
     def _find_shards(self) -> tuple[str, ...]:
-        data = self.root / DATA_DIR
-        if not self.root.is_dir():
-            raise MedsFileError(str(self.root), "dataset directory not found")
-        if not data.is_dir():
-            raise MedsFileError(str(data), "data directory not found (a MEDS dataset keeps its shards in data/)")
-        shards = sorted(p.relative_to(self.root).as_posix() for p in data.rglob("*.parquet") if p.is_file())
+        data = self.location / DATA_DIR
+        shown = str(self.root / DATA_DIR) if isinstance(self.root, Path) else data.uri
+        try:
+            if not self.location.is_dir():
+                raise MedsFileError(str(self.root), "dataset directory not found")
+            if not data.is_dir():
+                raise MedsFileError(shown, "data directory not found (a MEDS dataset keeps its shards in data/)")
+            if self.location.is_local:
+                shards = sorted(p.relative_to(self.root).as_posix()  # type: ignore[arg-type]
+                                for p in Path(shown).rglob("*.parquet") if p.is_file())
+            else:
+                shards = [p.relative_to(self.location) for p in data.files(suffix=".parquet")]
+        except OSError as exc:  # an object store that cannot be reached, a bucket without access...
+            raise MedsFileError(str(self.root), f"cannot list the dataset ({one_line(exc)})") from None
         if not shards:
-            raise MedsFileError(str(data), "no parquet shards found (expected data/**/*.parquet)")
+            raise MedsFileError(shown, "no parquet shards found (expected data/**/*.parquet)")
         return tuple(shards)
 
     @property
@@ -351,6 +363,22 @@ class MedsDataset:
         return MedsDataError(str(self.root), "subject left out of the read without a recorded reason",
                              subject_id=subject_id)
 
+    def _source(self, shard: str) -> Path | pa.NativeFile:
+        """What `pq.ParquetFile` opens for ``shard``: its path on a local filesystem, an open handle on an object
+        store (pyarrow then reads byte ranges: the footer, the row groups asked for)."""
+        if self.location.is_local:
+            return self.root / shard  # type: ignore[operator]
+        return (self.location / shard).open_input()
+
+    def _parquet(self, shard: str, metadata: pq.FileMetaData | None = None) -> pq.ParquetFile:
+        source = self._source(shard)
+        try:
+            return pq.ParquetFile(source, metadata=metadata)
+        except BaseException:
+            if isinstance(source, pa.NativeFile):
+                source.close()
+            raise
+
     def _file_issue(self, shard: str, problem: str, *, row: int | None = None) -> MedsIssue:
         return MedsIssue(IssueKind.FILE, IssueScope.FILE, shard, problem, row=row)
 
@@ -360,13 +388,12 @@ class MedsDataset:
             return None
         if shard in self._files:
             return self._files[shard]
-        path = self.root / shard
         try:
-            size = path.stat().st_size
+            size = (self.location / shard).size()
             if size == 0:
                 self._report(self._file_issue(shard, "file is empty (0 bytes)"))
                 return None
-            with pq.ParquetFile(path) as parquet:
+            with self._parquet(shard) as parquet:
                 metadata, arrow_schema = parquet.metadata, parquet.schema_arrow
         except (OSError, pa.ArrowException) as exc:
             self._report(self._file_issue(shard, f"not a readable parquet file ({one_line(exc)})"))
@@ -390,7 +417,7 @@ class MedsDataset:
         if info is None:
             return None
         try:
-            with pq.ParquetFile(self.root / shard, metadata=info.metadata) as parquet:
+            with self._parquet(shard, info.metadata) as parquet:
                 subject_ids = parquet.read(columns=[SUBJECT_ID]).column(0)
         except (OSError, pa.ArrowException) as exc:
             self._report(self._file_issue(shard, f"cannot read column subject_id ({one_line(exc)})"))
@@ -419,20 +446,23 @@ class MedsDataset:
     def code_catalog(self) -> CodeCatalog:
         """Code descriptions, parents and units from ``metadata/codes.parquet`` (empty, with a warning, if absent)."""
         if self._catalog is None:
-            catalog = read_code_catalog(self.root)
+            catalog = read_code_catalog(self._metadata_root())
             if catalog is None:
                 logger.warning("%s: %s not found: codes will have no descriptions or units", self.root, CODES_FILE)
                 catalog = CodeCatalog()
             self._catalog = _canonical_catalog(catalog, self.profile)
         return self._catalog
 
+    def _metadata_root(self) -> Path | Location:
+        return self.root if isinstance(self.root, Path) else self.location
+
     def dataset_metadata(self) -> DatasetMetadata | None:
         """``metadata/dataset.json``, or None when the dataset has none."""
-        return read_dataset_metadata(self.root)
+        return read_dataset_metadata(self._metadata_root())
 
     def subject_splits(self) -> dict[int, str]:
         """subject_id → split name from ``metadata/subject_splits.parquet`` (empty, with a warning, if absent)."""
-        splits = read_subject_splits(self.root)
+        splits = read_subject_splits(self._metadata_root())
         if splits is None:
             logger.warning("%s: %s not found: no subject has a split", self.root, SPLITS_FILE)
             return {}
@@ -532,7 +562,7 @@ class MedsDataset:
         shard = layout.shard
         row = 0
         try:
-            with pq.ParquetFile(self.root / shard, metadata=self._files[shard].metadata) as parquet:
+            with self._parquet(shard, self._files[shard].metadata) as parquet:
                 for lo, hi, until in ranges:
                     row = int(layout.row_group_starts[lo])
                     batches = parquet.iter_batches(batch_size=self.batch_size, row_groups=list(range(lo, hi)),
@@ -637,8 +667,11 @@ class MedsDataset:
 
     def scan(self) -> pl.LazyFrame:
         """All usable rows as a polars LazyFrame with the five MEDS columns, after `validate` (quarantine excluded)."""
+        if not self.location.is_local:
+            raise StorageError(f"{self.root}: scanning a whole dataset (cohort building, features) over object storage "
+                               "is not supported yet; copy the dataset to a local or shared path")
         self.validate()
-        paths = [str(self.root / s) for s in self._shards if s in self._layouts]
+        paths = [str(self.root / s) for s in self._shards if s in self._layouts]  # type: ignore[operator]
         if not paths:
             return pl.LazyFrame(schema=POLARS_SCHEMA)
         frame = pl.scan_parquet(paths, schema=POLARS_SCHEMA, missing_columns="insert", extra_columns="ignore")
