@@ -206,3 +206,13 @@ def test_omop_note_rows_coded_by_note_class_become_notes(tmp_path):
     events = [e for r in MedsDataset(root, profile="omop").load_patients([1, 2, 3]).values() for e in r.events]
     assert sorted(e.code for e in events) == ["GENDER//F", "LOINC//718-7", "NOTE//PATHOLOGY", "NOTE//RADIOLOGY"]
     assert {e.source_code for e in events if e.code.startswith("NOTE")} == {"LOINC/11526-1", "LOINC/18748-4"}
+
+
+def test_shards_with_different_extension_columns_each_keep_theirs(tmp_path):
+    """A unit column only in the second shard still gives that shard's events their units."""
+    root = _write(tmp_path / "ds", ["LOINC/718-7", "Visit/OP"])
+    pq.write_table(pa.table({"subject_id": pa.array([9], pa.int64()), "time": pa.array([datetime(2021, 1, 1)],
+                             pa.timestamp("us")), "code": ["LOINC/718-7"], "numeric_value": pa.array([12.0], pa.float32()),
+                             "unit": ["g/dL"]}), root / "data" / "1.parquet")
+    records = MedsDataset(root, profile="omop").load_patients([1, 2, 9])
+    assert records[9].events[0].unit == "g/dL" and records[1].events[0].unit is None

@@ -250,7 +250,7 @@ class MedsDataset:
         self._validation: ValidationReport | None = None
         self._catalog: CodeCatalog | None = None
         self._profile: CodingProfile | None = None if profile is None else load_profile(profile)
-        self._coder: _Coder | None = None
+        self._coders: dict[tuple[str, ...], _Coder] = {}  # per shard column set (extension columns may differ)
 
     def __reduce__(self):  # ship only the settings (to Ray workers): caches are rebuilt where used
         profile = None if self._profile is None else self._profile.name if _is_builtin(self._profile) else self._profile
@@ -282,11 +282,14 @@ class MedsDataset:
         return max(self._now_us, epoch_us(latest)) if latest is not None else self._now_us
 
     def _coder_for(self, columns: tuple[str, ...]) -> _Coder:
-        if self._coder is None:
+        """How rows of a shard with these columns become events (its own unit/visit/table columns, if any)."""
+        coder = self._coders.get(columns)
+        if coder is None:
             p = self.profile
-            self._coder = _Coder(p, p.first_column(p.unit_columns, columns), p.first_column(p.visit_id_columns, columns),
-                                 p.first_column(p.table_columns, columns))
-        return self._coder
+            coder = self._coders[columns] = _Coder(p, p.first_column(p.unit_columns, columns),
+                                                   p.first_column(p.visit_id_columns, columns),
+                                                   p.first_column(p.table_columns, columns))
+        return coder
 
     def __repr__(self) -> str:
         return f"MedsDataset({str(self.root)!r}, on_error={self.on_error!r}, shards={len(self._shards)})"
