@@ -4,14 +4,12 @@ Cohorts match codes in the project's canonical spelling (`vista.coding`): the pr
 detected unless one is given, and each *distinct* source code is translated once (a small mapping applied as one
 ``replace``, never a Python call per row). The choice is recorded in the cohort manifest.
 
->>> from vista.coding import load_profile
->>> canonical_mapping(["DIAGNOSIS//ICD//10//C3411", "GENDER//F", "MEDS_BIRTH"], load_profile("mimic_iv"))
-{'DIAGNOSIS//ICD//10//C3411': 'ICD10CM//C34.11'}
+>>> choose_profile(Path("."), "mimic_iv")[1]
+'given'
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
@@ -55,13 +53,3 @@ def choose_profile(dataset_root: Path, profile: ProfileSpec | None) -> tuple[Cod
         raise CohortDataError(f"{dataset_root}: cannot detect its coding profile ({exc})") from None
     best = next((s for s in scores if s.profile == chosen.name), None)
     return chosen, "detected", None if best is None else round(best.recognised_share, 4)
-
-
-def canonical_mapping(codes: Iterable[str], profile: CodingProfile) -> dict[str, str]:
-    """Source code → canonical code, for the codes whose spelling changes (empty when the data is canonical)."""
-    mapping = {}
-    for code in codes:
-        canonical = profile.canonical_code(code)
-        if canonical != code:
-            mapping[code] = canonical
-    return mapping

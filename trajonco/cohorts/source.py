@@ -20,7 +20,7 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel, Field
 
-from trajonco.cohorts.coding import CodingChoice, ProfileSpec, canonical_mapping, choose_profile
+from trajonco.cohorts.coding import CodingChoice, ProfileSpec, choose_profile
 from trajonco.cohorts.errors import CohortDataError
 from vista.coding import CodingProfile
 from vista.errors import describe_location
@@ -88,7 +88,7 @@ def open_events(dataset_root: Path, profile: ProfileSpec | None = None) -> Event
         raise CohortDataError(f"{dataset_root / schema.DATA_DIR}: cannot read the MEDS shards ({exc})") from None
     chosen, how, share = choose_profile(dataset_root, profile)
     source_codes = counts.height
-    mapping = canonical_mapping(counts[schema.CODE].drop_nulls().to_list(), chosen)
+    mapping = chosen.respellings(counts[schema.CODE].drop_nulls().to_list())
     events = raw.with_columns(pl.col(schema.CODE).replace(mapping)) if mapping else raw
     if mapping:
         counts = (

@@ -189,6 +189,22 @@ def _score(profile: CodingProfile, counts: pl.DataFrame, columns: Sequence[str])
                         signature=profile.signature_score(top, columns))
 
 
+def _table_columns(columns: Sequence[str], given: CodingProfile | None) -> list[str]:
+    """The source-table columns any candidate profile may read, among ``columns`` (read once for every profile)."""
+    names = [c for name in builtin_profiles() for c in load_profile(name).table_columns]
+    names += list(given.table_columns) if given is not None else []
+    return [c for c in dict.fromkeys(names) if c in columns]
+
+
+def _best(rows: pl.DataFrame, columns: Sequence[str]) -> tuple[CodingProfile, list[ProfileScore]]:
+    """Every built-in profile scored on ``rows`` (recognised share first, signature to break near-ties)."""
+    table_cols = [c for c in ("table",) if c in rows.columns]
+    counts = rows.group_by([schema.CODE, *table_cols]).agg(n=pl.len())
+    scores = [_score(load_profile(name), counts, columns) for name in builtin_profiles()]
+    scores.sort(key=lambda s: (round(s.recognised_share, 2), s.signature), reverse=True)
+    return load_profile(scores[0].profile), scores
+
+
 def detect_profile(root: str | Path, *, sample_rows: int | None = DETECTION_SAMPLE_ROWS,
                    files: Sequence[Path] | None = None) -> tuple[CodingProfile, list[ProfileScore]]:
     """The built-in profile that fits ``root`` best (recognised share first, signature to break near-ties).
@@ -198,31 +214,29 @@ def detect_profile(root: str | Path, *, sample_rows: int | None = DETECTION_SAMP
     root = Path(root)
     files = list(files) if files is not None else _data_files(root)
     columns = _columns(files)
-    rows, _ = _rows(root, sample_rows, [c for c in ("table",) if c in columns], files)
-    table_cols = [c for c in ("table",) if c in columns]
-    counts = rows.group_by([schema.CODE, *table_cols]).agg(n=pl.len())
-    scores = [_score(load_profile(name), counts, columns) for name in builtin_profiles()]
-    scores.sort(key=lambda s: (round(s.recognised_share, 2), s.signature), reverse=True)
-    return load_profile(scores[0].profile), scores
+    rows, _ = _rows(root, sample_rows, _table_columns(columns, None), files)
+    return _best(rows, columns)
 
 
 def profile_report(root: str | Path, profile: str | Path | CodingProfile | None = None, *,
                    sample_rows: int | None = None, unplaced: int = 15,
                    files: Sequence[Path] | None = None) -> ProfileReport:
-    """Coverage of ``profile`` (detected when None) over the dataset (all rows unless ``sample_rows``)."""
+    """Coverage of ``profile`` (detected when None, on the first `DETECTION_SAMPLE_ROWS` rows) over the dataset (all
+    rows unless ``sample_rows``). The rows are read once, for the detection and the report."""
     root = Path(root)
     files = list(files) if files is not None else _data_files(root)
+    columns = _columns(files)
+    given = None if profile is None else load_profile(profile)
+    rows, sampled = _rows(root, sample_rows, _table_columns(columns, given), files)
     scores: list[ProfileScore] = []
-    if profile is None:
-        chosen, scores = detect_profile(root, files=files)
+    if given is None:
+        chosen, scores = _best(rows.head(DETECTION_SAMPLE_ROWS), columns)
         how = "detected"
     else:
-        chosen, how = load_profile(profile), "given"
-    columns = _columns(files)
+        chosen, how = given, "given"
     visit_col = chosen.first_column(chosen.visit_id_columns, columns)
     unit_col = chosen.first_column(chosen.unit_columns, columns)
     table_col = chosen.first_column(chosen.table_columns, columns)
-    rows, sampled = _rows(root, sample_rows, [c for c in (table_col,) if c], files)
     counts = rows.group_by([schema.CODE, *([table_col] if table_col else [])]).agg(n=pl.len())
     placed = _categorise(chosen, counts, table_col)
     total = int(placed["n"].sum())

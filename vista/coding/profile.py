@@ -132,6 +132,15 @@ class CodingProfile(BaseModel):
     def canonical_code(self, code: str) -> str:
         return self.canonical(code).code
 
+    def respellings(self, codes: Iterable[str | None]) -> dict[str, str]:
+        """Source code → canonical code for the distinct ``codes`` whose spelling changes (empty: already canonical).
+
+        >>> load_profile("mimic_iv").respellings(["DIAGNOSIS//ICD//10//C3411", "GENDER//F", None])
+        {'DIAGNOSIS//ICD//10//C3411': 'ICD10CM//C34.11'}
+        """
+        found = {code: self.canonical_code(code) for code in codes if code is not None}
+        return {code: canonical for code, canonical in found.items() if canonical != code}
+
     def _parse(self, code: str) -> Canonical:
         override = self.codes.get(code)
         if override is not None and override != code:

@@ -187,14 +187,20 @@ def _merge(kind: str, key: str, found: dict[str, object], into: dict[str, dict[s
             raise reading.fail(f"{kind} {key}: {name} is {value!r} here but {known[name]!r} earlier", node, field=name)
 
 
-def _read_providers(node: etree._Element, reading: _Reading) -> None:
+def _listed(node: etree._Element, tag: str, id_attribute: str, reading: _Reading):
+    """(element, its id, its other attributes) for each ``<tag>`` child of a ``<providers>``/``<caresites>`` list."""
     for item in _children(node):
-        if item.tag != "provider":
-            raise reading.fail(f"unexpected element <{item.tag}> in <providers>", item)
+        if item.tag != tag:
+            raise reading.fail(f"unexpected element <{item.tag}> in <{node.tag}>", item)
         attrs = {k: _present(v) for k, v in item.attrib.items()}
-        provider_id = attrs.pop("provider_id", None)
-        if provider_id is None:
-            raise reading.fail("<provider> has no provider_id", item, field="provider_id")
+        key = attrs.pop(id_attribute, None)
+        if key is None:
+            raise reading.fail(f"<{tag}> has no {id_attribute}", item, field=id_attribute)
+        yield item, key, attrs
+
+
+def _read_providers(node: etree._Element, reading: _Reading) -> None:
+    for item, provider_id, attrs in _listed(node, "provider", "provider_id", reading):
         found: dict[str, object] = {}
         extra: dict[str, str] = {}
         for name, value in attrs.items():
@@ -213,13 +219,7 @@ def _read_providers(node: etree._Element, reading: _Reading) -> None:
 
 
 def _read_care_sites(node: etree._Element, reading: _Reading) -> None:
-    for item in _children(node):
-        if item.tag != "caresite":
-            raise reading.fail(f"unexpected element <{item.tag}> in <caresites>", item)
-        attrs = {k: _present(v) for k, v in item.attrib.items()}
-        site_id = attrs.pop("care_site_id", None)
-        if site_id is None:
-            raise reading.fail("<caresite> has no care_site_id", item, field="care_site_id")
+    for item, site_id, attrs in _listed(node, "caresite", "care_site_id", reading):
         found: dict[str, object] = {"name": attrs.pop("care_site_name", None)}
         found.update({f"attr:{k}": v for k, v in attrs.items() if v is not None})
         _merge("care site", site_id, found, reading.care_sites, item, reading)

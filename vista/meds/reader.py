@@ -183,15 +183,20 @@ class _Coder:
         tables = _string_column(batch, self.table_column)
         kinds: list[str | None] = [None] * n  # only what a source table states: a code's own category is its code's
         if tables is not None:
-            in_table = self.profile.in_table
+            by_pair: dict[tuple[str, str], tuple[str | None, str | None]] = {}  # (code, table) → (kind, note code)
             for i, (code, table) in enumerate(zip(codes, tables)):
                 if not table or code is None:
                     continue
-                refined = self.profile.category_of(code, table)
-                if refined is not canon(code).category:
-                    kinds[i] = refined.value
-                if refined is Category.NOTE:  # a note row coded by its note class: NOTE//<kind>
-                    out_codes[i] = in_table(code, table).code
+                found = by_pair.get((code, table))
+                if found is None:
+                    refined = self.profile.category_of(code, table)
+                    kind = refined.value if refined is not canon(code).category else None
+                    # a note row coded by its note class becomes NOTE//<kind>
+                    note = self.profile.in_table(code, table).code if refined is Category.NOTE else None
+                    found = by_pair[(code, table)] = (kind, note)
+                kinds[i] = found[0]
+                if found[1] is not None:
+                    out_codes[i] = found[1]
                     sources[i] = code
         return out_codes, sources, units, visits, kinds
 
@@ -695,9 +700,7 @@ def canonical_codes(frame: pl.LazyFrame, profile: CodingProfile) -> pl.LazyFrame
 
     An identity mapping (the dataset already speaks the canonical spelling) leaves the frame untouched.
     """
-    distinct = frame.select(pl.col(CODE).unique()).collect()[CODE].to_list()
-    mapping = {c: profile.canonical_code(c) for c in distinct if c is not None}
-    changed = {k: v for k, v in mapping.items() if k != v}
+    changed = profile.respellings(frame.select(pl.col(CODE).unique()).collect()[CODE].to_list())
     if not changed:
         return frame
     return frame.with_columns(pl.col(CODE).replace(changed))
