@@ -21,8 +21,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from baselines.errors import TrainTestOverlapError
+from baselines.errors import MetricInputError, TrainTestOverlapError
 from baselines.features import FeatureMatrix
+from baselines.metrics import PairedDifference, paired_auroc_difference
 from baselines.models import TunedBaseline
 from baselines.predictions import ModelScores, PredictionFileModel, scores_of
 
@@ -66,3 +67,36 @@ def fit_and_score(models: Sequence[RiskModel], train: FeatureMatrix | None, test
             raise TypeError(f"not a baseline or a prediction-file model: {type(model).__name__}")
         results.append(result)
     return results
+
+
+def on_rows_of(scores: ModelScores, reference: ModelScores) -> ModelScores:
+    """``scores`` re-scored on exactly the rows of ``reference`` (same subject and prediction time, its order).
+
+    Used to put a baseline scored on a whole test cohort on the agents' subset. Raises `MetricInputError` naming
+    the first row ``scores`` lacks, or a row whose label differs.
+
+    >>> t = np.array(["2020-01-01"] * 3, "datetime64[us]")
+    >>> whole = ModelScores("lr", np.array([1, 2, 3]), t, np.array([True, False, True]), np.array([.9, .1, .6]))
+    >>> part = ModelScores("agent", np.array([3, 1]), t[:2], np.array([True, True]), np.array([.5, .5]))
+    >>> on_rows_of(whole, part).scores.tolist()
+    [0.6, 0.9]
+    """
+    index = {(int(s), np.datetime64(t, "us")): i for i, (s, t) in enumerate(zip(scores.subject_ids,
+                                                                                  scores.prediction_times))}
+    rows = []
+    for s, t, label in zip(reference.subject_ids, reference.prediction_times, reference.labels):
+        i = index.get((int(s), np.datetime64(t, "us")))
+        if i is None:
+            raise MetricInputError(f"{scores.model} has no score for subject {int(s)} at {t} ({reference.model} has)")
+        if bool(scores.labels[i]) != bool(label):
+            raise MetricInputError(f"subject {int(s)} is labelled differently by {scores.model} and {reference.model}")
+        rows.append(i)
+    at = np.asarray(rows, dtype=np.int64)
+    return ModelScores(scores.model, scores.subject_ids[at], scores.prediction_times[at], scores.labels[at],
+                       scores.scores[at])
+
+
+def compare_on_same_rows(a: ModelScores, b: ModelScores, *, n_resamples: int = 2000, seed: int = 0) -> PairedDifference:
+    """AUROC(a) − AUROC(b) with a paired bootstrap CI, ``b`` re-scored on the rows ``a`` scored."""
+    aligned = on_rows_of(b, a)
+    return paired_auroc_difference(a.labels, a.scores, aligned.scores, n_resamples=n_resamples, seed=seed)

@@ -41,6 +41,19 @@ from baselines.predictions import ModelScores
 MetricName = Literal["auroc", "auprc"]
 IntervalMethod = Literal["percentile", "BCa", "basic"]
 
+MIN_CASES = 10
+"""Fewer cases (or controls) than this and an AUROC is shown as "too few" (strata), kept out of "best" and off
+the Pareto front: with 2 cases a bootstrap CI such as 1.000 (1.000–1.000) is an artefact, not a finding."""
+
+
+def too_few(n_positive: int, n_negative: int, minimum: int = MIN_CASES) -> bool:
+    """Whether a group is too small for its AUROC to be compared with others.
+
+    >>> too_few(2, 2), too_few(43, 43), too_few(43, 9)
+    (True, False, True)
+    """
+    return min(n_positive, n_negative) < minimum
+
 
 # ------------------------------------------------------------------------------------------------ result models
 class Interval(BaseModel):
@@ -227,6 +240,52 @@ def bootstrap_interval(labels, scores, metric: MetricName, *, n_resamples: int =
     if np.isnan(low) or np.isnan(high):  # degenerate distribution: the interval collapses to the estimate
         low = high = value
     return Interval(value=value, lower=low, upper=high, level=level, n_resamples=n_resamples, method=method, seed=seed)
+
+
+class PairedDifference(BaseModel):
+    """AUROC of two models on the same rows and the difference ``a − b`` with a paired bootstrap CI."""
+
+    n_positive: int
+    n_negative: int
+    auroc_a: float
+    auroc_b: float
+    difference: Interval = Field(description="AUROC(a) − AUROC(b); CI from resampling the same cases and controls "
+                                 "for both models")
+
+
+def paired_auroc_difference(labels, scores_a, scores_b, *, n_resamples: int = 2000, level: float = 0.95,
+                            seed: int = 0) -> PairedDifference:
+    """AUROC(a) − AUROC(b) on the same rows with a stratified, paired percentile bootstrap.
+
+    Each resample draws cases and controls (separately, with replacement) once and scores *both* models on that
+    draw, so the CI of the difference accounts for the two models being evaluated on the same patients.
+    Point estimates are scikit-learn's `roc_auc_score`.
+
+    >>> y = np.array([1, 1, 1, 0, 0, 0]); a = np.array([.9, .8, .7, .3, .2, .1]); b = np.array([.9, .2, .7, .3, .8, .1])
+    >>> d = paired_auroc_difference(y, a, b, n_resamples=200, seed=0)
+    >>> round(d.auroc_a, 3), round(d.auroc_b, 3), round(d.difference.value, 3), d.difference.lower >= 0.0
+    (1.0, 0.667, 0.333, True)
+    """
+    y, a = _check(labels, scores_a)
+    _, b = _check(labels, scores_b)
+    n1, n0 = int(y.sum()), int((~y).sum())
+    if min(n1, n0) < 2:
+        raise MetricInputError(f"a paired bootstrap needs at least 2 cases and 2 controls, got {n1} and {n0}")
+    auroc_a, auroc_b = auroc(y, a), auroc(y, b)
+    rng = np.random.default_rng(seed)
+    differences = []
+    batch = max(1, 2_000_000 // (n1 + n0))
+    for start in range(0, n_resamples, batch):
+        size = min(batch, n_resamples - start)
+        cases, controls = rng.integers(0, n1, (size, n1)), rng.integers(0, n0, (size, n0))
+        per = [auroc_statistic(s[y][cases], s[~y][controls]) for s in (a, b)]
+        differences.append(per[0] - per[1])
+    values = np.concatenate(differences)
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(values, [tail, 1.0 - tail])
+    difference = Interval(value=auroc_a - auroc_b, lower=float(low), upper=float(high), level=level,
+                          n_resamples=n_resamples, method="paired percentile", seed=seed)
+    return PairedDifference(n_positive=n1, n_negative=n0, auroc_a=auroc_a, auroc_b=auroc_b, difference=difference)
 
 
 # ------------------------------------------------------------------------------------------------ curves + calibration

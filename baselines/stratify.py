@@ -5,7 +5,7 @@
 events: distinct visit days in the 5 years before the prediction time (as the paper's utilization check), split
 into quartiles over the cohort. A control belongs to the cancer (and screening group) of the case it was matched
 to. `stratified_results` then gives, per stratum, AUROC and AUPRC with bootstrap CIs — or a note saying why not
-(fewer than 2 cases or controls), never a silent gap.
+(fewer than ``min_cases`` cases or controls: "too few"), never a silent gap.
 
 >>> from datetime import datetime
 >>> cohort = pl.DataFrame({"subject_id": [1, 2], "prediction_time": [datetime(2020, 1, 1)] * 2,
@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 from baselines.errors import LabelDataError
 from baselines.features import CODE, DAYS_PER_YEAR, ENCOUNTER_PREFIX, TIME, check_events
 from baselines.labels import PREDICTION_TIME, SUBJECT_ID, check_labels
-from baselines.metrics import Interval, bootstrap_interval
+from baselines.metrics import MIN_CASES, Interval, bootstrap_interval
 from baselines.predictions import ModelScores
 from vista.meds import schema
 
@@ -36,6 +36,8 @@ SCREENING_CANCERS = ("breast", "cervical", "colorectal", "lung", "prostate")
 AGE_GROUP, SEX, VISIT_QUARTILE, CANCER, SCREENING = "age_group", "sex", "visit_frequency", "cancer", "screening"
 STRATIFIERS = (AGE_GROUP, SEX, VISIT_QUARTILE, SCREENING, CANCER)
 VISIT_YEARS = 5
+MIN_STRATUM_CASES = MIN_CASES
+"""Strata with fewer cases or controls than this get no AUROC/CI, only a "too few" note."""
 
 
 class StratumResult(BaseModel):
@@ -58,8 +60,9 @@ def _stratum_order(stratum: str) -> tuple[int, str]:
     return (int(digits), stratum) if digits else (1 << 30, stratum)
 
 
-def visit_counts(events: pl.LazyFrame, labels: pl.DataFrame, *, years: int = VISIT_YEARS) -> pl.DataFrame:
-    """``subject_id``, ``prediction_time``, ``visits``: distinct encounter days in [prediction − years, prediction).
+def visit_counts(events: pl.LazyFrame, labels: pl.DataFrame, *, years: int | None = VISIT_YEARS) -> pl.DataFrame:
+    """``subject_id``, ``prediction_time``, ``visits``: distinct encounter days in [prediction − years, prediction)
+    (``years=None``: the whole record before the prediction time).
 
     Subjects without encounter codes count distinct days with any clinical event instead (as
     `PatientRecord.visit_dates`).
@@ -67,10 +70,11 @@ def visit_counts(events: pl.LazyFrame, labels: pl.DataFrame, *, years: int = VIS
     labels = check_labels(labels, "labels", require_outcome=False)
     events = check_events(events, "MEDS events")
     targets = labels.lazy().select(SUBJECT_ID, PREDICTION_TIME).unique()
-    window = pl.duration(days=round(years * DAYS_PER_YEAR))
+    inside = pl.col(TIME) < pl.col(PREDICTION_TIME)
+    if years is not None:
+        inside &= pl.col(TIME) >= pl.col(PREDICTION_TIME) - pl.duration(days=round(years * DAYS_PER_YEAR))
     rows = (events.filter(pl.col(TIME).is_not_null() & (pl.col(CODE) != schema.BIRTH_CODE))
-            .join(targets, on=SUBJECT_ID, how="inner")
-            .filter((pl.col(TIME) < pl.col(PREDICTION_TIME)) & (pl.col(TIME) >= pl.col(PREDICTION_TIME) - window)))
+            .join(targets, on=SUBJECT_ID, how="inner").filter(inside))
     day = pl.col(TIME).dt.date()
     per = rows.group_by(SUBJECT_ID, PREDICTION_TIME).agg(
         visit_days=day.filter(pl.col(CODE).cat.starts_with(ENCOUNTER_PREFIX)).n_unique(),
@@ -137,9 +141,29 @@ def cohort_strata(cohort: pl.DataFrame, events: pl.LazyFrame | None = None, *, s
     return out
 
 
+def _too_few(n_pos: int, n_neg: int, min_cases: int) -> str:
+    """Why a stratum has no AUROC.
+
+    >>> _too_few(0, 5, 10), _too_few(1, 5, 2), _too_few(3, 40, 10)
+    ('only controls in this stratum', '1 case only (a CI needs 2) in this stratum', 'too few: 3 cases (< 10)')
+    """
+    if n_pos == 0 or n_neg == 0:
+        return f"only {'controls' if n_pos == 0 else 'cases'} in this stratum"
+    if min(n_pos, n_neg) < 2:
+        return f"{min(n_pos, n_neg)} {'case' if n_pos < 2 else 'control'} only (a CI needs 2) in this stratum"
+    smaller, role = (n_pos, "cases") if n_pos <= n_neg else (n_neg, "controls")
+    return f"too few: {smaller} {role} (< {min_cases})"
+
+
 def stratified_results(scores: ModelScores, strata: pl.DataFrame, stratifiers: Sequence[str] = STRATIFIERS, *,
-                       n_resamples: int = 1000, seed: int = 0) -> list[StratumResult]:
-    """AUROC/AUPRC with CIs of ``scores`` within each stratum of each stratifier present in ``strata``."""
+                       n_resamples: int = 1000, seed: int = 0,
+                       min_cases: int = MIN_STRATUM_CASES) -> list[StratumResult]:
+    """AUROC/AUPRC with CIs of ``scores`` within each stratum of each stratifier present in ``strata``.
+
+    A stratum with fewer than ``min_cases`` cases or controls (at least 2: a CI needs them) gets no metrics and a
+    note saying "too few".
+    """
+    min_cases = max(2, min_cases)
     keyed = pl.DataFrame({SUBJECT_ID: scores.subject_ids, PREDICTION_TIME: scores.prediction_times},
                          schema={SUBJECT_ID: pl.Int64, PREDICTION_TIME: pl.Datetime("us")})
     aligned = keyed.join(strata, on=[SUBJECT_ID, PREDICTION_TIME], how="left", maintain_order="left")
@@ -154,12 +178,10 @@ def stratified_results(scores: ModelScores, strata: pl.DataFrame, stratifiers: S
             part = scores.subset(mask)
             n_pos, n_neg = part.n_positive, part.n - part.n_positive
             note = f"{unassigned} rows had no {stratifier} and are in no stratum" if unassigned else None
-            if min(n_pos, n_neg) < 2:
-                why = ("only controls" if n_pos == 0 else "only cases" if n_neg == 0
-                       else f"{min(n_pos, n_neg)} {'case' if n_pos < 2 else 'control'} only (a CI needs 2)")
+            if min(n_pos, n_neg) < min_cases:
                 results.append(StratumResult(model=scores.model, stratifier=stratifier, stratum=stratum, n=part.n,
                                              n_positive=n_pos, n_negative=n_neg, auroc=None, auprc=None,
-                                             note=f"{why} in this stratum"))
+                                             note=_too_few(n_pos, n_neg, min_cases)))
                 continue
             results.append(StratumResult(
                 model=scores.model, stratifier=stratifier, stratum=stratum, n=part.n, n_positive=n_pos, n_negative=n_neg,

@@ -31,9 +31,8 @@ written): a cold or network filesystem adds one round trip per file opened, whic
   index write timed (and the manifest write). The former layout rewrote the whole ``index.parquet`` at each
   checkpoint (quadratic in the cohort; reproduced here by `legacy_flush`, the old code); the store now writes one
   part per checkpoint under ``index/`` and the manifest names each graph's part. A query is timed on both;
-* the build-graphs job's cohort index, ``OUT/index.parquet``, joined from the per-task index files (written by
-  `jobs.vista_graphs.persist_graph`): the former task-by-task loop (`legacy_consolidate_index`, one row group per
-  task) vs `jobs.vista_index.consolidate_index` (a `pyarrow.dataset` scan, large row groups).
+* the build-graphs job's cohort index: its output directory is a graph store, the actors write one index part per
+  batch and the driver only appends the run's rows to the store manifest (`jobs.vista_index.register_graphs`).
 
     python -m benchmarks.bench_consolidation [--patients 100000] [--rows-per-part 256 16] [--graphs 2000]
         [--checkpoint-every 100] [--work DIR] [--keep] [--skip-vista | --skip-predictions]
@@ -420,23 +419,6 @@ def legacy_flush(store, pending) -> str:
     return "index.parquet"  # every graph's rows are in the one file
 
 
-def legacy_consolidate_index(out: Path, patients: Path) -> int:
-    """The job's cohort index before (jobs/vista_index.py at git c6e6245): read and append the task files one by one,
-    one row group per task."""
-    import pyarrow.parquet as pq
-
-    from jobs.vista_graphs import TASK_INDEX_SCHEMA
-
-    files = [f for f in pq.read_table(patients, columns=["index_file"]).column("index_file").to_pylist() if f]
-    nodes = 0
-    with pq.ParquetWriter(out / "index_legacy.parquet", TASK_INDEX_SCHEMA) as writer:
-        for relative in files:
-            table = pq.read_table(out / relative, schema=TASK_INDEX_SCHEMA)
-            writer.write_table(table.replace_schema_metadata(None))
-            nodes += table.num_rows
-    return nodes
-
-
 def _store_index(args: argparse.Namespace, work: Path, records, catalog) -> None:
     import polars as pl
 
@@ -511,40 +493,42 @@ def _store_index(args: argparse.Namespace, work: Path, records, catalog) -> None
 
 
 def _job_index(args: argparse.Namespace, work: Path, records, catalog) -> None:
+    """The build-graphs job's index: actors write one part per batch of 16 tasks (`jobs.vista_graphs.persist_graph`,
+    `vista.graph.store.write_index_part`); the driver only registers the graphs in the store manifest
+    (`jobs.vista_index.register_graphs`) — no consolidated copy of the index is written any more."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from jobs.tasks import TaskKey
     from jobs.vista_graphs import meds_source, persist_graph
-    from jobs.vista_index import consolidate_index
+    from jobs.vista_index import register_graphs
+    from vista.graph.store import write_index_part
 
     out = work / "vista_job"
     shutil.rmtree(out, ignore_errors=True)
     started = time.perf_counter()
-    files = [persist_graph(meds_source(record, catalog, None), out, TaskKey(record.subject_id), need_graph=False).index_file
-             for record in records]
+    rows = []
+    for start in range(0, len(records), 16):
+        outcomes = [persist_graph(meds_source(r, catalog, None), out, TaskKey(r.subject_id), need_graph=False)
+                    for r in records[start:start + 16]]
+        part = write_index_part(out, (o.index for o in outcomes))
+        rows += [{"task": str(o.facts.subject_id), "subject_id": o.facts.subject_id, "prediction_time": None,
+                  "content_hash": o.facts.content_hash, "graph_file": o.file, "n_nodes": o.facts.n_nodes,
+                  "n_edges": o.facts.n_edges, "source": o.facts.source, "finished_at": None, "index_file": part}
+                 for o in outcomes]
     persist_s = time.perf_counter() - started
     patients = out / "patients.parquet"
-    pq.write_table(pa.table({"index_file": files}), patients)
-    print(f"-- build-graphs' cohort index OUT/index.parquet from {len(files):,} per-task index files (written in "
-          f"{persist_s:.0f} s by jobs.vista_graphs.persist_graph)", flush=True)
-    timings = {}
-    for name, fn in (("task by task, a row group per task (legacy)", lambda: legacy_consolidate_index(out, patients)),
-                     ("pyarrow.dataset scan, 128k-row groups (now)", lambda: consolidate_index(out, patients).nodes)):
-        walls = []
-        for _ in range(3):
-            wall = time.perf_counter()
-            nodes = fn()
-            walls.append(time.perf_counter() - wall)
-        path = out / ("index_legacy.parquet" if "legacy" in name else "index.parquet")
-        meta = pq.read_metadata(path)
-        timings[name] = min(walls)
-        print(f"   {name:<46} best of 3 {min(walls):6.2f} s  {nodes:,} rows, {meta.num_row_groups:,} row groups, "
-              f"footer {meta.serialized_size / 1e6:.2f} MB, file {path.stat().st_size / 1e6:.1f} MB")
-    same = pq.read_table(out / "index_legacy.parquet").equals(pq.read_table(out / "index.parquet"))
-    legacy, now = timings.values()
-    print(f"   same rows in the same order: {same}; legacy / now = {legacy / now:.1f}x; per 100,000 tasks (linear): "
-          f"legacy ~{legacy / len(files) * 1e5:.0f} s, now ~{now / len(files) * 1e5:.0f} s")
+    pq.write_table(pa.Table.from_pylist(rows, schema=pa.schema([
+        ("task", pa.string()), ("subject_id", pa.int64()), ("prediction_time", pa.timestamp("us")),
+        ("content_hash", pa.string()), ("graph_file", pa.string()), ("n_nodes", pa.int64()), ("n_edges", pa.int64()),
+        ("source", pa.string()), ("finished_at", pa.timestamp("us", tz="UTC")), ("index_file", pa.string())])), patients)
+    print(f"-- build-graphs: {len(rows):,} graphs and {len(rows) // 16 + 1} index parts written in {persist_s:.0f} s "
+          "(as the actors do); the driver's last step registers them", flush=True)
+    for attempt in ("first run", "rerun (nothing changed)"):
+        wall = time.perf_counter()
+        report = register_graphs(out, patients)
+        print(f"   register_graphs, {attempt:<24} {time.perf_counter() - wall:6.2f} s  {report.graphs:,} graphs, "
+              f"{report.nodes:,} nodes, {report.changed:,} manifest rows appended")
     if not args.keep:
         shutil.rmtree(out, ignore_errors=True)
 

@@ -132,7 +132,7 @@ def retrieval_speed(cases: list[Case], config: RagConfig, repeats: int = 20) -> 
         chunks, total, index_s, median, best = query_latency(graph, config, repeats)
         print(f"  {name:<22}{tokens:>8}{chunks:>8}{total * 1e3:>16.1f}{index_s * 1e3:>10.1f}{median * 1e3:>10.2f}"
               f"{best * 1e3:>9.2f}")
-    print(f"  (query ms: median and best over {repeats} rounds of the 16 variable queries, top-{config.top_k})")
+    print(f"  (query ms: median and best over {repeats} rounds of the {len(load_variables())} variable queries, top-{config.top_k})")
 
 
 async def run_cases(cases: list[Case], writer: LLMGateway, judge: LLMGateway, args: argparse.Namespace,

@@ -20,6 +20,8 @@ BENCHMARKS = {
     "graph_in_actor": "graph build in the predict actor: cost per patient vs render+chunk and the chain's wall time",
     "consolidation": "predict driver at 100k patients: plan + consolidate from part files vs per-patient JSON; "
                      "VISTA node index writes",
+    "similarity": "vista similar: precision@10 for same cancer / stage / first line vs a Jaccard baseline",
+    "cli_help": "--help of every command in a fresh process (target < 2 s each)",
     "agents": "agent chain on the embedded model: calls, tokens, cache hits, overhead",
     "vista_eval": "VISTA vs BM25 RAG on synthetic lung cases, LLM-judge accuracy with CIs (embedded model: ~20 min)",
 }

@@ -21,11 +21,13 @@ costs it minutes per patient — ask for it explicitly (``--stages graph,toa,dis
 The LLM options are those of ``jobs.predict`` (same flags, same environment, cache under ``OUT/llm_cache``, usage
 recorded per task and stage).
 
-Outputs, under ``--out``: per task ``vista/<bucket>/<task>/graph.graphml``, ``index.parquet``, ``toa/<id>.json``,
-``display/<id>.json``; its row (status, error with the stage, file, patient and field; counts of nodes, events,
-timeline events; calls, tokens and seconds per stage), written last as ``patients/<bucket>/<task>.json`` (or
-``.failed.json``) — the done marker; at the end ``patients.parquet`` (one row per selected task), ``index.parquet``
-(the node index of the whole cohort) and ``summary.json``.
+Outputs: ``--out`` is a graph store (`vista.graph.GraphStore`), so ``vista ask/source/display/evaluate --store OUT``
+open it: per task ``graphs/<bucket>/<task>.graphml`` and its columnar copy (``.nodes.arrow``/``.edges.arrow``),
+``toa/<subject>.json`` and ``display/<subject>.json`` (a label task's under ``tasks/<bucket>/<task>/``); one node-index
+part per actor batch under ``index/``; per task its row (status, error with the stage, file, patient and field;
+counts of nodes, events, timeline events; calls, tokens and seconds per stage), written last as
+``patients/<bucket>/<task>.json`` (or ``.failed.json``) — the done marker; at the end ``patients.parquet`` (one row per
+selected task), the store's manifest (one part appended with the graphs this run changed) and ``summary.json``.
 
 Resume. Rerunning the same command skips tasks that have a row and runs the rest; inside a task the graph is
 rewritten only when its content hash changed and the TOA/display stores make no call for an unchanged patient, so a
@@ -50,23 +52,25 @@ from pathlib import Path
 
 from rich.console import Console
 
+from vista.llm.prices import PriceTable
+
+from jobs.build_graphs_options import build_parser
 from jobs.consolidate import consolidate
 from jobs.driver import job_main, keep_planned, label_dataset, new_run_id, stream_status
 from jobs.errors import JobInputError
+from jobs.job_gateway import warn_if_unpriced
 from jobs.llm_budget import job_budget
-from jobs.llm_options import add_llm_arguments, answer_fields, check_endpoint, check_llm, llm_config, llm_configured
-from jobs.manifest import add_manifest_arguments, check_manifest
+from jobs.llm_options import answer_fields, check_endpoint, check_llm, llm_config, llm_configured
+from jobs.manifest import check_manifest
 from jobs.outputs import MarkerStore, OutputLock
 from jobs.patient_loader import coding_profile_for
 from jobs.progress import ProgressPrinter, ProgressTracker
-from jobs.ray_runtime import LIGHT_TASK_CPUS, RayOptions, add_ray_arguments, connect, shutdown
+from jobs.ray_runtime import LIGHT_TASK_CPUS, RayOptions, connect, shutdown
 from jobs.resources import plan_resources
 from jobs.summary import RunSummary
 from jobs.tasks import TaskKey, keys_table, plan_tasks, read_label_tasks, task_keys
 from jobs.vista_actor import PATIENTS, VistaActor, VistaSettings
-from jobs.vista_index import consolidate_index
-from vista.cli import add_profile_option
-from vista.storage import local_path
+from jobs.vista_index import register_graphs
 from jobs.vista_rows import STAGES, VISTA_SCHEMA, rows_to_table, vista_row_from_json
 from jobs.vista_tasks import (
     XmlTask,
@@ -80,72 +84,8 @@ from jobs.vista_tasks import (
 )
 
 log = logging.getLogger("jobs.build_graphs")
-FORMAT_VERSION = 2  # of the persisted artifacts (2: VISTA graphs, timelines, displays); part of the resume check
+FORMAT_VERSION = 3  # of the persisted artifacts (3: the graph store layout `vista` opens); part of the resume check
 EXIT_SOME_FAILED = 3
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m jobs.build_graphs", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    io = parser.add_argument_group("inputs and outputs")
-    source = io.add_mutually_exclusive_group(required=True)
-    source.add_argument("--dataset", type=local_path, help="MEDS dataset root (data/**/*.parquet, metadata/)")
-    source.add_argument("--xml-dir", type=Path, help="directory of VISTA patient XML files (*.xml, searched recursively)")
-    add_profile_option(io)
-    io.add_argument("--out", required=True, type=local_path, help="output directory; rerunning the same command resumes there")
-    io.add_argument("--labels", type=local_path, help="with --dataset: MEDS label parquet, one task per row cut at its "
-                    "prediction_time (default: every subject, whole record)")
-
-    pick = parser.add_argument_group("which patients")
-    chosen = pick.add_mutually_exclusive_group()
-    chosen.add_argument("--limit", type=int, help="only the first N tasks in (subject_id, prediction_time) order "
-                        "(XML: in file-key order)")
-    chosen.add_argument("--sample", type=int, help="a random sample of N tasks (seeded by --seed)")
-    pick.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
-    pick.add_argument("--retry-failed", action="store_true", help="run again the tasks whose earlier row is an error or "
-                      "a failure")
-
-    stages = parser.add_argument_group("stages")
-    stages.add_argument("--stages", default="auto", help="comma-separated subset of graph,toa,display (graph is always "
-                        "included; display needs toa); default auto: graph,toa,display when a model is configured, "
-                        "else graph")
-    stages.add_argument("--profile", help="TOA event-definition profile: packaged name or TOML path (default thoracic)")
-    stages.add_argument("--chunk-limit", type=int, help="TOA chunk size limit (default: fitted to the model's context, "
-                        "at most the paper's 120,000 characters)")
-    stages.add_argument("--chunk-unit", choices=["chars", "tokens"], default="chars",
-                        help="unit of --chunk-limit (default chars)")
-    stages.add_argument("--max-events-per-chunk", type=int, help="most events one extraction call may return "
-                        "(default 24)")
-    stages.add_argument("--answer-tokens", type=int, help="answer token cap of each TOA and display call (default: "
-                        "the gateway's max_tokens)")
-    stages.add_argument("--no-safety-net", action="store_true", help="skip the TOA radiology safety net")
-    stages.add_argument("--no-judge", action="store_true", help="do not ask the judge about ambiguous same-date events")
-    stages.add_argument("--variables", type=Path, help="display variable definitions TOML (default: the packaged "
-                        "thoracic-oncology list)")
-    stages.add_argument("--group-size", type=int, help="display variables per LLM call (default 3)")
-    stages.add_argument("--no-summary-note", action="store_true", help="display without the summary note call")
-
-    add_llm_arguments(parser)
-
-    actors = parser.add_argument_group("actors")
-    actors.add_argument("--actors", type=int, help="VISTA actors (default: graph only, one per CPU; with LLM stages, "
-                        "as jobs.predict: 4 for HTTP endpoints, one per spare CPU for the embedded model)")
-    actors.add_argument("--actor-cpus", type=float, help="CPUs each actor asks for (default: 0.5 for graph only; with "
-                        "LLM stages, 0.25 for HTTP endpoints and 0.5-1 for the embedded model)")
-    actors.add_argument("--patients-per-actor", type=int, help="patients whose LLM stages an actor runs at once "
-                        "(default: the gateway's max_concurrency; 2 for the embedded model)")
-    actors.add_argument("--batch-size", type=int, help="tasks handed to an actor per Ray Data batch (default: 16 for "
-                        "graph only, else --patients-per-actor)")
-
-    run = parser.add_argument_group("run")
-    run.add_argument("--patient-timeout", type=float, default=3600.0,
-                     help="seconds after which a task's LLM stages still running give an error row (default 3600)")
-    run.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines (default 10; "
-                     "0: only at the end)")
-    add_manifest_arguments(parser)
-    add_ray_arguments(parser)
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    return parser
 
 
 # ---------------------------------------------------------------------------------------------- settings
@@ -179,7 +119,13 @@ def _toa_config(args: argparse.Namespace):
     if args.profile is not None:
         fields["profile"] = args.profile
     if args.chunk_limit is not None:
+        log.warning("--chunk-limit/--chunk-unit are deprecated (kept for one release): use --chunk-tokens N or "
+                    "--chunk-chars N")
         fields["budget"] = ChunkBudget(limit=args.chunk_limit, unit=args.chunk_unit)
+    elif args.chunk_tokens is not None:
+        fields["budget"] = ChunkBudget(limit=args.chunk_tokens, unit="tokens")
+    elif args.chunk_chars is not None:
+        fields["budget"] = ChunkBudget(limit=args.chunk_chars, unit="chars")
     if args.max_events_per_chunk is not None:
         fields["max_events_per_chunk"] = args.max_events_per_chunk
     if args.answer_tokens is not None:
@@ -267,6 +213,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
     if settings.llm is not None:
         check_llm(settings.llm)
         check_endpoint(settings.llm)  # one line when the endpoint is unreachable, refuses the key or lacks the model
+        warn_if_unpriced(settings.llm)
     out = settings.out
     store = MarkerStore(out, PATIENTS)
     with OutputLock(out):
@@ -294,7 +241,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
             shutdown(runtime)
         report = consolidate(store, plan.selected, out / "patients.parquet", parse=vista_row_from_json,
                              to_table=rows_to_table, schema=VISTA_SCHEMA, status_of=lambda row: row.status)
-        index = consolidate_index(out, report.path)
+        index = register_graphs(out, report.path)
         summary = RunSummary.from_tracker(
             tracker, run_id=run_id, started_at=started_at, selected=len(plan.selected), skipped=plan.skipped,
             retried=plan.retried, complete=report.complete,
@@ -360,6 +307,8 @@ def _execute(args: argparse.Namespace, settings: VistaSettings, todo: list[TaskK
     with budget_scope as budget:  # every actor's LLM requests ask the job's budget; its figures stay in budget.final
         if budget is not None:
             settings = settings.model_copy(update={"llm_budget": budget.ref})
+            prices = PriceTable.load(llm.prices_path)
+            tracker.live_source = lambda: budget.live(prices, llm.model)
         results = work.map_batches(VistaActor, fn_constructor_kwargs={"settings": settings}, batch_size=batch_size,
                                    batch_format="pyarrow", compute=compute, num_cpus=actor_cpus)
         with ProgressPrinter(tracker, interval_s=args.progress_every):
@@ -373,9 +322,9 @@ def exit_status(summary: RunSummary) -> int:
     return EXIT_SOME_FAILED if any(status != "ok" for status in summary.totals) else 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m jobs.build_graphs") -> int:
     """Exit status: 0 all selected tasks ok; 3 some ended in error/failure; 1 some have no row yet; 2 bad options."""
-    return job_main(build_parser, run, argv, exit_status)
+    return job_main(lambda: build_parser(prog), run, argv, exit_status)
 
 
 if __name__ == "__main__":

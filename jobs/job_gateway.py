@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextvars
 import importlib
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
@@ -31,6 +32,8 @@ from pydantic import BaseModel
 from vista.llm import CallRecord, LLMCallError, LLMConfig, LLMGateway, LLMResult, Message, UsageLedger
 from vista.llm.errors import ErrorKind, LLMEndpointFailure
 from vista.llm.gateway import parse_answer
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from jobs.llm_budget import BudgetRef
@@ -101,13 +104,23 @@ class NullLedger(UsageLedger):
 
 def job_llm_gateway(llm: LLMConfig, *, job_id: str | None, budget: BudgetRef | None = None) -> LLMGateway:
     """The `LLMGateway` of one job actor (create it on the loop that will use it): no ledger kept (usage is counted
-    per task), and every request asks the job's shared budget first when ``budget`` is given."""
+    per task), and every request asks the job's shared budget first when ``budget`` is given. The driver says once
+    that a model has no price (`warn_if_unpriced`); its actors don't repeat it."""
     limiter = None
     if budget is not None:
         from jobs.llm_budget import RemoteBudget
 
         limiter = RemoteBudget(budget)
-    return LLMGateway(llm, job_id=job_id, ledger=NullLedger(), limiter=limiter)
+    return LLMGateway(llm, job_id=job_id, ledger=NullLedger(), limiter=limiter, warn_unpriced=False)
+
+
+def warn_if_unpriced(llm: LLMConfig) -> None:
+    """On the driver: one warning when the job's model has no price in the price table (its cost is then counted
+    as unpriced calls, never as $0)."""
+    from vista.llm.prices import PriceTable
+
+    if PriceTable.load(llm.prices_path).get(llm.model) is None:
+        log.warning("model %r has no price in the price table: its calls are counted as unpriced (no cost)", llm.model)
 
 
 # ------------------------------------------------------------------------------------------- response models
@@ -120,7 +133,7 @@ class ModelRef:
     limits: str | None = None  # set for the agents' models built from `trajonco.agents.schemas.OutputLimits`
 
 
-_ROLES = ("worker", "manager", "preprocessor")
+_ROLES = ("worker", "manager", "preprocessor", "any_manager")
 
 
 def model_ref(model: type[BaseModel]) -> ModelRef:
@@ -225,6 +238,10 @@ class JobGateway:
     @property
     def config(self):  # the pipeline reads the model name and answer budget from here
         return self.gateway.config
+
+    @property
+    def endpoint(self) -> str:  # who answers: part of the TOA and display hashes, as of the response-cache key
+        return self.gateway.endpoint
 
     @property
     def ledger(self) -> UsageLedger:

@@ -36,6 +36,9 @@ from vista.llm.breaker import AttemptReport, BreakerPolicy, CircuitBreaker
 from vista.llm.budget import BudgetLimits, BudgetStats, Grant, Refusal, RequestBudget
 from vista.llm.errors import LLMEndpointFailure
 from vista.llm.pacing import Cooldown
+from vista.llm.prices import PriceTable
+
+from jobs.progress import LiveFigures
 
 log = logging.getLogger(__name__)
 
@@ -276,6 +279,20 @@ class JobBudget:
         except (GetTimeoutError, RayError) as exc:
             log.warning("the job's LLM budget did not report its figures (%s)", type(exc).__name__)
         return self._last
+
+    def live(self, prices: PriceTable, model: str, timeout_s: float = 5.0) -> LiveFigures | None:
+        """The job's calls, tokens and estimated cost so far, for the progress line (None, quietly, when the budget
+        does not answer in time: the line keeps its last figures)."""
+        import ray
+        from ray.exceptions import GetTimeoutError, RayError
+
+        try:
+            stats: BudgetStats = ray.get(self.handle.stats.remote(), timeout=timeout_s)
+        except (GetTimeoutError, RayError):
+            return None
+        completion = stats.completion_tokens_used
+        cost = prices.cost(model, prompt_tokens=max(stats.tokens_used - completion, 0), completion_tokens=completion)
+        return LiveFigures(calls=stats.requests, in_flight=stats.in_flight, tokens=stats.tokens_used, cost_usd=cost)
 
     def figures(self) -> LLMBudgetFigures | None:
         """The job's LLM figures for the summary (None if the budget never answered)."""

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from vista.storage import is_remote, join
+log = logging.getLogger(__name__)
 
 LLM_ANSWER_FIELDS = ("backend", "model", "schema_mode", "schema_in_prompt", "temperature", "max_tokens",
                      "max_tokens_field", "reasoning_effort", "seed", "model_path", "n_ctx", "context_tokens")
@@ -25,14 +26,15 @@ LLM_ANSWER_FIELDS = ("backend", "model", "schema_mode", "schema_in_prompt", "tem
 change where and how fast answers come; like the response cache's key, the manifest ignores them."""
 
 CLUSTER_ENV = {"base_url": "TRAJONCO_LLM_BASE_URL", "model": "TRAJONCO_LLM_MODEL"}
-"""Environment variables cluster.yaml writes on every node; setting one selects the openai backend."""
+"""The old second prefix (deprecated: one release left, with a warning): setting one selects the openai backend.
+Use ``VISTA_LLM_BASE_URL`` / ``VISTA_LLM_MODEL``, the one prefix every command reads."""
 
 
 def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``LLM`` option group (the job must also have ``--out``, the default home of the response cache)."""
     llm = parser.add_argument_group(
-        "LLM", "Defaults: the embedded SmolLM2 model; VISTA_LLM_<FIELD> environment variables, then "
-        "TRAJONCO_LLM_BASE_URL / TRAJONCO_LLM_MODEL (set by cluster.yaml), then these options apply.")
+        "LLM", "Defaults: the embedded SmolLM2 model; VISTA_LLM_<FIELD> environment variables (the same for every "
+        "command), then these options apply, --llm KEY=VALUE last.")
     llm.add_argument("--backend", choices=["embedded", "openai"], help="embedded (in-process llama.cpp) or openai "
                      "(any OpenAI-compatible endpoint)")
     llm.add_argument("--base-url", help="endpoint root for --backend openai, e.g. http://HOST:8000/v1")
@@ -65,11 +67,14 @@ def llm_configured(args: argparse.Namespace, env: dict[str, str] | None = None) 
 def llm_config(args: argparse.Namespace, env: dict[str, str] | None = None):
     """The LLM settings: defaults < VISTA_LLM_* < TRAJONCO_LLM_* < explicit options < --llm KEY=VALUE."""
     from vista.llm import LLMConfig
+    from vista.storage import is_remote, join
 
     env = dict(os.environ if env is None else env)
     config = LLMConfig.from_env(env)
     cluster = {field: env[var] for field, var in CLUSTER_ENV.items() if env.get(var)}
     if cluster:
+        old = ", ".join(var for var in CLUSTER_ENV.values() if env.get(var))
+        log.warning("%s: deprecated (kept for one release); set VISTA_LLM_BASE_URL / VISTA_LLM_MODEL instead", old)
         config = config.with_overrides({"backend": "openai", **cluster})
     explicit = {
         "backend": args.backend, "base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,

@@ -36,10 +36,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata, resources
 from pathlib import Path
 
-from vista.storage import resolve
-
 from jobs.errors import JobInputError, JobSettingsMismatch
-from jobs.outputs import atomic_write_text
 
 MANIFEST = "job.json"
 JsonValue = str | int | float | bool | None | list | dict
@@ -156,6 +153,10 @@ def check_manifest(root: Path | str, job: str, settings: Mapping[str, JsonValue]
     """Write ``job.json`` on the first run; on later runs raise `JobSettingsMismatch` if ``settings`` or the code
     (``code``, default: the running code) changed — code changes pass with ``allow_code_change``. ``root`` may be
     an object-store URI (`vista.storage`)."""
+    from vista.storage import resolve
+
+    from jobs.outputs import atomic_write_text
+
     path = resolve(root) / MANIFEST
     code = code or CodeVersion.current(job)
     wanted = {"job": job, "settings": json.loads(json.dumps(dict(settings), sort_keys=True, default=str)),

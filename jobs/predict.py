@@ -51,16 +51,18 @@ from rich.console import Console
 
 from jobs.driver import JobStalled, job_main, new_run_id, stream_status, task_dataset
 from jobs.errors import JobInputError
+from jobs.job_gateway import warn_if_unpriced
 from jobs.llm_budget import job_budget
-from jobs.llm_options import add_llm_arguments, answer_fields, check_endpoint, check_llm, llm_config
-from jobs.manifest import add_manifest_arguments, check_manifest
+from jobs.llm_options import answer_fields, check_endpoint, check_llm, llm_config
+from jobs.manifest import check_manifest
 from jobs.outputs import OutputLock
 from jobs.patient_loader import coding_profile_for
 from jobs.predict_actor import PredictActor, PredictSettings
+from jobs.predict_options import build_parser
 from jobs.prediction_rows import PREDICTION_SCHEMA
 from jobs.progress import ProgressPrinter, ProgressTracker
-from jobs.ray_runtime import RayOptions, add_ray_arguments, connect, shutdown
-from jobs.resources import ResourcePlan, add_resource_arguments, plan_resources
+from jobs.ray_runtime import RayOptions, connect, shutdown
+from jobs.resources import ResourcePlan, plan_resources
 from jobs.row_parts import RowState, consolidate_parts, latest_states, remove_stale_temporaries
 from jobs.summary import RunSummary
 from jobs.tasks import (
@@ -75,85 +77,14 @@ from jobs.tasks import (
     schedule,
     task_keys,
 )
-from vista.cli import add_profile_option
+from vista.cli_kit import check_output_dir
+from vista.llm.prices import PriceTable
 from vista.storage import join, normalize
 
 log = logging.getLogger("jobs.predict")
 
-RETRY_POLICIES = ("transient", "all", "none")
 REPAIR_PASSES = 2
 """Extra passes over tasks whose row was lost with an actor (their answers come from the LLM cache)."""
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m jobs.predict", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    io = parser.add_argument_group("inputs and outputs")
-    io.add_argument("--labels", required=True, type=str, help="MEDS label parquet (subject_id, prediction_time, "
-                    "boolean_value), e.g. COHORT/labels/test.parquet; a path or an s3://… URI (vista.storage)")
-    io.add_argument("--dataset", required=True, type=str, help="MEDS dataset root (data/**/*.parquet, metadata/); a "
-                    "path or an s3://… URI")
-    add_profile_option(io)
-    io.add_argument("--out", required=True, type=str, help="output directory or s3://… prefix; rerunning the same "
-                    "command resumes there")
-    io.add_argument("--threshold", type=float, default=0.5,
-                    help="predicted_boolean_value = risk/10 >= threshold (default 0.5, i.e. risk >= 5)")
-
-    pick = parser.add_argument_group("which patients")
-    chosen = pick.add_mutually_exclusive_group()
-    chosen.add_argument("--limit", type=int, help="only the first N tasks in (subject_id, prediction_time) order")
-    chosen.add_argument("--sample", type=int, help="a random sample of N tasks (seeded by --seed; same N and seed, same tasks)")
-    pick.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
-    pick.add_argument("--retry", choices=RETRY_POLICIES, default=None,
-                      help="which tasks with a row that is not ok run again: transient (default: failures that may "
-                           "pass — rate limit, timeout, server error, connection), all (permanent ones too: bad "
-                           "answers, rejected requests, bad data), none")
-    pick.add_argument("--retry-failed", action="store_true", help="same as --retry all (kept for older commands)")
-    pick.add_argument("--order", choices=["longest", "key"], default="longest",
-                      help="order tasks start in: longest (default: longest estimated chain first) or key "
-                           "(subject_id, prediction_time)")
-
-    model = parser.add_argument_group("assessment")
-    model.add_argument("--variant", choices=["one_stage", "two_stage", "single_agent"], default="one_stage",
-                       help="one_stage: worker chain + manager; two_stage: parallel relevance filters (own actor pool) "
-                            "then the chain; single_agent: the whole timeline in one call (default one_stage)")
-    which = model.add_mutually_exclusive_group()
-    which.add_argument("--cancer", default="lung", help="cancer to assess, one of the 15 keys of trajonco.cancers "
-                       "(default lung)")
-    which.add_argument("--any-cancer", action="store_true",
-                       help="assess every cancer the patient's sex allows and keep the highest score (max pooling)")
-    model.add_argument("--horizon-days", type=int, default=365, help="prediction horizon in days (default 365)")
-    model.add_argument("--chunk-tokens", type=int, help="chunk limit l in tokens (default: 16000, at most a fifth of "
-                       "the model's context: 1638 for the embedded model)")
-    model.add_argument("--memory-k", type=int, default=10, help="latest memory events shown to each worker (default 10)")
-    model.add_argument("--cancer-hints", action="store_true", help="add the cancer's known risk factors to the prompts")
-    model.add_argument("--output-limits", choices=["auto", "standard", "compact"], default="auto",
-                       help="bounds of the agents' answers (default auto: compact below a 32k-token context)")
-    model.add_argument("--context-tokens", type=int, help="the model's context window (default: ask the endpoint)")
-
-    add_llm_arguments(parser)
-
-    add_resource_arguments(parser)
-    run = parser.add_argument_group("run")
-    run.add_argument("--patient-timeout", type=float, default=3600.0,
-                     help="seconds after which a patient still running gets an error row (default 3600)")
-    run.add_argument("--stage-timeout", type=float, help="two-stage: seconds to wait for one preprocessor call from "
-                     "the pool (default: the LLM retry budget + request timeout + 30)")
-    run.add_argument("--stall-timeout", type=float, help="stop the job (exit 4) when no patient finishes for this many "
-                     "seconds (default: --patient-timeout + 600, so a slow patient is never mistaken for a stall)")
-    run.add_argument("--startup-timeout", type=float, default=600.0, help="seconds the first patient actors may take "
-                     "to start (resources found, process up) before the job stops (default 600)")
-    run.add_argument("--flush-rows", type=int, default=256, help="rows an actor buffers before writing a part file "
-                     "(default 256)")
-    run.add_argument("--flush-seconds", type=float, default=10.0, help="longest a finished row waits in an actor "
-                     "before it is written (default 10)")
-    run.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines (default 10; 0: "
-                     "only at the end)")
-    add_manifest_arguments(run)
-    add_ray_arguments(parser)
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    return parser
 
 
 def retry_policy(args: argparse.Namespace) -> str:
@@ -182,7 +113,8 @@ def build_settings(args: argparse.Namespace, run_id: str) -> PredictSettings:
     pipeline = PipelineConfig(
         variant=args.variant, cancer=args.cancer, horizon_days=args.horizon_days, chunk_tokens=args.chunk_tokens,
         memory_k=args.memory_k, cancer_hints=args.cancer_hints, output_limits=args.output_limits,
-        context_tokens=args.context_tokens,
+        context_tokens=args.context_tokens, truncate_tokens=args.truncate_tokens, part_numbers=args.part_numbers,
+        any_cancer_mode=args.any_cancer_mode, answer_tokens=args.answer_budget,
     )
     return PredictSettings(
         dataset=normalize(args.dataset), coding_profile=coding_profile_for(args.dataset, args.coding_profile),
@@ -229,6 +161,7 @@ def _check_inputs(args: argparse.Namespace) -> None:
     if not 0.0 <= args.threshold <= 1.0:
         raise JobInputError(f"--threshold must be between 0 and 1, not {args.threshold}")
     retry_policy(args)
+    check_output_dir(args.out, resumable=True)  # a file, or a directory nobody may write, fails before any work
     MedsDataset(args.dataset)  # a missing or empty dataset fails here, naming the path
 
 
@@ -261,6 +194,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
     settings = build_settings(args, run_id)
     check_llm(settings.llm)
     check_endpoint(settings.llm, context_tokens=settings.pipeline.context_tokens, needs_context=True)  # one line if not
+    warn_if_unpriced(settings.llm)
     out = settings.out
     with OutputLock(out):
         check_manifest(out, "predict", fingerprint(settings, args.labels),
@@ -283,6 +217,9 @@ def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
                                 requests_per_s=args.requests_per_second, tokens_per_min=args.tokens_per_minute) as budget:
                     # every actor and preprocessor asks the job's budget; its figures stay in budget.final
                     settings = settings.model_copy(update={"llm_budget": budget.ref if budget else None})
+                    if budget is not None:
+                        prices = PriceTable.load(settings.llm.prices_path)
+                        tracker.live_source = lambda: budget.live(prices, settings.llm.model)
                     passes = _run_passes(args, settings, resources, tasks, ordered, tracker, console)
                 budget_figures = budget.final if budget is not None else None
             finally:
@@ -458,8 +395,8 @@ def _stall_hint(settings: PredictSettings, resources: ResourcePlan) -> str:
             f"{memory} each); raise --stall-timeout if single patients take longer")
 
 
-def main(argv: list[str] | None = None) -> int:
-    return job_main(build_parser, run, argv)
+def main(argv: list[str] | None = None, prog: str = "python -m jobs.predict") -> int:
+    return job_main(lambda: build_parser(prog), run, argv)
 
 
 if __name__ == "__main__":

@@ -67,8 +67,9 @@ class PredictionRow(BaseModel):
     boolean_value: bool | None = Field(description="the label, copied from the label file")
     predicted_boolean_value: bool | None = Field(description="predicted_boolean_probability >= threshold")
     predicted_boolean_probability: float | None = Field(description="risk_score / 10 (a ranking score)")
-    cancer: str = Field(description="the cancer assessed, or 'any' for the any-cancer max pooling")
-    strongest_cancer: str | None = Field(None, description="any-cancer: the cancer carrying the highest score")
+    cancer: str = Field(description="the cancer assessed, or 'any' for any-cancer (one chain, or max pooling)")
+    strongest_cancer: str | None = Field(None, description="any-cancer: the cancer the chain named as the most likely "
+                                         "(chain mode), or the cancer carrying the highest score (max pooling)")
     variant: str
     model: str
     status: RowStatus = Field(description="ok | partial (some LLM calls failed) | failed (no score) | error (the task raised)")
@@ -80,7 +81,8 @@ class PredictionRow(BaseModel):
     retry_class: RetryClass | None = Field(None, description="not ok: transient (the next run retries it by default) "
                                            "or permanent (kept unless --retry all)")
     risk_score: int | None = None
-    cancer_scores: str | None = Field(None, description="any-cancer: JSON list of {cancer, risk_score, status}")
+    cancer_scores: str | None = Field(None, description="any-cancer: JSON list of {cancer, risk_score, status} (max "
+                                      "pooling; [] for the one chain, which gives one score)")
     risk_trajectory: str = Field("[]", description="JSON list of the workers' per-chunk risk levels")
     events: str = Field("[]", description="JSON list of the final events, each with its MEDS source rows")
     summary: str | None = None
@@ -225,7 +227,7 @@ def row_from_result(
 ) -> PredictionRow:
     """The row of a task that ran to the end (its status says whether the LLM calls all succeeded)."""
     if isinstance(result, AnyCancerResult):
-        shown = next((r for r in result.results if r.cancer == result.strongest_cancer), None)
+        shown = result.representative()
         basis = result.results[0] if result.results else None
         latency = {
             stage: sum(getattr(r.latency, stage) for r in result.results)

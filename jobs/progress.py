@@ -2,7 +2,9 @@
 
 Actors return a `STATUS_SCHEMA` row for every task they finish (never the outputs themselves, which they write to
 disk); the driver consumes that stream from Ray Data, counts, and prints a progress line every few seconds to its
-stdout — which is also what ``ray job logs`` shows for a submitted job.
+stdout — which is also what ``ray job logs`` shows for a submitted job. When the job has an LLM budget, the line also
+counts the calls, tokens and (estimated) cost as they happen, read from the budget every few seconds (`LiveFigures`),
+so a long first patient does not show "0 tokens" for minutes. On a terminal the line is a rich progress bar.
 
 >>> tracker = ProgressTracker("predict", to_run=4, skipped_before=2, clock=iter([0.0, 60.0, 60.0]).__next__)
 >>> tracker.update(status_table([StatusRow(1, None, "ok", None, 3, 0, 1200, 300, 0.01, 0, 2.0),
@@ -41,6 +43,24 @@ STATUS_SCHEMA = pa.schema([
 """The row an actor returns for each task it finishes (or skips because its output already exists)."""
 
 STATUS_ORDER = ("ok", "partial", "failed", "error")
+
+
+@dataclass(frozen=True, slots=True)
+class LiveFigures:
+    """The job's LLM traffic so far, as the job's budget counts it (every request, finished patient or not).
+
+    >>> LiveFigures(calls=120, in_flight=16, tokens=250_000, cost_usd=0.41).text()
+    '120 calls (16 in flight) · 250,000 tokens · ~$0.4100'
+    """
+
+    calls: int
+    in_flight: int
+    tokens: int
+    cost_usd: float | None  # estimated from the price table (cached-prompt discounts ignored); None: no price
+
+    def text(self) -> str:
+        cost = f"~${self.cost_usd:.4f}" if self.cost_usd is not None else "cost unpriced"
+        return f"{self.calls:,} calls ({self.in_flight} in flight) · {self.tokens:,} tokens · {cost}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +112,20 @@ class ProgressTracker:
         self.first_row_s: float | None = None  # seconds from the start to the first status row
         self.first_task_start_s: float | None = None  # seconds from the start to the first task an actor started
         self._last_progress = self._started
+        self.live_source: Callable[[], LiveFigures | None] | None = None  # polled by the printer
+        self._live: LiveFigures | None = None
+
+    def poll_live(self) -> None:
+        """Read the live LLM figures from ``live_source`` (never raises: a failed read keeps the last figures)."""
+        if self.live_source is None:
+            return
+        try:
+            figures = self.live_source()
+        except Exception:  # noqa: BLE001 - the progress line must never break the job
+            return
+        if figures is not None:
+            with self._lock:
+                self._live = figures
 
     def update(self, table: pa.Table) -> None:
         """Count a batch of status rows."""
@@ -146,18 +180,24 @@ class ProgressTracker:
             tokens = self.prompt_tokens + self.completion_tokens
             cost = f"${self.cost_usd:.4f}" + (f" (+{self.unpriced_calls:,} unpriced calls)" if self.unpriced_calls else "")
             skipped = self.skipped_before + self.skipped_in_run
+            live = self._live
         rate = self.rate_per_minute()
         remaining = max(self.to_run - finished, 0)
         eta = _duration(60.0 * remaining / rate) if rate > 0 and remaining else ("0m00s" if not remaining else "?")
         parts = [f"[{self.job}] {finished}/{self.to_run}" + (f" ({statuses})" if statuses else "")]
         if skipped:
             parts.append(f"skipped {skipped}")
-        parts += [f"{tokens:,} tokens", cost, f"{rate:.1f} patients/min", f"ETA {eta}"]
+        parts += [live.text()] if live is not None else [f"{tokens:,} tokens", cost]
+        parts += [f"{rate:.1f} patients/min", f"ETA {eta}"]
         return " · ".join(parts)
 
 
 class ProgressPrinter:
-    """Prints the tracker's line every ``interval_s`` seconds on a daemon thread, and once more at the end."""
+    """Shows the tracker's progress until the block ends: on a terminal a rich progress bar refreshed every second;
+    elsewhere (``ray job logs``, a file) the line every ``interval_s`` seconds; and the line once more at the end."""
+
+    LIVE_EVERY_S = 2.0
+    """How often the live LLM figures are read from the job's budget."""
 
     def __init__(self, tracker: ProgressTracker, *, interval_s: float = 10.0, stream: TextIO | None = None):
         self.tracker = tracker
@@ -165,16 +205,36 @@ class ProgressPrinter:
         self.stream = stream or sys.stdout
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="jobs-progress", daemon=True)
+        self._bar = None
 
     def _print(self) -> None:
         print(self.tracker.line(), file=self.stream, flush=True)
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self._print()
+        last_print = time.monotonic()
+        tick = min(self.LIVE_EVERY_S, self.interval_s) if self._bar is None else 1.0
+        while not self._stop.wait(tick):
+            self.tracker.poll_live()
+            if self._bar is not None:
+                self._refresh_bar()
+            elif time.monotonic() - last_print >= self.interval_s:
+                self._print()
+                last_print = time.monotonic()
+
+    def _refresh_bar(self) -> None:
+        progress, task = self._bar
+        progress.update(task, completed=self.tracker.finished, description=self.tracker.line())
 
     def __enter__(self) -> ProgressPrinter:
         if self.interval_s > 0:
+            if self.stream.isatty():
+                from rich.console import Console
+                from rich.progress import BarColumn, Progress, TextColumn
+
+                progress = Progress(BarColumn(bar_width=24), TextColumn("{task.description}"),
+                                    console=Console(file=self.stream), transient=True)
+                self._bar = (progress, progress.add_task(self.tracker.line(), total=max(self.tracker.to_run, 1)))
+                progress.start()
             self._thread.start()
         return self
 
@@ -182,4 +242,7 @@ class ProgressPrinter:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
+        if self._bar is not None:
+            self._bar[0].stop()
+        self.tracker.poll_live()
         self._print()

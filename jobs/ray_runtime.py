@@ -4,6 +4,11 @@ local Ray started by the job itself (no dashboard) when neither is given.
 Also the Ray Data settings every job shares: Ray Data's own progress bars are off (the job prints its own progress
 line, which reads well in ``ray job logs``) and the read/repartition tasks ask for a small CPU share, so actors that
 hold most CPUs of a small machine never starve them.
+
+Quiet by default (`quiet_ray`): a local Ray keeps Ray's default token authentication (its notice about that default
+and the token it generated stay in Ray's logs), Ray's and Ray Data's INFO/WARNING chatter stays out of the user's
+terminal, and one known false alarm of Ray core is dropped (`ray_stderr_filter`). ``--verbose`` shows all of Ray's
+own logs.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import argparse
 import logging
 import os
 from dataclasses import dataclass
+
+from jobs.ray_stderr_filter import drop_known_ray_false_alarms
 
 log = logging.getLogger(__name__)
 
@@ -26,10 +33,13 @@ class RayOptions:
     address: str | None = None
     num_cpus: int | None = None  # local Ray only
     ray_progress_bars: bool = False
+    verbose: bool = False  # Ray's own logs (INFO, warnings, Ray Data's progress bars) as Ray prints them
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RayOptions:
-        return cls(address=args.address, num_cpus=args.num_cpus, ray_progress_bars=args.ray_progress_bars)
+        verbose = bool(getattr(args, "verbose", False))
+        return cls(address=args.address, num_cpus=args.num_cpus, ray_progress_bars=args.ray_progress_bars or verbose,
+                   verbose=verbose)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +66,20 @@ def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
                        help="also show Ray Data's own progress bars (off by default; the job prints its own progress line)")
 
 
+RAY_CHATTER = ("ray", "ray.data", "ray._private.authentication")
+"""Loggers whose INFO/WARNING lines a job keeps out of the user's terminal unless --verbose (they stay in Ray's
+session logs); errors still show."""
+
+
+def quiet_ray() -> None:
+    """Ray as quiet as a job's user needs: Ray's and Ray Data's chatter (start-up notices, the token-auth default,
+    "progress bars disabled", "execution finished") at ERROR, and the one false alarm of Ray core dropped from stderr
+    (see `jobs.ray_stderr_filter`). Nothing Ray would raise, and no error line, is hidden."""
+    for name in RAY_CHATTER:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    drop_known_ray_false_alarms()
+
+
 def connect(options: RayOptions) -> RayRuntime:
     """Join the given cluster, or start a local Ray; then configure Ray Data for the jobs."""
     import ray
@@ -63,19 +87,26 @@ def connect(options: RayOptions) -> RayRuntime:
 
     address = options.address or os.environ.get("RAY_ADDRESS") or None
     connect_here = not ray.is_initialized()
+    level = logging.INFO if options.verbose else logging.ERROR
+    if connect_here and not options.verbose:
+        quiet_ray()
     if not connect_here:  # already connected (e.g. a test session or a notebook): use that Ray, leave it running
         started = False
     elif address:
         if options.num_cpus is not None:
             log.warning("--num-cpus is ignored when joining an existing cluster (%s)", address)
-        ray.init(address=address, log_to_driver=True)
+        ray.init(address=address, log_to_driver=True, logging_level=level)
         started = False
     else:
-        ray.init(num_cpus=options.num_cpus or os.cpu_count() or 1, include_dashboard=False, log_to_driver=True)
+        ray.init(num_cpus=options.num_cpus or os.cpu_count() or 1, include_dashboard=False, log_to_driver=True,
+                 logging_level=level)
         started = True
     context = DataContext.get_current()
     context.enable_progress_bars = options.ray_progress_bars
     context.print_on_execution_start = options.ray_progress_bars
+    if not options.verbose:  # Ray Data sets its loggers up when first used: quiet them again after import
+        for name in RAY_CHATTER:
+            logging.getLogger(name).setLevel(logging.ERROR)
     cpus = float(ray.cluster_resources().get("CPU", 0.0))
     return RayRuntime(address=str(ray.get_runtime_context().gcs_address), started_locally=started, connected_here=connect_here,
                       cpus=cpus)

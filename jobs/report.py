@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import shlex
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from pydantic import ValidationError
 from rich.console import Console
@@ -32,91 +32,13 @@ from baselines import BaselineError
 
 from benchmarks.report import AgentRequest, AgentRun, PredictionSource, ReportError, ReportSettings, reproduce
 from jobs.errors import job_user_errors
+from jobs.report_options import build_parser
 
 log = logging.getLogger("jobs.report")
 
 LLM_PASSTHROUGH = ("backend", "base_url", "model", "api_key_env", "context_tokens", "chunk_tokens", "llm_timeout",
                    "max_concurrency", "actors", "preprocess_actors")
 """Options forwarded to ``jobs.predict`` for the agents (same names)."""
-
-
-def _csv(value: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in value.split(",") if part.strip())
-
-
-def _ints(value: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in _csv(value))
-
-
-def _floats(value: str) -> tuple[float, ...]:
-    return tuple(float(part) for part in _csv(value))
-
-
-def _prediction(value: str) -> PredictionSource:
-    """``PATH`` (scores the focus cohort) or ``COHORT=PATH``."""
-    cohort, sep, path = value.partition("=")
-    return PredictionSource(path=Path(path), cohort=cohort) if sep else PredictionSource(path=Path(value), cohort="")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m jobs.report", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=Path("out/report"), help="report folder (default out/report)")
-    parser.add_argument("--quick", action="store_true", help="small CI configuration: 4,000 subjects, lung + "
-                        "any-cancer, 3 budgets and gaps, 4 agent patients (one_stage)")
-    data = parser.add_argument_group("data")
-    data.add_argument("--dataset", type=Path, help="use this MEDS dataset instead of the synthetic one")
-    data.add_argument("--synth-dir", type=Path, help="where to generate or reuse the synthetic dataset "
-                      "(default OUT/dataset)")
-    data.add_argument("--subjects", type=int, help="synthetic subjects (default 50000; quick 4000)")
-    data.add_argument("--synth-seed", type=int, help="seed of the synthetic dataset (default 0)")
-    cohorts = parser.add_argument_group("cohorts and models")
-    cohorts.add_argument("--cohorts", type=_csv, help="comma-separated definitions (built-in names or TOML paths); "
-                         "default: the 15 cancers and any_cancer")
-    cohorts.add_argument("--focus-cohort", help="cohort of the ROC/PR figure, trajectory length and agents (lung)")
-    cohorts.add_argument("--stratify", type=_csv, help="cohorts with stratified results (default lung,any_cancer)")
-    cohorts.add_argument("--baselines", type=_csv, help="baselines (default logistic_regression,knn,xgboost)")
-    cohorts.add_argument("--train-cases-cap", type=int, help="training cases per cohort at most (default 2000)")
-    cohorts.add_argument("--test-cases", type=int, help="test cases per cohort (default: the definition's, 500)")
-    cohorts.add_argument("--token-sample", type=int, help="timelines rendered per cohort and role for the token "
-                         "column (default 100)")
-    cohorts.add_argument("--resamples", type=int, help="bootstrap resamples per CI (default 1000)")
-    cohorts.add_argument("--seed", type=int, help="seed of models, bootstraps and samples (default 0)")
-    sens = parser.add_argument_group("sensitivity analyses")
-    sens.add_argument("--budgets", type=_ints, help="left-truncation budgets in tokens, comma-separated "
-                      "(default 2000,...,256000; empty string: none)")
-    sens.add_argument("--truncation-models", type=_csv, help="baselines refitted per budget (default: all three)")
-    sens.add_argument("--gap-years", type=_floats, help="gaps in years (default 0.5,1,2,3,4,5; empty string: none)")
-    sens.add_argument("--gap-cohorts", type=_csv, help="cohorts rebuilt per gap (default: the 15 cancers)")
-    sens.add_argument("--gap-models", type=_csv, help="baselines refitted per gap (default xgboost)")
-    sens.add_argument("--gap-train-cases-cap", type=int, help="training cases of the gap cohorts at most (default 400)")
-    agents = parser.add_argument_group("agents (jobs.predict on a subset of the focus cohort)")
-    agents.add_argument("--agent-patients", type=int, help="patients (half cases) the agents assess (default 4; "
-                        "0: none)")
-    agents.add_argument("--agent-variants", type=_csv, help="variants (default one_stage,two_stage,single_agent)")
-    agents.add_argument("--agent-max-tokens", type=int, help="longest timeline admitted to the subset (default 2500)")
-    agents.add_argument("--predictions", type=_prediction, action="append", default=[], metavar="[COHORT=]PATH",
-                        help="a prediction file to score (repeatable); COHORT defaults to the focus cohort")
-    agents.add_argument("--usage-ledger", type=Path, action="append", default=[],
-                        help="a vista.llm usage ledger (parquet or JSON) for the per-agent table (repeatable)")
-    agents.add_argument("--backend", choices=["embedded", "openai"],
-                        help="LLM backend of the agents (default embedded)")
-    agents.add_argument("--base-url", help="endpoint root for --backend openai")
-    agents.add_argument("--model", help="model name sent to the endpoint")
-    agents.add_argument("--api-key-env", help="environment variable holding the API key")
-    agents.add_argument("--context-tokens", type=int, help="the model's context window (default: ask the endpoint)")
-    agents.add_argument("--chunk-tokens", type=int, help="chunk limit l (default: jobs.predict's)")
-    agents.add_argument("--llm-timeout", type=float, help="seconds per LLM request")
-    agents.add_argument("--max-concurrency", type=int, help="LLM requests in flight per actor")
-    agents.add_argument("--actors", type=int, help="patient actors of jobs.predict (default: its own; on 2 CPUs with "
-                        "an HTTP endpoint pass 2, or the two-stage actor pools reserve every CPU)")
-    agents.add_argument("--preprocess-actors", type=int, help="two-stage preprocessor actors of jobs.predict")
-    agents.add_argument("--llm", action="append", default=[], metavar="KEY=VALUE", help="other LLMConfig fields")
-    run = parser.add_argument_group("run")
-    run.add_argument("--workers", type=int, help="worker processes for the cohort work (default 2)")
-    run.add_argument("--address", help="Ray cluster for the agents (default: a local Ray)")
-    run.add_argument("-v", "--verbose", action="store_true", help="info logging")
-    return parser
 
 
 SETTING_OPTIONS = {
@@ -138,7 +60,7 @@ def settings_from_args(args: argparse.Namespace, command: str) -> ReportSettings
     given = {field: getattr(args, option) for option, field in SETTING_OPTIONS.items()
              if getattr(args, option) is not None}
     focus = given.get("focus_cohort", "lung")
-    predictions = tuple(p if p.cohort else p.model_copy(update={"cohort": focus}) for p in args.predictions)
+    predictions = tuple(PredictionSource(path=p.path, cohort=p.cohort or focus) for p in args.predictions)
     common = {"out": args.out, "predictions": predictions, "usage_ledgers": tuple(args.usage_ledger),
               "command": command}
     if args.quick:
@@ -193,23 +115,77 @@ class PredictJobRunner:
         return AgentRun(sources=sources, commands=commands, seconds=round(time.perf_counter() - started, 2))
 
 
-def run(args: argparse.Namespace, argv: list[str], console: Console | None = None):
-    """The whole job; returns the `benchmarks.report.ReportOutcome`."""
+def check_options(args: argparse.Namespace) -> None:
+    """What can be checked before any work: cohort names, prediction files, the output folder (one line each)."""
+    from trajonco.cohorts import load_definition
+    from vista.cli_kit import check_output_dir
+    from vista.errors import CommandLineError
+
+    check_output_dir(args.out, resumable=True)  # a rerun reuses the dataset, cohorts and agents' patients
+    for option in ("cohorts", "stratify", "gap_cohorts"):
+        for ref in getattr(args, option) or ():
+            load_definition(ref)  # an unknown name or a bad TOML: one line naming it
+    for prediction in args.predictions:
+        if not prediction.path.is_file():
+            raise CommandLineError(f"--predictions {prediction.path}: no such file")
+    if args.judge_report is not None and not args.judge_report.is_file():
+        raise CommandLineError(f"--judge-report {args.judge_report}: no such file")
+    for option in ("subjects", "resamples", "workers"):
+        value = getattr(args, option)
+        if value is not None and value < 1:
+            raise CommandLineError(f"--{option} {value}: must be at least 1")
+
+
+def option_problems(exc: ValidationError) -> str:
+    """A settings validation error as one line naming the command-line options (not the settings' field names)."""
+    options = {field: option.replace("_", "-") for option, field in SETTING_OPTIONS.items()}
+    problems = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else ""
+        message = str(error["msg"]).removeprefix("Value error, ")
+        for name, option in sorted(options.items(), key=lambda item: -len(item[0])):  # model-level checks name
+            message = re.sub(rf"(?<![\w-]){name}:", f"--{option}:", message)  # settings fields: say the options
+        problems.append(f"--{options.get(field, field.replace('_', '-'))}: {message}" if field else message)
+    return "; ".join(problems)
+
+
+def agent_output_sections(args: argparse.Namespace, settings: ReportSettings) -> list:
+    """The sections built from the agents' own outputs: population insights and the pairwise judge."""
+    from benchmarks.report.agent_analyses import JudgeOptions, insights_builder, judge_builder
+
+    builders = [insights_builder(seed=settings.seed)]
+    patients = 2 if args.judge_patients is None else args.judge_patients
+    if patients > 0 or args.judge_report is not None:
+        builders.append(judge_builder(JudgeOptions(llm=list(args.judge_llm), patients=patients or None,
+                                                   seed=settings.seed, report=args.judge_report)))
+    return builders
+
+
+def run(args: argparse.Namespace, argv: list[str], console: Console | None = None, extra_sections=None,
+        prog: str = "python -m jobs.report"):
+    """The whole job; returns the `benchmarks.report.ReportOutcome`. ``extra_sections``: builders of sections
+    added to the report (``ReportData -> Section``, see `benchmarks.report.sections`); default: the analyses of the
+    agents' outputs (`agent_output_sections`)."""
     console = console or Console(width=110)
-    settings = settings_from_args(args, "python -m jobs.report " + shlex.join(argv))
+    check_options(args)
+    settings = settings_from_args(args, f"{prog} " + shlex.join(argv))
     runner = PredictJobRunner(args, console) if settings.agent_patients > 0 else None
-    return reproduce(settings, agent_runner=runner, progress=lambda line: console.print(line, markup=False,
-                                                                                          highlight=False))
+    sections = agent_output_sections(args, settings) if extra_sections is None else extra_sections
+    return reproduce(settings, agent_runner=runner, extra_sections=sections,
+                     progress=lambda line: console.print(line, markup=False, highlight=False))
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m jobs.report") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        outcome = run(args, argv)
-    except (ReportError, ValidationError, BaselineError, *job_user_errors()) as exc:
+        outcome = run(args, argv, prog=prog)
+    except ValidationError as exc:
+        print(f"error: {option_problems(exc)}", file=sys.stderr)
+        return 2
+    except (ReportError, BaselineError, *job_user_errors()) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"report: {outcome.html}")

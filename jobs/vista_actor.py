@@ -2,7 +2,8 @@
 
 Each call receives a batch of tasks. MEDS tasks are read by the actor itself (targeted parquet reads,
 `jobs.patient_loader`); XML tasks are files read from ``--xml-dir``. The graph stage runs in the calling thread (it
-is CPU work: ~10 ms for a typical patient); the LLM stages of the batch's patients then run concurrently on the
+is CPU work: ~10 ms for a typical patient) and writes into the graph store at the output directory
+(`jobs.vista_graphs`): each graph's files, then one node-index part for the batch; the LLM stages of the batch's patients then run concurrently on the
 actor's event loop — at most ``patients_per_actor`` at a time, all sharing one gateway (its concurrency limit, its
 response cache, per-task usage through `jobs.job_gateway`). A task that raises at any stage (bad input, a timeout,
 a bug) gets an error row naming the stage and the problem, keeps what the stages before it wrote, and the others
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from vista.display import DisplayConfig
 from vista.graph import DEFAULT_CONFIG, GraphInputError, GraphSource
+from vista.graph.store import write_index_part
 from vista.llm import LLMConfig
 from vista.llm.errors import LLMEndpointFailure
 from vista.records import PatientRecord
@@ -132,11 +134,11 @@ class VistaActor:
         read_started = time.perf_counter()
         loaded = self._load_records(meds_keys)
         read_share = (time.perf_counter() - read_started) / max(1, len(meds_keys))  # one targeted read per batch
-        if self.loop is None:  # graph only: each task's row is written as soon as its graph is
-            for key, file in pending:
-                statuses.append(self._finish(self._graph(key, file, loaded, read_share if file is None else 0.0)))
-            return status_table(statuses)
         tasks = [self._graph(key, file, loaded, read_share if file is None else 0.0) for key, file in pending]
+        self._write_index(tasks)
+        if self.loop is None:  # graph only: the rows are written now
+            statuses += [self._finish(task) for task in tasks]
+            return status_table(statuses)
         statuses += self.loop.run(self._llm_all(tasks))
         return status_table(statuses)
 
@@ -181,11 +183,21 @@ class VistaActor:
         task.outcome = outcome
         task.row = task.row.model_copy(update={
             "content_hash": facts.content_hash, "n_nodes": facts.n_nodes, "n_edges": facts.n_edges,
-            "n_events": facts.n_events, "n_encounters": facts.n_encounters, "graph_file": outcome.graph_file,
-            "index_file": outcome.index_file, "graph_rebuilt": outcome.rebuilt, "graph_s": time.perf_counter() - loaded_at,
+            "n_events": facts.n_events, "n_encounters": facts.n_encounters, "graph_file": outcome.file,
+            "graph_rebuilt": outcome.rebuilt, "graph_s": time.perf_counter() - loaded_at,
         })
         task.done("graph")
         return task
+
+    def _write_index(self, tasks: list[_Task]) -> None:
+        """One index part with the node rows of the batch's graphs (before any row names it; the driver registers
+        the graphs in the store's manifest at the end of the job)."""
+        built = [task for task in tasks if task.outcome is not None]
+        if not built:
+            return
+        part = write_index_part(self.settings.out, (task.outcome.index for task in built))
+        for task in built:
+            task.row = task.row.model_copy(update={"index_file": part})
 
     def _source(self, key: TaskKey, xml_path: Path | None, loaded: dict[int, PatientRecord | Exception]) -> GraphSource:
         if xml_path is not None:

@@ -1,82 +1,39 @@
-"""The VISTA job's graph stage: one task's MEDS Graph built from its source and persisted, skipped when unchanged.
+"""The VISTA job's graph stage, wired onto the graph store: the output directory *is* a `vista.graph.GraphStore`.
 
-Each task owns a folder ``OUT/vista/<bucket>/<task name>/`` (many actors write at once, so unlike the single-writer
-`vista.graph.GraphStore` there is no shared manifest): ``graph.graphml`` (written first) and ``index.parquet`` (the
-graph's node index, `vista.graph.INDEX_SCHEMA` plus the task's ``task`` and ``prediction_time``; written last, its
-file metadata holds the graph's content hash and counts, so it doubles as the graph's "complete" sign). The TOA and
-display stores put ``toa/`` and ``display/`` in the same folder. A rerun computes the content hash of the source
-(`vista.graph.content_hash`: rows, provenance, catalog entries, build settings) and rewrites nothing when the stored
-index carries the same hash.
+Actors write each task's graph where the store keeps it (``OUT/graphs/<bucket>/<task>.graphml`` and its columnar
+copy, through `vista.graph.store.persist_graph`, which skips an unchanged graph by its content hash) and one index
+part per batch (`vista.graph.store.write_index_part`); the driver registers the run's graphs in the store's manifest
+at the end (`jobs.vista_index`). So ``vista ask/source/display/evaluate --store OUT`` open a job's output as they
+open a store `vista graph` built. Timelines and displays of whole-record tasks go where those commands look
+(``OUT/toa/<subject>.json``, ``OUT/display/<subject>.json``); a label task's (a record cut at a prediction time)
+go to its own folder, ``OUT/tasks/<bucket>/<task>/``.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
-from vista.graph import (
-    DEFAULT_CONFIG,
-    INDEX_SCHEMA,
-    GraphConfig,
-    GraphInputError,
-    GraphSource,
-    PatientGraph,
-    build_graph,
-    content_hash,
-    index_table,
-    source_from_record,
-    source_from_xml,
-    write_graph,
-)
-from vista.meds.writer import atomic_path
+from vista.graph import DEFAULT_CONFIG, GraphConfig, GraphInputError, GraphSource, source_from_record, source_from_xml
+from vista.graph.index import TASK_INDEX_SCHEMA
+from vista.graph.store import GraphFacts, GraphOutcome, bucket_of
+from vista.graph.store import persist_graph as persist_store_graph
 from vista.records import CodeCatalog, PatientRecord
 
-from jobs.outputs import BUCKETS
 from jobs.tasks import TaskKey
 
-VISTA_DIR = "vista"
-GRAPH_FILE = "graph.graphml"
-INDEX_FILE = "index.parquet"
-_META_KEY = b"vista.job.graph"
+__all__ = ["TASK_INDEX_SCHEMA", "GraphFacts", "GraphOutcome", "meds_source", "persist_graph", "task_folder",
+           "xml_source"]
 
-TASK_INDEX_SCHEMA = pa.schema([pa.field("task", pa.string(), nullable=False),
-                               pa.field("prediction_time", pa.timestamp("us")), *INDEX_SCHEMA])
-"""Rows of a task's ``index.parquet`` and of the cohort's ``OUT/index.parquet``: one per node of its graph."""
+TASKS_DIR = "tasks"
 
 
 def task_folder(out: Path, key: TaskKey) -> Path:
-    """``OUT/vista/<bucket>/<task name>``: where a task's graph, timeline and display live."""
-    return Path(out) / VISTA_DIR / f"{key.subject_id % BUCKETS:02d}" / key.name
-
-
-@dataclass(frozen=True, slots=True)
-class GraphFacts:
-    """What the stored index says about its graph."""
-
-    content_hash: str
-    subject_id: int
-    source: str
-    n_nodes: int
-    n_edges: int
-    n_events: int
-    n_encounters: int
-
-
-@dataclass(frozen=True, slots=True)
-class GraphOutcome:
-    """The graph stage of one task: the facts, the files (relative to OUT), whether it was written now, the graph."""
-
-    facts: GraphFacts
-    graph_file: str
-    index_file: str
-    rebuilt: bool
-    graph: PatientGraph | None  # None when unchanged on disk and no later stage needs it
+    """Where a task's timeline and display stores live: OUT itself for a whole record (``vista`` commands find them
+    there), ``OUT/tasks/<bucket>/<task>`` for a record cut at a prediction time."""
+    if key.prediction_time is None:
+        return Path(out)
+    return Path(out) / TASKS_DIR / bucket_of(key.subject_id) / key.name
 
 
 def meds_source(record: PatientRecord, catalog: CodeCatalog, prediction_time: datetime | None) -> GraphSource:
@@ -95,54 +52,8 @@ def xml_source(path: Path, profile: str | None = None) -> GraphSource:
                                                                                         profile=profile)
 
 
-def stored_facts(folder: Path) -> GraphFacts | None:
-    """The facts in the folder's ``index.parquet`` metadata, or None (no index, or not one of ours)."""
-    try:
-        metadata = pq.read_schema(folder / INDEX_FILE).metadata or {}
-        return GraphFacts(**json.loads(metadata[_META_KEY]))
-    except (OSError, KeyError, ValueError, TypeError, pa.ArrowException):
-        return None
-
-
-def _build(source: GraphSource, config: GraphConfig, digest: str, file: Path | None) -> PatientGraph:
-    try:
-        graph = build_graph(source, config=config)
-    except GraphInputError as exc:
-        if file is None or exc.source == str(file):
-            raise
-        # an XML file that states its MEDS rows: the build names the shard; say which file as well
-        raise GraphInputError(f"{file} (rows of {exc.source})", exc.problem, patient=exc.patient, field=exc.field,
-                              element=exc.element) from None
-    return PatientGraph(replace(graph.info, content_hash=digest), graph.nodes, graph.edges)
-
-
-def _facts(graph: PatientGraph, index: pa.Table, digest: str) -> GraphFacts:
-    return GraphFacts(
-        content_hash=digest, subject_id=graph.subject_id, source=graph.info.source, n_nodes=graph.n_nodes,
-        n_edges=graph.n_edges, n_events=index.num_rows - index.column("row").null_count,
-        n_encounters=int(pc.sum(pc.equal(index.column("type"), "encounter")).as_py() or 0),
-    )
-
-
 def persist_graph(source: GraphSource, out: Path, key: TaskKey, *, config: GraphConfig = DEFAULT_CONFIG,
                   need_graph: bool, xml_file: Path | None = None) -> GraphOutcome:
-    """Build and write the task's graph and index, or reuse them when the stored content hash is the same."""
-    folder = task_folder(out, key)
-    graph_path, index_path = folder / GRAPH_FILE, folder / INDEX_FILE
-    files = (str(graph_path.relative_to(out)), str(index_path.relative_to(out)))
-    digest = content_hash(source, config)
-    stored = stored_facts(folder)
-    if stored is not None and stored.content_hash == digest and graph_path.is_file():
-        graph = _build(source, config, digest, xml_file) if need_graph else None
-        return GraphOutcome(stored, *files, rebuilt=False, graph=graph)
-    graph = _build(source, config, digest, xml_file)
-    write_graph(graph, graph_path)
-    nodes = index_table(graph)
-    index = pa.table([pa.array([key.name] * nodes.num_rows, pa.string()),
-                      pa.array([key.prediction_time] * nodes.num_rows, pa.timestamp("us")), *nodes.columns],
-                     schema=TASK_INDEX_SCHEMA)
-    facts = _facts(graph, nodes, digest)
-    metadata = {_META_KEY: json.dumps({f: getattr(facts, f) for f in GraphFacts.__slots__}).encode()}
-    with atomic_path(index_path) as tmp:
-        pq.write_table(index.replace_schema_metadata(metadata), tmp)
-    return GraphOutcome(facts, *files, rebuilt=True, graph=graph)
+    """The task's graph in the store at ``out`` (built and written, or the stored one when its hash is current)."""
+    return persist_store_graph(out, source, task=key.name, key=key.subject_id, prediction_time=key.prediction_time,
+                               config=config, need_graph=need_graph, xml_file=xml_file)

@@ -1,86 +1,55 @@
-"""The cohort's node index, ``OUT/index.parquet``: the per-task graph indexes of a VISTA run joined into one file.
+"""The VISTA job's last step: register the graphs its actors wrote in the output directory's graph store manifest.
 
-One row per node of every selected task's graph (`jobs.vista_graphs.TASK_INDEX_SCHEMA`), in task order. The
-per-task files are read by a `pyarrow.dataset` scanner (several files in flight on pyarrow's I/O threads, which is
-what matters on a network filesystem; memory stays bounded by the read-ahead) and written in row groups of
-``row_group_rows`` rows, not one per task (100,000 tasks would otherwise make 100,000 row groups and a footer of
-~130 MB that every reader parses first); the file is renamed into place when complete. Query it with polars
-without loading a single GraphML file, e.g. every patient with a CT of the thorax:
-``pl.scan_parquet("OUT/index.parquet").filter(pl.col("code") == "CPT//71260").select("subject_id").unique()``.
-
-This is linear in the cohort (measured: 2,000 graphs, 0.86 M nodes, ~1.5 s; a task-by-task read and write took
-~4.4 s), and reruns rewrite it whole, like ``patients.parquet``. The per-task ``index.parquet`` files stay under
-``OUT/vista/`` as well.
+The actors already wrote each graph (GraphML + columnar copy) and one node-index part per batch; each task's row in
+``patients.parquet`` names its graph file and index part. Registering reads those columns only (no graph, no index
+row is read or rewritten) and appends one manifest part with the tasks whose entry changed
+(`vista.graph.GraphStore.register`), so a rerun that rebuilt nothing writes nothing. Query the cohort with
+``GraphStore(OUT).scan_index()`` (polars, lazily over the parts), or open a patient with ``vista ask --store OUT``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from vista.meds.writer import atomic_path
+from vista.graph.store import INDEX_DIR, GraphStore, StoreEntry
 
 from jobs.errors import JobError
-from jobs.vista_graphs import TASK_INDEX_SCHEMA
 
-INDEX = "index.parquet"
-ROW_GROUP_ROWS = 128 * 1024
+_COLUMNS = ["task", "subject_id", "prediction_time", "content_hash", "graph_file", "n_nodes", "n_edges", "source",
+            "finished_at", "index_file"]
 
 
 @dataclass(frozen=True, slots=True)
 class IndexReport:
-    path: Path
-    graphs: int
+    path: Path  # the store's index directory
+    graphs: int  # graphs registered in the manifest (this run's and earlier runs')
     nodes: int
+    changed: int  # manifest entries added or superseded by this run
 
 
-def consolidate_index(out: Path, patients: Path, *, row_group_rows: int = ROW_GROUP_ROWS) -> IndexReport:
-    """Join the index files that the rows of ``patients`` (a ``patients.parquet``) name into ``OUT/index.parquet``."""
-    files = [f for f in pq.read_table(patients, columns=["index_file"]).column("index_file").to_pylist() if f]
-    sources = [str(Path(out) / relative) for relative in files]
-    path = Path(out) / INDEX
-    nodes = 0
-    with atomic_path(path) as tmp, pq.ParquetWriter(tmp, TASK_INDEX_SCHEMA) as writer:
-        if sources:
-            try:
-                scanner = pads.dataset(sources, schema=TASK_INDEX_SCHEMA, format="parquet").scanner(
-                    batch_size=row_group_rows, use_threads=True)
-                pending: list[pa.RecordBatch] = []
-                held = 0
-                for batch in scanner.to_batches():  # in file order
-                    pending.append(batch)
-                    held += batch.num_rows
-                    if held >= row_group_rows:
-                        nodes += _write(writer, pending, row_group_rows)
-                        pending, held = [], 0
-                nodes += _write(writer, pending, row_group_rows)
-            except (OSError, pa.ArrowException) as exc:
-                culprit = _unreadable(sources)
-                raise JobError(f"{culprit or path}: graph index named by {patients.name} is unreadable ({exc}); remove "
-                               "that task's marker and rerun to rebuild it") from None
-    return IndexReport(path, len(files), nodes)
+def _naive(value: datetime | None) -> datetime:
+    return (value or datetime.now()).replace(tzinfo=None, microsecond=0)
 
 
-def _write(writer: pq.ParquetWriter, batches: list[pa.RecordBatch], row_group_rows: int) -> int:
-    if not batches:
-        return 0
-    table = pa.Table.from_batches(batches, TASK_INDEX_SCHEMA)
-    writer.write_table(table, row_group_size=row_group_rows)
-    return table.num_rows
-
-
-def _unreadable(sources: list[str]) -> str | None:
-    """The first file whose footer cannot be read or whose columns are not the index's (None if all look fine)."""
-    for source in sources:
-        try:
-            schema = pq.read_schema(source)
-        except (OSError, pa.ArrowException):
-            return source
-        for field in TASK_INDEX_SCHEMA:
-            if schema.get_field_index(field.name) < 0 or not schema.field(field.name).type.equals(field.type):
-                return source
-    return None
+def register_graphs(out: Path, patients: Path) -> IndexReport:
+    """Register in the store at ``out`` every graph the rows of ``patients`` (a ``patients.parquet``) name."""
+    try:
+        rows = pq.read_table(patients, columns=_COLUMNS).to_pylist()
+    except (OSError, pa.ArrowException, KeyError) as exc:
+        raise JobError(f"{patients}: cannot read the task rows to register their graphs ({exc})") from None
+    entries = [StoreEntry(task=r["task"], subject_id=r["subject_id"], prediction_time=r["prediction_time"],
+                          content_hash=r["content_hash"], file=r["graph_file"], nodes=r["n_nodes"], edges=r["n_edges"],
+                          source=r["source"] or "", built_at=_naive(r["finished_at"]), index_part=r["index_file"])
+               for r in rows if r["content_hash"] and r["graph_file"] and r["index_file"]]
+    missing = [e.index_part for e in entries if not (Path(out) / e.index_part).is_file()]
+    if missing:
+        raise JobError(f"{Path(out) / missing[0]}: graph index part named by {patients.name} is missing "
+                       f"({len(missing)} task(s)); remove those tasks' rows under patients/ and rerun to rebuild them")
+    store = GraphStore(out)
+    changed = store.register(entries)
+    return IndexReport(Path(out) / INDEX_DIR, len(entries), sum(e.nodes for e in entries), changed)

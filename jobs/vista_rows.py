@@ -29,7 +29,7 @@ STAGES: tuple[Stage, ...] = ("graph", "toa", "display")
 _MAX_ERROR_CHARS = 2000
 
 RUN_DEPENDENT_COLUMNS = (
-    "graph_rebuilt", "toa_rebuilt", "display_rebuilt", "llm_calls", "cache_hits", "failed_calls", "prompt_tokens",
+    "index_file", "graph_rebuilt", "toa_rebuilt", "display_rebuilt", "llm_calls", "cache_hits", "failed_calls", "prompt_tokens",
     "completion_tokens", "cost_usd", "unpriced_calls", "toa_calls", "display_calls", "load_s", "graph_s", "toa_s",
     "display_s", "wall_s", "run_id", "finished_at",
 )
@@ -57,7 +57,8 @@ class VistaRow(BaseModel):
     n_events: int | None = Field(None, description="source events in the graph (encounter rows and notes included)")
     n_encounters: int | None = Field(None, description="encounter nodes (visits and per-day pseudo-encounters)")
     graph_file: str | None = None
-    index_file: str | None = None
+    index_file: str | None = Field(None, description="the graph store's index part holding the graph's node rows "
+                                   "(one part per actor batch)")
     graph_rebuilt: bool | None = Field(None, description="False: an identical graph was already on disk (same hash)")
     toa_file: str | None = None
     n_chunks: int | None = None

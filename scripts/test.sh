@@ -3,6 +3,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export RAY_USAGE_STATS_ENABLED=0 RAY_AUTH_MODE=disabled RAY_DATA_DISABLE_PROGRESS_BARS=1
+bash scripts/ensure_chromium.sh || exit 1
 .venv/bin/python -m pytest "$@"
 rc=$?
 if [[ $rc -eq 5 ]]; then echo "pytest collected no tests: failing" >&2; exit 1; fi

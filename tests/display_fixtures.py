@@ -10,6 +10,7 @@ from toa_fixtures import toa_graph
 from vista.llm import LLMConfig, LLMGateway
 from vista.llm.backend import ChatRequest
 from vista.toa import ExtractionStats, PatientTimeline, TimelineEvent, load_profile, synthesize_episodes
+from vista.toa.refs import graph_version, ref_fingerprints
 
 EVENTS = [  # (date, type, subtype, description, refs into toa_graph)
     (dt.date(2020, 1, 6), "background", "smoking", "Former smoker", ("e3",)),
@@ -30,9 +31,11 @@ def toa_timeline(content_hash: str = "toa-hash", events=EVENTS) -> PatientTimeli
         for k, (day, kind, subtype, text, refs) in enumerate(events))
     stats = ExtractionStats(chunks=1, failed_chunks=0, proposed_events=len(events), kept_events=len(events),
                             rejected_events=0, dropped_refs=0, merged_groups=0)
-    return PatientTimeline(subject_id=toa_graph().subject_id, profile="thoracic", content_hash=content_hash,
+    graph = toa_graph()
+    return PatientTimeline(subject_id=graph.subject_id, profile="thoracic", content_hash=content_hash,
                            events=timeline_events, episodes=tuple(synthesize_episodes(timeline_events, load_profile())),
-                           rejected=(), stats=stats)
+                           rejected=(), stats=stats, graph_hash=graph_version(graph),
+                           ref_fingerprints=ref_fingerprints(graph, (r for e in timeline_events for r in e.source_event_refs)))
 
 
 def schema_of(request: ChatRequest) -> tuple[str, dict]:

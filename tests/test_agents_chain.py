@@ -85,7 +85,7 @@ def run(script: Script, config: PipelineConfig, record=None, *, max_concurrency:
     return asyncio.run(go())
 
 
-SMALL_CHUNKS = PipelineConfig(chunk_tokens=500, memory_k=2)
+SMALL_CHUNKS = PipelineConfig(chunk_tokens=500, memory_k=2, part_numbers=True)  # tests find chunks by 'Part k of'
 
 
 def test_each_worker_sees_the_previous_summary_and_the_last_k_memory_events():
@@ -277,7 +277,7 @@ def test_a_failed_preprocessor_keeps_its_chunk_whole():
         return "garbage" if "Part 1 of" in request.messages[1].content else {"relevant_event_ids": [], "rationale": "none"}
 
     script = Script(preprocessor=fails_on_first, worker=worker_answer, manager=manager_answer())
-    result, _ = run(script, PipelineConfig(variant=Variant.TWO_STAGE, chunk_tokens=500))
+    result, _ = run(script, PipelineConfig(variant=Variant.TWO_STAGE, chunk_tokens=500, part_numbers=True))
     first_chunk_events = len(IDS.findall(script.prompts("preprocessor")[0][1]))
     assert result.chunks.reduced_events == first_chunk_events
     assert result.status == "partial" and [e.agent for e in result.errors] == ["preprocessor"]
@@ -317,7 +317,8 @@ def test_any_cancer_takes_the_max_over_cancers_and_names_the_strongest():
     async def go():
         backend = ScriptedBackend(script)
         async with LLMGateway(LLMConfig(max_reasks=0, max_retries=0), backend=backend) as gateway:
-            return await run_any_cancer(lung_patient(n_visits=4), CATALOG, gateway, PipelineConfig(chunk_tokens=2000),
+            return await run_any_cancer(lung_patient(n_visits=4), CATALOG, gateway,
+                                        PipelineConfig(chunk_tokens=2000, any_cancer_mode="max"),
                                         prediction_time=PREDICTION)
 
     pooled = asyncio.run(go())
@@ -339,7 +340,8 @@ def test_any_cancer_ties_go_to_catalog_order_and_failures_are_kept():
 
     async def go():
         async with LLMGateway(LLMConfig(max_reasks=0, max_retries=0), backend=ScriptedBackend(script)) as gateway:
-            return await run_any_cancer(lung_patient(n_visits=4), CATALOG, gateway, PipelineConfig(chunk_tokens=2000),
+            return await run_any_cancer(lung_patient(n_visits=4), CATALOG, gateway,
+                                        PipelineConfig(chunk_tokens=2000, any_cancer_mode="max"),
                                         prediction_time=PREDICTION)
 
     pooled = asyncio.run(go())
@@ -356,3 +358,12 @@ def test_a_second_run_is_answered_entirely_from_the_cache(tmp_path):
     assert backend.requests == []
     assert all(u.cache_hits == u.calls > 0 for u in second.usage.values())
     assert second.model_dump(exclude={"usage", "latency"}) == first.model_dump(exclude={"usage", "latency"})
+
+
+def test_prompts_do_not_say_how_many_parts_the_record_has_by_default():
+    script = Script(worker=worker_answer, manager=manager_answer(5))
+    run(script, PipelineConfig(chunk_tokens=500, memory_k=2))
+    users = [user for _, user in script.prompts("worker")]
+    assert len(users) > 2
+    assert not any(re.search(r"Part \d+ of \d+", user) for user in users)
+    assert "The earliest part of the record" in users[0] and all("The next part" in u for u in users[1:])

@@ -8,7 +8,8 @@ import importlib
 import pytest
 
 MODULES = ["trajonco.cancers", "trajonco.pipeline", "trajonco.agents.schemas", "trajonco.agents.memory",
-           "trajonco.agents.prompts", "trajonco.agents.evidence", "trajonco.agents.budget"]
+           "trajonco.agents.prompts", "trajonco.agents.evidence", "trajonco.agents.budget", "trajonco.budgets",
+           "trajonco.pipeline_config"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -44,3 +44,21 @@ def test_one_and_two_stage_chains_on_the_embedded_model(tmp_path):
     assert len(two.risk_trajectory) == two.chunks.n_chunks_reduced
     assert two.usage["preprocessor"].calls == two.chunks.n_chunks
     assert len(ledger.records) == sum(u.calls for r in (one, two) for u in r.usage.values())
+
+
+def test_any_cancer_chain_on_the_embedded_model_names_a_possible_cancer(tmp_path):
+    from trajonco.cancers import applicable_cancers
+    from trajonco.pipeline import run_any_cancer
+
+    record = lung_patient(n_visits=3)
+
+    async def go():
+        async with LLMGateway(LLMConfig(cache_dir=tmp_path, timeout_s=300)) as gateway:
+            return await run_any_cancer(record, CATALOG, gateway, PipelineConfig(chunk_tokens=700),
+                                        prediction_time=PREDICTION)
+
+    result = asyncio.run(go())
+    assert result.mode == "chain" and result.status == "ok", result.results[0].errors
+    assert result.risk_score is not None and 1 <= result.risk_score <= 10
+    assert result.strongest_cancer in {c.key for c in applicable_cancers(None)}  # the schema's enum holds all 15
+    assert result.results[0].usage["manager"].calls == 1

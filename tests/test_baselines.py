@@ -225,7 +225,7 @@ def test_stratified_results_report_every_stratum_and_say_why_one_has_no_auroc():
     strata = cohort_strata(labels).with_columns(
         pl.when(pl.col("subject_id").is_in([2, 12])).then(pl.lit("controls-only")).otherwise(pl.col("sex")).alias("sex"),
         pl.when(pl.col("subject_id") != 15).then(pl.col("cancer")).alias("cancer"))
-    results = {(r.stratifier, r.stratum): r for r in stratified_results(scores, strata, n_resamples=50)}
+    results = {(r.stratifier, r.stratum): r for r in stratified_results(scores, strata, n_resamples=50, min_cases=2)}
     assert results[("screening", "screening")].auroc.value == 0.75
     assert results[("screening", "non-screening")].auroc.value == 1.0
     assert results[("sex", "controls-only")].auroc is None

@@ -5,7 +5,7 @@ import sys
 
 from trajonco.cli import build_parser
 
-COMMANDS = ["synth", "validate", "cohort", "timeline", "chunk", "predict-one"]
+COMMANDS = ["synth", "validate", "cohort", "timeline", "chunk", "predict-one", "profile"]
 
 
 def test_help_lists_every_command():
@@ -110,3 +110,42 @@ def test_predict_one_warns_when_the_history_already_codes_the_cancer(tmp_path, c
     assert warning is not None and "DIAGNOSIS//ICD//10//C3411" in warning and "2019-05-01" in warning
     assert leak_warning(record, "lung", datetime(2019, 2, 1)) is None
     assert leak_warning(record, "breast", datetime(2020, 1, 1)) is None
+
+
+# ------------------------------------------------------------------------------------------------ help and version
+def test_every_command_has_a_description_an_example_and_its_defaults():
+    from benchmarks.bench_cli_help import commands
+    from jobs.cli import TRAJONCO_JOBS, VISTA_JOBS
+    from trajonco.cli import build_parser as trajonco_parser
+    from vista.cli import build_parser as vista_parser
+
+    import argparse
+    import importlib
+
+    parsers = {"trajonco": trajonco_parser(), "vista": vista_parser()}
+    jobs = {job.name: job for job in (*TRAJONCO_JOBS, *VISTA_JOBS)}
+    for tool, argv in commands():
+        if not argv:
+            continue
+        if argv[0] in jobs:
+            options = importlib.import_module(jobs[argv[0]].options)
+            text = options.build_parser(f"{tool} {argv[0]}").format_help()
+        else:
+            sub = next(a for a in parsers[tool]._actions if isinstance(a, argparse._SubParsersAction))
+            text = sub.choices[argv[0]].format_help()
+        assert "example:" in text, f"{tool} {argv[0]} --help shows no example"
+    synth = next(a for a in parsers["trajonco"]._actions if isinstance(a, argparse._SubParsersAction)).choices["synth"]
+    assert "(default: 10000)" in synth.format_help() and "(default: 2)" in synth.format_help()  # shard size, workers
+    cohort = next(a for a in parsers["trajonco"]._actions
+                  if isinstance(a, argparse._SubParsersAction)).choices["cohort"].format_help()
+    assert "multiple_myeloma" in " ".join(cohort.split())  # the full cancer list, not "lung, breast, ..."
+
+
+def test_version(capsys):
+    from jobs.cli import trajonco_main, vista_main
+
+    for main_ in (trajonco_main, vista_main):
+        with pytest.raises(SystemExit) as stop:
+            main_(["--version"])
+        assert stop.value.code == 0
+    assert capsys.readouterr().out.count("trajonco ") == 2

@@ -12,6 +12,7 @@ from display_fixtures import fake_display_model, gateway_for, schema_of, toa_tim
 from toa_fixtures import toa_graph
 from vista.display import (
     DisplayConfig,
+    STRUCTURED_VARIABLES,
     DisplayError,
     build_display,
     generate_display,
@@ -21,7 +22,7 @@ from vista.display.generate import VARIABLES_AGENT, plan_groups
 from vista.llm import BackendError, Delayed, ErrorKind, LLMCallError, LLMCallFailed, ScriptedBackend
 
 SPECS = load_variables()
-ASKED = [s.key for s in SPECS if s.key != "demographics"]
+ASKED = [s.key for s in SPECS if s.key not in STRUCTURED_VARIABLES]
 
 
 def run(coro_factory):
@@ -62,12 +63,13 @@ def test_unknown_timeline_ids_are_dropped_and_counted_and_values_trace_to_graph_
 
 
 def test_ids_the_call_was_not_shown_cannot_be_cited():
-    backend = ScriptedBackend(fake_display_model(refs=("t0", "t8")))
-    built = build(backend, DisplayConfig(max_events=3))  # shows the 3 anchors t1 (diagnosis), t5 (line 1), t8 (hospice)
+    backend = ScriptedBackend(fake_display_model(refs=("t0", "t2")))
+    built = build(backend, DisplayConfig(max_events=3))  # shows the tumor-board facts t3 (diagnosis), t2, t4
     prompt = backend.requests[0].messages[-1].content
-    assert "[t8]" in prompt and "[t0]" not in prompt and "6 older events are not shown" in prompt
-    assert built.display.value_of("histology").timeline_refs == ("t8",)
-    assert built.stats.dropped_refs == len(ASKED) + 1  # t0 in every variable, t42 in the note
+    assert "[t2]" in prompt and "[t4]" in prompt and "[t0]" not in prompt and "[t8]" not in prompt
+    assert "6 events are not shown" in prompt
+    assert built.display.value_of("histology").timeline_refs == ("t2",)
+    assert built.stats.dropped_refs == len(ASKED) + 2  # t0 in every variable, t5 and t42 in the note
 
 
 def test_variables_are_asked_in_groups_concurrently_and_calls_and_tokens_are_counted():
@@ -143,6 +145,7 @@ class RaisingGateway:
     def __init__(self, inner):
         self.inner = inner
         self.config = inner.config
+        self.context_tokens = inner.context_tokens
 
     async def complete(self, messages, response_model, *, agent, patient_id=None, max_tokens=None):
         if agent == VARIABLES_AGENT:

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["vista.display.model", "vista.display.structured", "vista.display.timeline_view", "vista.display.answers",
+MODULES = ["vista.toa.timeline_view", "vista.display.model", "vista.display.structured", "vista.display.answers",
            "vista.display.render"]
 
 

@@ -12,7 +12,8 @@ import pytest
 
 from display_fixtures import toa_timeline
 from toa_fixtures import toa_graph
-from vista.display import DisplayConfig, DisplayStore, TumorBoardDisplay, load_variables
+from vista.display import DisplayConfig, DisplayStore, TumorBoardDisplay, generate_display, load_variables
+from vista.display.generate import plan_groups, variables_view
 from vista.llm import LLMConfig, LLMGateway
 from vista.llm.config import EMBEDDED_MODEL_NAME
 
@@ -21,7 +22,8 @@ pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
 def test_real_model_fills_every_variable_with_checked_citations(tmp_path):
     graph, timeline = toa_graph(), toa_timeline()
-    config = DisplayConfig()  # 15 model-answered variables in groups of 3: 5 group calls + the note
+    config = DisplayConfig()  # the model-answered variables in groups of 3, then the note
+    calls = len(plan_groups(load_variables(), config.group_size)) + 1
     store = DisplayStore(tmp_path)
 
     async def go():
@@ -31,9 +33,9 @@ def test_real_model_fills_every_variable_with_checked_citations(tmp_path):
             return gateway, first, second
 
     gateway, (display, built), (again, rebuilt) = asyncio.run(go())
-    assert built and not rebuilt and again.calls == 0 and len(gateway.ledger.records) == 6
+    assert built and not rebuilt and again.calls == 0 and len(gateway.ledger.records) == calls
     assert TumorBoardDisplay.model_validate_json(display.model_dump_json()) == display
-    assert display.model == EMBEDDED_MODEL_NAME and display.calls == 6
+    assert display.model == EMBEDDED_MODEL_NAME and display.calls == calls
     assert display.prompt_tokens > 0 and display.completion_tokens > 0
     assert [v.key for v in display.values] == [s.key for s in load_variables()]
     events = {e.event_id: e for e in timeline.events}
@@ -45,3 +47,28 @@ def test_real_model_fills_every_variable_with_checked_citations(tmp_path):
         if value.origin == "llm":  # source refs are exactly the union of the cited events' refs
             assert set(value.source_refs) == {r for t in value.timeline_refs for r in events[t].source_event_refs}
     assert display.summary_note.strip() and all(r in events for r in display.summary_refs)
+
+
+def test_a_long_timeline_is_fitted_to_the_embedded_models_8k_window(tmp_path):
+    """400 follow-up events (≈40k characters) cut to what SmolLM2's 8k context holds: the call succeeds (no context
+    overflow) and the view keeps histology, stage and biomarkers."""
+    from test_display_view import KEY_IDS, long_timeline
+
+    variables = tmp_path / "variables.toml"
+    variables.write_text('[[variable]]\nkey = "histology"\nlabel = "Histology"\nquestion = "Histological type?"\n'
+                         'comparison = "judge"\n')
+    config = DisplayConfig(variables=variables, summary_note=False)
+
+    async def go():
+        async with LLMGateway(LLMConfig(max_reasks=0, max_retries=0, timeout_s=900, max_tokens=256)) as gateway:
+            view = variables_view(long_timeline(), plan_groups(load_variables(variables), config.group_size),
+                                  gateway, config)
+            built = await generate_display(toa_graph(), long_timeline(), gateway, config)
+            return gateway, view, built
+
+    gateway, view, built = asyncio.run(go())
+    assert view.omitted > 0 and KEY_IDS <= view.shown_ids  # cut to the window, the tumor-board facts kept
+    (record,) = gateway.ledger.records
+    assert record.ok, record.error_message
+    assert record.prompt_tokens + 256 <= 8192  # the model's own count of the prompt it read
+    assert built.display.value_of("histology").origin == "llm" and built.stats.failed_calls == 0

@@ -102,7 +102,9 @@ def test_every_packaged_variable_has_a_rule_and_unsettled_ones_say_why():
     expected = expected_values(TRUTH, SPECS)
     assert set(expected) == {s.key for s in SPECS}
     unscorable = {k: e.reason for k, e in expected.items() if not e.scorable}
-    assert set(unscorable) == {"demographics", "code_status"} and all(unscorable.values())
+    assert set(unscorable) == {"demographics", "code_status", "height_weight", "allergies", "prior_conditions",
+                               "medications"} and all(unscorable.values())
+    assert "clinician reference answers" in unscorable["allergies"]
     for key, e in expected.items():
         if e.scorable:
             assert e.reference and e.rubric_hint and e.comparison == next(s.comparison for s in SPECS if s.key == key)
@@ -258,15 +260,21 @@ def test_judge_failures_are_counted_not_dropped_and_invalid_answers_fail():
         return fair_judge(request)
 
     report = run(evaluate(displays, truths, judge_gateway(script), n_resamples=200))
+    # the defect: a failed judge call left the denominator, so a failing judge raised the accuracy (stage: None,
+    # histology 1/1); now each failure counts as a wrong answer with score 0 and is reported
     histology = report.variable("vista", "histology")
-    assert (histology.judge_failures, histology.n_evaluated, histology.n_correct) == (1, 1, 1)
+    assert (histology.judge_failures, histology.n_evaluated, histology.n_correct) == (1, 2, 1)
+    assert histology.accuracy.value == pytest.approx(0.5)
     stage = report.variable("vista", "stage")
-    assert stage.judge_failures == 2 and stage.accuracy is None and stage.n_evaluated == 0
+    assert stage.judge_failures == 2 and stage.n_evaluated == 2 and stage.accuracy.value == 0.0
     failed = [i for i in report.items if i.scorer == "judge_failed"]
-    assert len(failed) == 3 and all(i.score is None and i.correct is None for i in failed)
+    assert len(failed) == 3 and all(i.score == 0 and i.correct is False for i in failed)
     assert any("invalid_output" in i.rationale for i in failed) and any("timeout" in i.rationale for i in failed)
-    assert report.method("vista").judge_failures == 3
-    assert "2 judge failed" in report.to_markdown()
+    vista = report.method("vista")
+    assert vista.judge_failures == 3 and vista.n_evaluated == 2 * 14
+    assert vista.n_correct == 2 * 14 - 3 and vista.accuracy.value == pytest.approx(25 / 28)
+    markdown = report.to_markdown()
+    assert "2 judge failed (counted wrong)" in markdown and "3 judge call(s) failed" in markdown
 
 
 def test_truth_cases_carry_demographics_and_as_of():

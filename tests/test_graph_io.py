@@ -9,6 +9,7 @@ import pytest
 
 from tests.graph_fixtures import SMALL_CATALOG, canonical, richest, small_record, synth_records
 from vista.graph import GraphFileError, GraphInputError, build_graph, read_graph, write_graph
+from vista.graph.columnar import columnar_paths, read_columnar, read_columnar_metadata, write_columnar
 from vista.graph.xml_input import encounter_xml, read_patient_xml, source_from_xml
 from vista.timeline import render_timeline
 
@@ -52,6 +53,41 @@ def test_networkx_reads_the_same_graph(tmp_path):
         assert {(a, b): d for a, b, d in loaded.edges(data=True)} == {(a, b): d for a, b, d in expected.edges(data=True)}
         assert {k: v for k, v in loaded.graph.items() if not k.endswith("_default")} == expected.graph
         assert list(loaded.nodes) == graph.node_ids()  # document order = table order
+
+
+# ------------------------------------------------------------------------------------------------ columnar copy
+def test_columnar_round_trip_equals_the_graphml_one(tmp_path):
+    for graph in graphs_under_test():
+        stem = tmp_path / str(graph.subject_id)
+        write_columnar(graph, stem, extra={"content_hash": "abc"})
+        from_columnar, from_graphml = read_columnar(stem), read_graph(write_graph(graph, tmp_path))
+        assert from_columnar == from_graphml == graph
+        assert from_columnar.events_in_order() == from_graphml.events_in_order()
+        assert from_columnar.to_networkx().nodes(data=True) == from_graphml.to_networkx().nodes(data=True)
+        assert read_columnar_metadata(stem) == {"content_hash": "abc"}
+        assert not list(tmp_path.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("damage", ["missing_nodes", "missing_edges", "corrupt", "edges_of_another_graph"])
+def test_a_damaged_columnar_copy_raises_graph_file_error_naming_the_file(tmp_path, damage):
+    small, other = build_graph(tricky_record(), SMALL_CATALOG), graphs_under_test()[0]
+    nodes, edges = columnar_paths(tmp_path / "g")
+    write_columnar(small, tmp_path / "g")
+    if damage == "missing_nodes":
+        nodes.unlink()
+        culprit, words = nodes, "no such columnar graph file"
+    elif damage == "missing_edges":
+        edges.unlink()
+        culprit, words = edges, "no such columnar graph file"
+    elif damage == "corrupt":
+        nodes.write_bytes(b"not arrow")
+        culprit, words = nodes, "not a readable Arrow IPC file"
+    else:
+        write_columnar(other, tmp_path / "o")
+        columnar_paths(tmp_path / "o")[1].replace(edges)
+        culprit, words = edges, "an interrupted write"
+    with pytest.raises(GraphFileError, match=rf"{culprit}: .*{words}"):
+        read_columnar(tmp_path / "g")
 
 
 def test_tricky_text_survives_graphml(tmp_path):

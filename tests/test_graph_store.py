@@ -6,13 +6,15 @@ import dataclasses
 from datetime import datetime, timedelta
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from tests.graph_fixtures import SMALL_CATALOG, small_record, synth_dataset, synth_records, synth_root
-from vista.graph import EncounterWindows, GraphConfig, GraphFileError, build_graph
+from vista.graph import EncounterWindows, GraphConfig, GraphFileError, PatientGraph, build_graph, index_table, write_graph
 from vista.graph.build import source_from_record
-from vista.graph.store import GraphStore, content_hash
+from vista.graph.columnar import columnar_paths
+from vista.graph.store import GraphStore, content_hash, is_graph_store
 from vista.graph.xml_input import encounter_xml
 from vista.records import CodeCatalog, CodeInfo, Event
 
@@ -189,22 +191,100 @@ def test_rebuilt_graphs_supersede_their_old_index_rows(tmp_path):
     assert old_part not in _index_files(tmp_path) and len(_index_files(tmp_path)) == 2
 
 
-def test_a_store_with_the_former_single_index_file_is_still_read(tmp_path):
-    """Stores written before the index was partitioned: one index.parquet, a manifest without index_part."""
+def _former_layout_store(root, records, catalog, *, with_index_part: bool) -> None:
+    """A store as the former layout wrote it: patients/<sid>.graphml, one manifest.parquet, one index.parquet."""
+    graphs = []
+    for record in records:
+        digest = content_hash(source_from_record(record, catalog))
+        graph = build_graph(record, catalog)
+        graph = PatientGraph(dataclasses.replace(graph.info, content_hash=digest), graph.nodes, graph.edges)
+        write_graph(graph, root / "patients" / f"{record.subject_id}.graphml")
+        graphs.append((graph, digest))
+    pq.write_table(pa.concat_tables([index_table(g) for g, _ in graphs]), root / "index.parquet")
+    columns = {"subject_id": [g.subject_id for g, _ in graphs], "content_hash": [d for _, d in graphs],
+               "file": [f"patients/{g.subject_id}.graphml" for g, _ in graphs], "nodes": [g.n_nodes for g, _ in graphs],
+               "edges": [g.n_edges for g, _ in graphs], "source": [g.info.source for g, _ in graphs],
+               "built_at": [datetime(2024, 1, 1)] * len(graphs)}
+    if with_index_part:
+        columns["index_part"] = ["index.parquet"] * len(graphs)
+    pq.write_table(pa.table(columns), root / "manifest.parquet")
+
+
+@pytest.mark.parametrize("with_index_part", [False, True])
+def test_a_store_of_the_former_layout_is_still_read(tmp_path, with_index_part):
+    """Stores of the former layout: patients/<sid>.graphml, one manifest.parquet (perhaps without index_part), one
+    index.parquet without task columns. They open, load (from GraphML) and query; a build moves what it rebuilds."""
     records, catalog = synth_records()
     chosen = [records[s] for s in sorted(records)[:3]]
-    store = GraphStore(tmp_path)
-    store.build_records(chosen, catalog)
-    (part,) = (tmp_path / "index").glob("*.parquet")
-    part.rename(tmp_path / "index.parquet")
-    manifest = pq.read_table(tmp_path / "manifest.parquet")
-    pq.write_table(manifest.drop_columns(["index_part"]), tmp_path / "manifest.parquet")
+    _former_layout_store(tmp_path, chosen, catalog, with_index_part=with_index_part)
     legacy = GraphStore(tmp_path)
-    assert legacy.scan_index().select(pl.len()).collect().item() == legacy.manifest()["nodes"].sum() > 0
+    assert is_graph_store(tmp_path) and legacy.subject_ids() == [r.subject_id for r in chosen]
+    assert legacy.load(chosen[0].subject_id).nodes.equals(build_graph(chosen[0], catalog).nodes)
+    index = legacy.scan_index().collect()
+    assert index.height == legacy.manifest()["nodes"].sum() > 0
+    assert index["task"].to_list() == [str(s) for s in index["subject_id"].to_list()]
     changed = dataclasses.replace(chosen[0], first_row=chosen[0].first_row + 1)
-    assert legacy.build_records([changed, *chosen[1:]], catalog).built == 1
-    assert (tmp_path / "index.parquet").exists()  # still holds the two unchanged graphs
-    assert legacy.scan_index().select(pl.len()).collect().item() == legacy.manifest()["nodes"].sum()
-    (new_part,) = _index_files(tmp_path)
-    parts = dict(legacy.manifest().select("subject_id", "index_part").iter_rows())
-    assert parts == {chosen[0].subject_id: f"index/{new_part}", **{r.subject_id: "index.parquet" for r in chosen[1:]}}
+    assert legacy.build_records([changed, *chosen[1:]], catalog).built == 3  # no columnar copy yet: rebuilt there
+    assert not (tmp_path / "index.parquet").exists() and not (tmp_path / "manifest.parquet").exists()
+    reopened = GraphStore(tmp_path)
+    assert reopened.file_of(chosen[1].subject_id) == f"graphs/{chosen[1].subject_id % 100:02d}/{chosen[1].subject_id}.graphml"
+    assert reopened.scan_index().select(pl.len()).collect().item() == reopened.manifest()["nodes"].sum()
+
+
+def _manifest_files(root) -> dict[str, tuple[int, int]]:
+    return {p.name: (p.stat().st_mtime_ns, p.stat().st_size) for p in (root / "manifest").glob("*.parquet")}
+
+
+def test_a_checkpoint_appends_one_index_part_and_one_manifest_part_and_rewrites_nothing(tmp_path):
+    """The index and the manifest are append-only: each checkpoint writes two new files, of a size that depends on
+    its own graphs only; no file written before is touched."""
+    records, catalog = synth_records()
+    chosen = [records[s] for s in sorted(records)[:8]]
+    store = GraphStore(tmp_path, checkpoint_every=2)
+    seen_index, seen_manifest, sizes = {}, {}, []
+    for k in range(0, 8, 2):
+        store.build_records(chosen[k:k + 2], catalog)
+        index, manifest = _index_files(tmp_path), _manifest_files(tmp_path)
+        new_index, new_manifest = set(index) - set(seen_index), set(manifest) - set(seen_manifest)
+        assert len(new_index) == len(new_manifest) == 1
+        assert {n: index[n] for n in seen_index} == seen_index  # earlier parts untouched
+        assert {n: manifest[n] for n in seen_manifest} == seen_manifest
+        sizes.append(manifest[new_manifest.pop()][1])
+        seen_index, seen_manifest = index, manifest
+    assert max(sizes) - min(sizes) < 200  # two rows each: not growing with the store
+    reopened = GraphStore(tmp_path)
+    assert reopened.subject_ids() == sorted(r.subject_id for r in chosen)
+    assert reopened.scan_index().select(pl.len()).collect().item() == reopened.manifest()["nodes"].sum()
+
+
+def test_many_manifest_parts_are_merged_into_one(tmp_path, monkeypatch):
+    import vista.graph.store as store_module
+
+    monkeypatch.setattr(store_module, "MAX_MANIFEST_PARTS", 3)
+    records, catalog = synth_records()
+    chosen = [records[s] for s in sorted(records)[:5]]
+    store = GraphStore(tmp_path, checkpoint_every=1)
+    store.build_records(chosen, catalog)
+    assert len(_manifest_files(tmp_path)) <= 3
+    reopened = GraphStore(tmp_path)
+    assert reopened.subject_ids() == sorted(r.subject_id for r in chosen)
+    assert reopened.manifest().equals(store.manifest())
+
+
+def test_load_reads_the_columnar_copy_and_falls_back_to_graphml(tmp_path):
+    records, catalog = synth_records()
+    record = records[sorted(records)[0]]
+    store = GraphStore(tmp_path)
+    store.build_records([record], catalog)
+    sid = record.subject_id
+    graphml = store.path_of(sid)
+    nodes, edges = columnar_paths(graphml)
+    assert graphml.is_file() and nodes.is_file() and edges.is_file()
+    expected = store.load_graphml(sid)
+    graphml.rename(tmp_path / "aside.graphml")
+    assert store.load(sid) == expected  # served by the columnar copy
+    (tmp_path / "aside.graphml").rename(graphml)
+    nodes.unlink()
+    assert store.load(sid) == expected  # no columnar copy (a store of the former layout): GraphML
+    assert store.build_records([record], catalog).built == 1  # and the next build restores the copy
+    assert nodes.is_file()

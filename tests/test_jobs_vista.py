@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -71,9 +72,10 @@ def test_meds_tasks_get_graph_timeline_display_whose_refs_resolve_and_a_rerun_as
         assert row.stages == "graph,toa,display" and row.graph_rebuilt and row.toa_rebuilt and row.display_rebuilt
         graph = read_graph(tmp_path / row.graph_file)  # the persisted graph, not the one in memory
         assert (graph.n_nodes, graph.n_edges, graph.info.content_hash) == (row.n_nodes, row.n_edges, row.content_hash)
-        index = pq.read_table(tmp_path / row.index_file)
-        assert index.schema.equals(TASK_INDEX_SCHEMA) and index.num_rows == row.n_nodes
-        assert index.num_rows - index.column("row").null_count == row.n_events
+        index = pq.read_table(tmp_path / row.index_file)  # the batch's part: this task's rows among others
+        assert index.schema.equals(TASK_INDEX_SCHEMA)
+        index = index.filter(pc.equal(index.column("task"), row.task))
+        assert index.num_rows == row.n_nodes and index.num_rows - index.column("row").null_count == row.n_events
         timeline = TimelineStore(task_folder(tmp_path, TaskKey(sid))).load(sid)
         assert len(timeline.events) == row.n_timeline_events
         for event in timeline.events:
@@ -188,10 +190,14 @@ def test_stage_options_and_llm_defaults(tmp_path):
     with_model = build_settings(build_parser().parse_args(base + ["--backend", "openai", "--base-url",
                                                                   "http://127.0.0.1:9/v1", "--model", "m"]), "r")
     assert with_model.stages == ("graph", "toa", "display") and with_model.llm.cache_dir == (tmp_path / "o" / "llm_cache")
-    explicit = build_settings(build_parser().parse_args(base + ["--stages", "graph,toa", "--chunk-limit", "4000",
+    explicit = build_settings(build_parser().parse_args(base + ["--stages", "graph,toa", "--chunk-chars", "4000",
                                                                 "--no-safety-net"]), "r")
     assert explicit.stages == ("graph", "toa") and explicit.llm.backend == "embedded"
-    assert (explicit.toa.budget.limit, explicit.toa.safety_net) == (4000, False)
+    assert (explicit.toa.budget.limit, explicit.toa.budget.unit, explicit.toa.safety_net) == (4000, "chars", False)
+    in_tokens = build_settings(build_parser().parse_args(base + ["--stages", "graph,toa", "--chunk-tokens", "1500"]), "r")
+    assert (in_tokens.toa.budget.limit, in_tokens.toa.budget.unit) == (1500, "tokens")
+    old = build_settings(build_parser().parse_args(base + ["--stages", "graph,toa", "--chunk-limit", "4000"]), "r")
+    assert (old.toa.budget.limit, old.toa.budget.unit) == (4000, "chars")  # the deprecated spelling still works
     with pytest.raises(JobInputError, match="unknown stage"):
         build_settings(build_parser().parse_args(base + ["--stages", "graph,tao"]), "r")
     with pytest.raises(JobInputError, match="--labels goes with --dataset"):

@@ -1,10 +1,12 @@
-"""The VISTA job's cohort node index: the per-task index files joined in task order, in large row groups, and a
-clear error naming an unreadable per-task file."""
+"""The VISTA job's last step: the graphs the actors wrote (graph files + one index part per batch) registered in the
+output directory's graph store manifest, nothing rewritten, and a clear error naming a missing index part."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -12,61 +14,83 @@ import pytest
 from graph_fixtures import synth_records
 from jobs.errors import JobError
 from jobs.tasks import TaskKey
-from jobs.vista_graphs import TASK_INDEX_SCHEMA, meds_source, persist_graph
-from jobs.vista_index import consolidate_index
+from jobs.vista_graphs import meds_source, persist_graph
+from jobs.vista_index import register_graphs
+from vista.graph.store import GraphStore, write_index_part
 
 TASKS = 6
 
 
-@pytest.fixture(scope="module")
-def job_out(tmp_path_factory) -> tuple[Path, list[str]]:
-    """A job output folder with the per-task index files of ``TASKS`` patients and a patients.parquet naming them
-    (plus one error row without an index)."""
-    out = tmp_path_factory.mktemp("vista_out")
+def _job_like(out: Path, subjects: list[int], *, batch: int = 4) -> Path:
+    """What the actors leave: graphs, one index part per batch, and a patients.parquet naming both (+ an error row)."""
     records, catalog = synth_records()
-    files = [persist_graph(meds_source(records[sid], catalog, None), out, TaskKey(sid), need_graph=False).index_file
-             for sid in sorted(records)[:TASKS]]
-    return out, files
-
-
-def _patients(out: Path, files: list[str | None], name: str = "patients.parquet") -> Path:
-    path = out / name
-    pq.write_table(pa.table({"index_file": pa.array(files, pa.string())}), path)
+    rows = []
+    for start in range(0, len(subjects), batch):
+        outcomes = [persist_graph(meds_source(records[s], catalog, None), out, TaskKey(s), need_graph=False)
+                    for s in subjects[start:start + batch]]
+        part = write_index_part(out, (o.index for o in outcomes))
+        rows += [{"task": str(o.facts.subject_id), "subject_id": o.facts.subject_id, "prediction_time": None,
+                  "content_hash": o.facts.content_hash, "graph_file": o.file, "n_nodes": o.facts.n_nodes,
+                  "n_edges": o.facts.n_edges, "source": o.facts.source, "finished_at": datetime(2024, 1, 1),
+                  "index_file": part} for o in outcomes]
+    rows.append({"task": "999", "subject_id": 999, "prediction_time": None, "content_hash": None, "graph_file": None,
+                 "n_nodes": None, "n_edges": None, "source": None, "finished_at": datetime(2024, 1, 1),
+                 "index_file": None})
+    path = out / "patients.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=pa.schema([
+        ("task", pa.string()), ("subject_id", pa.int64()), ("prediction_time", pa.timestamp("us")),
+        ("content_hash", pa.string()), ("graph_file", pa.string()), ("n_nodes", pa.int64()), ("n_edges", pa.int64()),
+        ("source", pa.string()), ("finished_at", pa.timestamp("us", tz="UTC")), ("index_file", pa.string())])), path)
     return path
 
 
-def test_the_cohort_index_is_every_task_index_in_task_order_in_large_row_groups(job_out):
-    out, files = job_out
-    order = files[::-1]  # the order patients.parquet gives, not the folders'
-    expected = pa.concat_tables([pq.read_table(out / f, schema=TASK_INDEX_SCHEMA).replace_schema_metadata(None)
-                                 for f in order])
-    per_group = expected.num_rows // 3 + 1
-    report = consolidate_index(out, _patients(out, [*order, None]), row_group_rows=per_group)
-    assert (report.graphs, report.nodes) == (TASKS, expected.num_rows)
-    written = pq.read_table(report.path)
-    assert written.schema.equals(TASK_INDEX_SCHEMA) and written.equals(expected)
-    groups = [pq.ParquetFile(report.path).metadata.row_group(i).num_rows
-              for i in range(pq.ParquetFile(report.path).metadata.num_row_groups)]
-    assert len(groups) < TASKS and max(groups) <= per_group and sum(groups) == expected.num_rows
+def _files(out: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(out)): (p.stat().st_mtime_ns, p.stat().st_size) for p in out.rglob("*") if p.is_file()}
 
 
-def test_no_task_with_an_index_gives_an_empty_index(job_out, tmp_path):
-    report = consolidate_index(tmp_path, _patients(tmp_path, [None, None]))
-    assert (report.graphs, report.nodes) == (0, 0) and pq.read_table(report.path).schema.equals(TASK_INDEX_SCHEMA)
+def test_registered_graphs_open_and_query_as_a_store_and_a_rerun_writes_nothing(tmp_path):
+    records, _ = synth_records()
+    subjects = sorted(records)[:TASKS]
+    patients = _job_like(tmp_path, subjects)
+    report = register_graphs(tmp_path, patients)
+    assert (report.graphs, report.changed) == (TASKS, TASKS)
+    store = GraphStore(tmp_path)
+    assert store.subject_ids() == subjects
+    index = store.scan_index().collect()
+    assert index.height == report.nodes == store.manifest()["nodes"].sum()
+    assert sorted(index["subject_id"].unique().to_list()) == subjects
+    assert store.load(subjects[0]).n_nodes == store.manifest().filter(pl.col("subject_id") == subjects[0])["nodes"].item()
+    before = _files(tmp_path)
+    again = register_graphs(tmp_path, patients)
+    assert again.changed == 0 and _files(tmp_path) == before  # nothing rewritten, no manifest part appended
 
 
-@pytest.mark.parametrize("damage", ["corrupt", "missing"])
-def test_an_unreadable_task_index_is_named(job_out, tmp_path, damage):
-    out, files = job_out
-    copy = tmp_path / "out"
-    for relative in files:
-        (copy / relative).parent.mkdir(parents=True, exist_ok=True)
-        (copy / relative).write_bytes((out / relative).read_bytes())
-    bad = copy / files[2]
-    if damage == "corrupt":
-        bad.write_bytes(b"not parquet")
-    else:
-        bad.unlink()
-    with pytest.raises(JobError, match=rf"{bad}: graph index named by patients.parquet is unreadable"):
-        consolidate_index(copy, _patients(copy, files))
-    assert not (copy / "index.parquet").exists()
+def test_a_missing_index_part_is_named(tmp_path):
+    records, _ = synth_records()
+    patients = _job_like(tmp_path, sorted(records)[:TASKS])
+    part = pq.read_table(patients, columns=["index_file"]).column("index_file")[0].as_py()
+    (tmp_path / part).unlink()
+    with pytest.raises(JobError, match=rf"{tmp_path / part}: graph index part named by patients.parquet is missing"):
+        register_graphs(tmp_path, patients)
+
+
+def test_label_tasks_are_registered_as_tasks_not_as_patients(tmp_path):
+    """A label-driven job's graphs are records cut at prediction times: listed by task, loadable by name, in the
+    index with ``all_tasks``, but not patients of the store (``vista ask`` opens whole records)."""
+    records, catalog = synth_records()
+    sid = sorted(records)[0]
+    record = records[sid]
+    cut = record.events[len(record.events) // 2].time
+    keys = [TaskKey(sid), TaskKey(sid, cut)]
+    outcomes = [persist_graph(meds_source(record, catalog, k.prediction_time), tmp_path, k, need_graph=False)
+                for k in keys]
+    part = write_index_part(tmp_path, (o.index for o in outcomes))
+    store = GraphStore(tmp_path)
+    store.register([o.entry(k.name, k.prediction_time, part) for k, o in zip(keys, outcomes)])
+    store = GraphStore(tmp_path)
+    assert store.subject_ids() == [sid] and store.tasks() == sorted(k.name for k in keys)
+    assert store.load_task(keys[1].name).n_nodes == outcomes[1].facts.n_nodes < store.load(sid).n_nodes
+    assert store.scan_index().select(pl.len()).collect().item() == outcomes[0].facts.n_nodes
+    everything = store.scan_index(all_tasks=True).collect()
+    assert everything.height == sum(o.facts.n_nodes for o in outcomes)
+    assert everything.filter(pl.col("prediction_time").is_not_null())["task"].unique().to_list() == [keys[1].name]

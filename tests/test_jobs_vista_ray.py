@@ -15,7 +15,7 @@ from graph_fixtures import synth_root
 from jobs.synthetic_llm import SyntheticLLMServer
 from jobs.vista_rows import RUN_DEPENDENT_COLUMNS
 from test_jobs_vista import xml_cohort
-from vista.graph import read_graph
+from vista.graph import GraphStore, read_graph
 from vista.toa import PatientTimeline
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -52,7 +52,7 @@ def test_cohort_through_graph_toa_display_then_a_rerun_asks_nothing(ray_session,
             assert graph.n_nodes == row["n_nodes"] and len(timeline.events) == row["n_timeline_events"]
             for event in timeline.events:  # provenance into the persisted graph
                 assert all(graph.has_event(ref) for ref in event.source_event_refs)
-        index = pl.read_parquet(out / "index.parquet")
+        index = GraphStore(out).scan_index().collect()  # the output directory is a graph store
         assert index.height == rows["n_nodes"].sum() and index["task"].n_unique() == N
 
         again = run_job(argv)  # the same command: every task has its row
@@ -85,6 +85,6 @@ def test_xml_directory_with_bad_files_gives_three_error_rows_and_goes_on(ray_ses
     assert "not well-formed XML" in errors["error"][2]
     ok = rows.filter(pl.col("status") == "ok")
     assert sorted(ok["subject_id"].to_list()) == sorted(good.values())
-    assert pl.read_parquet(out / "index.parquet")["subject_id"].unique().sort().to_list() == sorted(good.values())
+    assert GraphStore(out).scan_index().collect()["subject_id"].unique().sort().to_list() == sorted(good.values())
     # a rerun skips all seven (errors included) and still reports them
     assert main(["--xml-dir", str(xml_dir), "--out", str(out), "--progress-every", "0"]) == 3

@@ -58,15 +58,16 @@ def test_structured_call_on_the_embedded_model_in_process():
 def test_ten_patients_over_http_through_injected_faults():
     """Every call ends with a validated answer or an error record; every request the proxy saw is accounted for."""
     model = EmbeddedModel.shared(EmbeddedSettings(default_model_path(), 8192, default_threads()))
+    # the timeout leaves a loaded 2-core machine room (answers then take up to ~10 s); a "slow" fault outlasts it
     plan = FaultPlan(rate_limit=0.08, server_error=0.08, garbage_body=0.06, garbage_content=0.06, slow=0.05,
-                     retry_after_s=1.0, slow_s=8.0)
+                     retry_after_s=1.0, slow_s=45.0)
     patients = range(10)
 
     async def go():
         async with FaultProxy(model.base_url, plan, seed=38, upstream_api_key=model.api_key) as proxy:
             config = LLMConfig(
                 backend="openai", base_url=proxy.base_url, model="smollm2-135m-instruct-q4_1", max_tokens=48,
-                timeout_s=6.0, max_concurrency=2, max_retries=6, backoff_base_s=0.2, backoff_max_s=1.0, max_reasks=2,
+                timeout_s=20.0, max_concurrency=2, max_retries=6, backoff_base_s=0.2, backoff_max_s=1.0, max_reasks=2,
             )
             async with LLMGateway(config, job_id="fault-drill") as gateway:
 

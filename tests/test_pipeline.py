@@ -99,7 +99,8 @@ def test_single_agent_variant_through_the_sync_entry_point():
 
 
 def test_any_cancer_sync_prints_its_pooled_score():
-    pooled = run_any_cancer_sync(lung_patient(n_visits=4), CATALOG, PipelineConfig(chunk_tokens=2000), backend=scripted(),
+    pooled = run_any_cancer_sync(lung_patient(n_visits=4), CATALOG, PipelineConfig(chunk_tokens=2000, any_cancer_mode="max"),
+                                 backend=scripted(),
                                  prediction_time=PREDICTION)
     assert AnyCancerResult.model_validate_json(pooled.model_dump_json()) == pooled
     out = io.StringIO()
@@ -116,3 +117,30 @@ def test_events_at_or_after_the_prediction_time_are_never_shown():
     for request in backend.requests:
         for message in request.messages:
             assert not any(f'id="{i}"' in message.content for i in late)
+
+
+def test_left_truncation_keeps_only_the_newest_tokens_of_the_timeline():
+    patient = lung_patient(n_visits=40)
+    whole = run_patient_sync(patient, CATALOG, llm=LLMConfig(max_reasks=0), backend=scripted(),
+                             prediction_time=PREDICTION)
+    cut = run_patient_sync(patient, CATALOG, config=PipelineConfig(truncate_tokens=1000),
+                           llm=LLMConfig(max_reasks=0), backend=scripted(), prediction_time=PREDICTION)
+    assert whole.chunks.timeline_tokens > 1000 >= cut.chunks.timeline_tokens
+    assert cut.chunks.timeline_events < whole.chunks.timeline_events
+    with pytest.raises(ValidationError):
+        PipelineConfig(truncate_tokens=10)  # below the smallest useful budget
+
+
+def test_the_split_modules_stay_reachable_through_trajonco_pipeline():
+    import trajonco.any_cancer
+    import trajonco.budgets
+    import trajonco.pipeline as pipeline
+    import trajonco.preparation
+
+    for name in pipeline.__all__:
+        assert getattr(pipeline, name) is not None
+    assert pipeline.run_any_cancer is trajonco.any_cancer.run_any_cancer
+    assert pipeline.gateway_facts is trajonco.budgets.gateway_facts
+    assert pipeline.prepare_patient is trajonco.preparation.prepare_patient
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        pipeline.nothing  # noqa: B018

@@ -11,12 +11,13 @@ import re
 import pytest
 
 from toa_fixtures import toa_graph
-from vista.display.timeline_view import timeline_view
+from vista.toa.timeline_view import timeline_view
 from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway, ScriptedBackend
 from vista.llm.backend import ChatRequest
 from vista.query import ContextTooLongError, QueryConfig, QueryError, ask, timeline_text
 from vista.tokens import count_tokens
 from vista.toa import ExtractionStats, PatientTimeline, TimelineEvent, load_profile, synthesize_episodes
+from vista.toa.refs import graph_version, ref_fingerprints
 
 EVENTS = [  # (id, day, type, subtype, description, refs) over toa_fixtures' graph
     ("t0", dt.date(2020, 1, 6), "background", "smoking", "Former smoker", ("e3",)),
@@ -34,8 +35,11 @@ def make_timeline(subject_id: int = 21) -> PatientTimeline:
                    for i, d, k, s, text, refs in EVENTS)
     stats = ExtractionStats(chunks=1, failed_chunks=0, proposed_events=7, kept_events=7, rejected_events=0,
                             dropped_refs=0, merged_groups=0)
+    graph = toa_graph()
     return PatientTimeline(subject_id=subject_id, profile="thoracic", content_hash="h" * 64, events=events,
-                           episodes=tuple(synthesize_episodes(events, load_profile())), rejected=(), stats=stats)
+                           episodes=tuple(synthesize_episodes(events, load_profile())), rejected=(), stats=stats,
+                           graph_hash=graph_version(graph),
+                           ref_fingerprints=ref_fingerprints(graph, (r for e in events for r in e.source_event_refs)))
 
 
 def scripted(answer: dict, verdict: dict | None = None, *, fail: str | None = None):

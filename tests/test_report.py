@@ -20,7 +20,8 @@ import pytest
 
 from baselines import PredictionFileModel, SummaryFeaturizer, evaluate, fit_and_score, make_baselines
 from benchmarks.report import SECTION_IDS, ReportResults, load_results, pareto_front
-from benchmarks.report.tables import ci
+from benchmarks.report.tables import ci, ci_n
+from browser_check import SKIP_WITHOUT_CHROMIUM, check_figure_files, open_report
 from jobs.synthetic_llm import SyntheticLLMServer
 from vista.meds.reader import MedsDataset
 
@@ -44,6 +45,7 @@ def report(tmp_path_factory, ray_head) -> dict:
             "--token-sample", "10", "--agent-patients", "4", "--agent-variants", "one_stage,two_stage",
             "--agent-max-tokens", "6000", "--backend", "openai", "--base-url", server.base_url, "--model", "synthetic",
             "--context-tokens", "32768", "--actors", "2", "--address", ray_head.gcs_address,
+            "--judge-llm", "backend=openai", "--judge-llm", f"base_url={server.base_url}", "--judge-llm", "model=synthetic",
         ]
         outcome = job.run(job.build_parser().parse_args(argv), argv)
     page = outcome.html.read_text(encoding="utf-8")
@@ -68,10 +70,11 @@ def test_report_has_every_section_table_and_figure(report):
         assert f'<section id="{section_id}"' in page
     for table_id in ("table-characteristics", "table-auroc", "table-auprc", "table-models", "table-cohorts",
                      "table-truncation", "table-gap", "table-strata-lung", "table-strata-any_cancer", "table-latency",
-                     "table-stages", "table-length", "table-agents", "table-selection", "table-timings"):
+                     "table-stages", "table-length", "table-agents", "table-selection", "table-timings",
+                     "table-record-length", "table-paired", "table-settings"):
         assert len(_cells(page, table_id)) > 1, table_id
     figures = {"fig-auroc", "fig-roc-pr", "fig-truncation", "fig-gap", "fig-strata-lung", "fig-strata-any_cancer",
-               "fig-latency", "fig-selection"}
+               "fig-latency", "fig-selection", "fig-paired"}
     found = dict(re.findall(r'<img id="([^"]+)" alt="[^"]*" src="data:image/png;base64,([^"]+)"', page))
     assert figures <= set(found)
     for figure_id in figures:
@@ -99,7 +102,8 @@ def test_baseline_numbers_equal_those_computed_directly(report):
                           seed=results.settings.seed)
         reported = next(r for r in results.results if r.cohort == "lung" and r.model == model.name)
         assert reported.evaluation.auroc == direct.auroc and reported.evaluation.auprc == direct.auprc
-        assert rows["lung"][header.index(model.name)] == ci(direct.auroc)
+        e = direct
+        assert rows["lung"][header.index(model.name)] == ci_n(direct.auroc, e.n_positive, e.n_negative)
     assert rows["lung"][1] == f"{int(test['boolean_value'].sum())} / {int((~test['boolean_value']).sum())}"
 
 
@@ -116,7 +120,7 @@ def test_agents_numbers_name_their_llm_and_equal_a_direct_evaluation(report):
         direct = evaluate(scores, n_resamples=RESAMPLES, seed=results.settings.seed)
         assert r.evaluation.auroc == direct.auroc and r.evaluation.n == 4
         assert r.evaluation.n_missing == test.height - 4  # the rest of the cohort had no agent run
-    model_rows = [row for row in _cells(report["html"], "table-models")[1:] if row[2] == "prediction_file"]
+    model_rows = [row for row in _cells(report["html"], "table-models")[1:] if row[2] == "prediction file"]
     assert {row[3] for row in model_rows} == {"synthetic"}
 
 
@@ -136,9 +140,10 @@ def test_latency_profile_compares_one_and_two_stage(report):
         assert sum(b.n for b in p.by_tokens) == p.profiled
     roles = {(r.run, r.agent) for r in results.agent_roles}
     assert ("two_stage · synthetic", "preprocessor") in roles and ("one_stage · synthetic", "manager") in roles
-    points = results.selection
+    points = [p for p in results.selection if not p.too_few]
     assert [p.on_pareto_front for p in points] == pareto_front(
         [(p.auroc, p.median_runtime_s, p.median_cost_usd) for p in points])
+    assert not any(p.on_pareto_front for p in results.selection if p.too_few)  # 2 + 2 patients never compete
 
 
 def test_characteristics_equal_the_label_files(report):
@@ -176,3 +181,58 @@ def test_realism_paragraph_is_computed_from_the_results(report):
     assert results.realism.below == sorted(c for c, v in best.items() if v < 0.6)
     assert html.escape(paragraph) in _section(report["html"], "realism")
     assert json.loads((report["out"] / "results.json").read_text())["realism"]["paragraph"] == paragraph
+
+
+def test_agents_are_compared_with_the_baselines_on_their_own_patients(report):
+    """Each baseline re-scored on the agents' 4 patients gives the AUROC the paired table shows."""
+    from sklearn.metrics import roc_auc_score
+
+    results: ReportResults = report["results"]
+    scores = {s.model: s for s in report["outcome"].data.scores["lung"]}
+    files = [r for r in results.results if r.kind == "prediction_file"]
+    assert results.paired and {c.agent for c in results.paired} == {r.model for r in files}
+    for pair in results.paired:
+        agent = next(r for r in files if r.model == pair.agent)
+        frame = pl.read_parquet(agent.source).drop_nulls("predicted_boolean_probability")
+        assert (pair.n_cases, pair.n_controls) == (agent.evaluation.n_positive, agent.evaluation.n_negative)
+        if pair.comparator_auroc is None:
+            assert pair.note and "not on the same patients" in pair.note
+            continue
+        base = scores[pair.comparator]
+        at = {int(s): i for i, s in enumerate(base.subject_ids)}
+        rows = [at[int(s)] for s in frame["subject_id"]]
+        assert pair.comparator_auroc == roc_auc_score(base.labels[rows], base.scores[rows])
+    assert {c.comparator_kind for c in results.paired} >= {"baseline", "record_length"}
+
+
+def test_record_length_baselines_are_reported_per_cohort(report):
+    results: ReportResults = report["results"]
+    lengths = [r for r in results.results if r.kind == "record_length"]
+    assert {(r.cohort, r.model) for r in lengths} >= {("lung", "record length: visits"),
+                                                      ("any_cancer", "record length: visits")}
+    assert "record-length" in _section(report["html"], "characteristics")
+    rows = {row[0]: row for row in _cells(report["html"], "table-record-length")[1:]}
+    assert set(rows) == {"lung", "any_cancer"}
+
+
+@SKIP_WITHOUT_CHROMIUM
+def test_report_opens_in_chromium(report, tmp_path):
+    view = open_report(report["outcome"].html, tmp_path)
+    assert view.broken_images == [] and view.image_count >= 9
+    assert view.empty_sections == [] and set(SECTION_IDS) <= set(view.section_ids)
+    assert view.cut_tables == [] and view.page_width <= view.window_width
+    assert view.screenshot_distinct_colors > 50
+    assert check_figure_files(report["out"] / "figures") == []
+
+
+def test_report_has_the_analyses_of_the_agents_outputs(report):
+    """Population insights of each agent run and the pairwise judge of the two runs, in the page and results.json."""
+    page, results = report["html"], report["results"]
+    insights = _section(page, "insights")
+    assert "one_stage" in insights and "two_stage" in insights and "n = 2 cases / 2 controls" in insights
+    assert "too few" in insights.lower()  # 4 patients: the section says so instead of drawing topics and maps
+    assert len(results.insights) == 2 and all(r.n.cases == 2 and r.n.controls == 2 for r in results.insights)
+    judge = _section(page, "pairwise-judge")
+    assert results.pairwise_judge is not None and results.pairwise_judge.n_judged == 2
+    assert "synthetic" in judge and "both" in judge.lower()
+    assert (report["out"] / "judge" / "judge.json").is_file()

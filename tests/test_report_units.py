@@ -21,8 +21,9 @@ from vista.meds import schema
 from vista.meds.errors import MedsDataError
 from vista.timeline import truncate_left
 
-MODULES = ["characteristics", "cohort_tasks", "dataset", "errors", "figures", "html", "parallel", "predictions",
-           "profile", "realism", "reproduce", "results", "sections", "settings", "tables", "timelines"]
+MODULES = ["characteristics", "cohort_tasks", "dataset", "errors", "figures", "html", "paired", "palette", "parallel",
+           "predictions", "profile", "realism", "record_length", "reproduce", "results", "sections", "settings",
+           "tables", "timelines"]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -228,3 +229,138 @@ def test_a_prediction_file_too_small_for_a_ci_is_reported_not_fatal(tmp_path):
                                           gap_days=365, n_resamples=100, seed=0)
     assert isinstance(result, UnscoredRun) and result.n_scored == 2 and scores.n == 2
     assert result.llm_model == "tiny-llm" and "2 cases and 2 controls" in result.reason
+
+
+# ------------------------------------------------------------------------------------------------ honest comparisons
+def _scores(model, ids, labels, values):
+    from baselines import ModelScores
+
+    times = np.full(len(ids), np.datetime64("2020-01-01", "us"))
+    return ModelScores(model, np.asarray(ids), times, np.asarray(labels, bool), np.asarray(values, float))
+
+
+def test_paired_difference_equals_sklearn_on_the_same_rows_and_covers_it():
+    from sklearn.metrics import roc_auc_score
+
+    from baselines.metrics import paired_auroc_difference
+
+    rng = np.random.default_rng(3)
+    y = np.arange(200) < 100
+    a, b = rng.normal(size=200) + 1.5 * y, rng.normal(size=200) + 0.3 * y
+    d = paired_auroc_difference(y, a, b, n_resamples=400, seed=1)
+    assert d.auroc_a == roc_auc_score(y, a) and d.auroc_b == roc_auc_score(y, b)
+    assert d.difference.value == pytest.approx(d.auroc_a - d.auroc_b)
+    assert 0.0 < d.difference.lower < d.difference.value < d.difference.upper
+    same = paired_auroc_difference(y, a, a, n_resamples=100, seed=1)  # a model against itself: exactly 0
+    assert same.difference.lower == same.difference.upper == 0.0
+
+
+def test_a_baseline_is_rescored_on_the_agents_patients_only():
+    """The agent scored 4 of 8 patients: the comparator's AUROC in the pair is on those 4, not on its 8."""
+    from sklearn.metrics import roc_auc_score
+
+    from benchmarks.report.paired import paired_comparisons
+
+    ids, labels = list(range(1, 9)), [1, 1, 1, 1, 0, 0, 0, 0]
+    baseline = _scores("lr", ids, labels, [0.9, 0.1, 0.8, 0.2, 0.3, 0.7, 0.1, 0.2])
+    agent = _scores("agent", [1, 2, 5, 6], [1, 1, 0, 0], [0.6, 0.5, 0.4, 0.3])
+    [pair] = paired_comparisons("lung", [agent], [baseline], [], n_resamples=100, seed=0)
+    assert pair.comparator_auroc == roc_auc_score([1, 1, 0, 0], [0.9, 0.1, 0.3, 0.7])
+    assert pair.agent_auroc == 1.0 and (pair.n_cases, pair.n_controls) == (2, 2) and pair.too_few
+    assert pair.difference is not None and pair.difference.value == pytest.approx(1.0 - pair.comparator_auroc)
+    sampled = _scores("record length: XML tokens", [1, 5], [1, 0], [900.0, 100.0])  # a sample lacking the agent's rows
+    [gap] = paired_comparisons("lung", [agent], [sampled], [], n_resamples=100, seed=0)
+    assert gap.difference is None and "has no score for subject 2" in gap.note
+
+
+def test_record_length_auroc_is_the_auroc_of_the_counts(small_dataset):
+    from sklearn.metrics import roc_auc_score
+
+    from baselines.stratify import visit_counts
+    from benchmarks.report.record_length import TOKENS, VISITS, record_length_results
+    from vista.meds.reader import MedsDataset
+
+    root, labels = small_dataset
+    events = MedsDataset(root).scan()
+    tokens = labels.head(12).select("subject_id", "prediction_time", xml_tokens=pl.int_range(pl.len()) * 100 + 7)
+    results, scores = record_length_results("test", 365, labels, events, tokens, n_resamples=100, seed=0)
+    by = {r.model: r for r in results}
+    assert {r.kind for r in results} == {"record_length"} and set(by) == {TOKENS, VISITS}
+    visits = labels.join(visit_counts(events, labels, years=None), on=["subject_id", "prediction_time"])
+    assert by[VISITS].evaluation.auroc.value == roc_auc_score(visits["boolean_value"], visits["visits"])
+    assert by[VISITS].evaluation.n == labels.height and by[TOKENS].evaluation.n == 12
+    first = labels.head(12)
+    assert by[TOKENS].evaluation.auroc.value == roc_auc_score(first["boolean_value"], np.arange(12) * 100 + 7)
+    whole = visit_counts(events, labels, years=None)["visits"].sum()
+    assert whole >= visit_counts(events, labels)["visits"].sum()  # the whole record holds the last 5 years
+
+
+def test_small_strata_say_too_few_instead_of_a_ci():
+    from baselines import stratified_results
+    from baselines.metrics import MIN_CASES
+
+    n = 30
+    ids, labels = list(range(n)), [i % 2 == 0 for i in range(n)]
+    scores = _scores("m", ids, labels, np.linspace(0, 1, n))
+    strata = pl.DataFrame({"subject_id": ids, "prediction_time": [datetime(2020, 1, 1)] * n,
+                           "sex": ["F" if i < 4 else "M" for i in range(n)]})
+    results = {r.stratum: r for r in stratified_results(scores, strata, n_resamples=50)}
+    assert results["F"].auroc is None and results["F"].note == f"too few: 2 cases (< {MIN_CASES})"
+    assert results["M"].auroc is not None  # 13 cases and 13 controls
+
+
+def test_runs_with_too_few_patients_are_never_on_the_pareto_front():
+    from baselines import evaluate
+    from benchmarks.report.profile import RunProfile, selection_view
+    from benchmarks.report.results import ModelResult, Quantiles
+
+    def result(model, n, source, kind="prediction_file"):
+        labels = np.arange(2 * n) < n
+        e = evaluate(_scores(model, range(2 * n), labels, labels + np.linspace(0, 0.5, 2 * n)), n_resamples=50)
+        return ModelResult(cohort="lung", gap_days=365, model=model, kind=kind, source=source, evaluation=e,
+                           seconds=1.0)
+
+    tiny, lr = result("tiny", 2, "tiny.parquet"), result("lr", 40, None, "baseline")
+    q = Quantiles.of([1.0])
+    profile = RunProfile(name="tiny", llm_model="x", variant="one_stage", source="tiny.parquet", patients=4,
+                         statuses={}, profiled=4, cached_patients=0, runtime_s=Quantiles.of([0.0001]), wall_s=q,
+                         stages={}, prompt_tokens=q, completion_tokens=q, total_tokens=q,
+                         cost_usd=Quantiles.of([0.0]), total_cost_usd=0.0, unpriced_calls=0, llm_calls=q,
+                         timeline_tokens=q, chunks=q, by_tokens=[], by_chunks=[])
+    points = {p.name: p for p in selection_view([profile], [tiny], [lr])}
+    assert tiny.evaluation.auroc.value == 1.0 and points["tiny"].too_few and not points["tiny"].on_pareto_front
+    assert points["lr"].on_pareto_front  # faster, better and cheaper runs would dominate it, but tiny may not
+
+
+def test_tables_put_n_beside_every_auroc_and_flag_too_few(tmp_path):
+    import re
+
+    from benchmarks.report import tables
+    from report_fixtures import build_report_data
+
+    data = build_report_data(tmp_path)
+    r = data.results
+    table = tables.metric_table(r.results, ["lung", "any_cancer"], "auroc", "t")
+    cells = [c for row in table.rows for c in row[2:] if c != "–"]
+    assert cells and all(re.search(r" n=\d+/\d+", c) for c in cells)
+    one_stage = table.columns.index("one_stage · smollm2-135m-instruct-q4_1")
+    assert table.rows[0][one_stage].endswith("n=2/2 too few")
+    paired = tables.paired_table(r.paired)
+    assert len(paired.rows) == 10 and all(row[4] in ("2 / 2", "12 / 12") for row in paired.rows)
+    assert tables.settings_table(r.settings).collapsed
+
+
+def test_figure_axes_hold_every_point():
+    from benchmarks.report.figures import span
+
+    low, high = span([0.12, 0.3, 1.0], low=0.4, high=1.0)
+    assert low < 0.12 and high > 1.0
+
+
+def test_one_colour_per_model_across_the_report(tmp_path):
+    from benchmarks.report.sections import report_palette
+    from report_fixtures import build_report_data
+
+    palette = report_palette(build_report_data(tmp_path))
+    colours = [palette[name] for name in palette.names()]
+    assert len(colours) == len(set(colours))

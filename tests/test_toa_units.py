@@ -212,7 +212,9 @@ def _event(k, day, refs, kind="imaging", description="x"):
 @settings(max_examples=100, deadline=None)
 @given(ref_lists)
 def test_unify_keeps_every_ref_once_and_merges_only_linked_events(ref_sets):
-    events = [_event(k, 1 + k % 5, refs) for k, refs in enumerate(ref_sets)]
+    # all on one day and of one type: no ref is a hub, so unify merges exactly the connected components
+    # (hubs and date windows: tests/test_toa_structure.py)
+    events = [_event(k, 1, refs) for k, refs in enumerate(ref_sets)]
     merged, n_merged = unify(events)
     assert len(merged) == len(ref_groups(ref_sets))
     all_refs = [r for e in merged for r in e.source_event_refs]
@@ -277,9 +279,13 @@ def test_episodes_cover_every_event_once_without_overlap(rows):
 
 def test_episodes_without_treatment_are_baseline_and_diagnosis():
     profile = load_profile()
-    events = [_event(0, 1, ["e1"], kind="background"), _event(1, 5, ["e2"], kind="imaging")]
+    events = [_event(0, 1, ["e1"], kind="background"), _event(1, 5, ["e2"], kind="imaging"),
+              _event(2, 9, ["e3"], kind="diagnosis")]
     episodes = synthesize_episodes(unify(events)[0], profile)
-    assert [(e.kind, e.start.day, e.end.day) for e in episodes] == [(EpisodeKind.BASELINE, 1, 4), (EpisodeKind.DIAGNOSIS, 5, 5)]
+    assert [(e.kind, e.start.day, e.end.day) for e in episodes] == [(EpisodeKind.BASELINE, 1, 4), (EpisodeKind.DIAGNOSIS, 5, 9)]
+    # imaging with no diagnosis on the timeline is no diagnostic work-up: all baseline
+    episodes = synthesize_episodes(unify(events[:2])[0], profile)
+    assert [(e.kind, e.start.day, e.end.day) for e in episodes] == [(EpisodeKind.BASELINE, 1, 5)]
     assert synthesize_episodes([], profile) == []
 
 

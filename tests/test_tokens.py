@@ -138,3 +138,47 @@ def test_fresh_process_builds_the_encoding_without_network(tmp_path):
 
 def test_doctests():
     assert doctest.testmod(tokens).failed == 0
+
+
+O200K = OFFLINE_SOURCES["o200k_base"]
+
+
+def test_o200k_is_rebuilt_offline_byte_identical_to_openais_file(tmp_path):
+    tokens._seed_cache(O200K, tmp_path)
+    assert hashlib.sha256((tmp_path / O200K.cache_key).read_bytes()).hexdigest() == O200K.sha256
+    enc = get_encoding("o200k_base")
+    assert enc.name == "o200k_base" and enc.n_vocab == 200019
+    assert enc.encode("hello world") == [24912, 2375]  # well-known o200k ids
+    assert count_tokens("hello world", "o200k_base") == 2
+
+
+def test_corrupt_quicktok_vocabulary_is_a_clear_error(monkeypatch, tmp_path):
+    bad = tmp_path / "o200k.vocab"
+    bad.write_bytes(b"\x05\x00\x00\x00\x01\x00")
+    monkeypatch.setattr(tokens, "bundled_file", lambda source: bad)
+    with pytest.raises(TokenizerUnavailableError, match="truncated"):
+        tokens._seed_cache(O200K, tmp_path / "cache")
+
+
+@pytest.mark.parametrize("model, encoding", [
+    ("gpt-4o", "o200k_base"), ("gpt-4o-mini-2024-07-18", "o200k_base"), ("gpt-4.1-nano", "o200k_base"),
+    ("o1", "o200k_base"), ("o4-mini", "o200k_base"), ("openai/gpt-5", "o200k_base"),
+    ("gpt-4", "cl100k_base"), ("gpt-4-turbo", "cl100k_base"), ("gpt-3.5-turbo", "cl100k_base"),
+    ("smollm2-135m-instruct-q4_1", "cl100k_base"), ("meta-llama/Llama-3.1-8B-Instruct", "cl100k_base"),
+    ("o1ne-model", "cl100k_base"),
+])
+def test_encoding_for_model(model, encoding):
+    assert tokens.encoding_for_model(model) == encoding
+
+
+def test_model_encoding_falls_back_to_cl100k_with_one_warning(monkeypatch, caplog):
+    def unavailable(name="cl100k_base"):
+        if name == "o200k_base":
+            raise TokenizerUnavailableError("quicktok not installed")
+        return tiktoken.Encoding  # unused
+    monkeypatch.setattr(tokens, "get_encoding", unavailable)
+    monkeypatch.setattr(tokens, "_fallback_warned", set())
+    with caplog.at_level("WARNING", logger="vista.tokens"):
+        assert tokens.model_encoding("gpt-4o") == "cl100k_base"
+        assert tokens.model_encoding("gpt-4.1") == "cl100k_base"
+    assert len([r for r in caplog.records if "o200k_base" in r.getMessage()]) == 1

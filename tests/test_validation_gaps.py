@@ -125,7 +125,7 @@ def test_fix_duplicates_writes_a_checked_copy_and_leaves_the_input_alone(tmp_pat
     assert validate_dataset(out, now=NOW).duplicate_rows == 0
     # an existing copy is never overwritten; a copy inside the dataset is refused
     assert main(["validate", str(source), "--fix-duplicates", str(out)]) == 2
-    assert "already exists and is not an empty directory" in capsys.readouterr().err
+    assert "must be a new or empty directory" in capsys.readouterr().err  # said before the validation pass
     with pytest.raises(MedsFileError, match="must go outside the dataset"):
         write_deduplicated(source, [SHARD], source / "copy")
 

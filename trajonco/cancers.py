@@ -91,12 +91,17 @@ CANCERS: dict[str, CancerType] = {c.key: c for c in _CATALOG}
 """The 15 cancer types by key, in a fixed order (the order the paper lists them)."""
 
 
+ALIASES = {"myeloma": "multiple_myeloma"}
+"""Other names of a cancer key (the synthetic generator's summary says ``myeloma``)."""
+
+
 def get_cancer(name: str) -> CancerType:
     """The cancer for a key or display name (case, spaces, hyphens and a trailing 'cancer' ignored)."""
     norm = name.strip().lower().replace("-", " ").replace("_", " ")
     if norm.endswith(" cancer"):
         norm = norm[: -len(" cancer")]
     key = "_".join(norm.split())
+    key = ALIASES.get(key, key)
     if key in CANCERS:
         return CANCERS[key]
     raise UnknownCancerError(f"unknown cancer type {name!r}; expected one of: {', '.join(CANCERS)}")

@@ -9,19 +9,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
 from vista.cli import add_llm_option, add_profile_option
+from vista.cli_kit import ArgumentParser, HelpFormatter, add_overwrite, add_version, check_output_dir, parse_when, subcommand
 from vista.errors import CommandLineError, run_command
 
 def _cmd_synth(args: argparse.Namespace) -> int:
-    from vista.synth import SynthConfig, generate
+    from rich.console import Console
 
+    from vista.synth import SynthConfig, generate, summary_table
+
+    for option, value in (("--subjects", args.subjects), ("--shard-size", args.shard_size), ("--workers", args.workers)):
+        if value < 1:
+            raise CommandLineError(f"{option} {value}: must be at least 1")
+    out = check_output_dir(args.out, overwrite=args.overwrite)
     config = SynthConfig(n_subjects=args.subjects, seed=args.seed, shard_size=args.shard_size, workers=args.workers)
-    summary = generate(config, Path(args.out), progress=not args.quiet)
-    print(summary)
+    summary = generate(config, out, progress=not args.quiet, overwrite=args.overwrite)
+    Console().print(summary_table(summary))
     return 0
 
 
@@ -56,6 +63,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
     if args.report and not args.quarantine:
         raise CommandLineError("--report goes with --quarantine (without it the first problem stops the check)")
+    if args.fix_duplicates:  # checked before the (long) validation pass, not after it
+        out = check_output_dir(args.fix_duplicates, "--fix-duplicates")
+        if out is not None and out.is_dir() and any(out.iterdir()):
+            raise CommandLineError(f"--fix-duplicates {out}: must be a new or empty directory (the copy is written there)")
     root = Path(args.dataset)
     report = validate_dataset(root, on_error="quarantine" if args.quarantine else "raise")
     print(report)
@@ -115,6 +126,9 @@ def _locate_read_failure(root: Path, exc: Exception) -> None:
 def _cmd_cohort(args: argparse.Namespace) -> int:
     from trajonco.cohorts import CohortDataError, EmptyCohortError, build_cohort, load_definition
 
+    out = check_output_dir(args.out, overwrite=args.overwrite)
+    if not Path(args.dataset).is_dir():
+        raise CommandLineError(f"--dataset {args.dataset}: no such directory")
     definition = load_definition(args.definition)
     overrides = {k: v for k, v in {"gap_days": args.gap_days, "seed": args.seed, "test_splits": args.test_splits,
                                    "train_splits": args.train_splits}.items() if v is not None}
@@ -123,7 +137,9 @@ def _cmd_cohort(args: argparse.Namespace) -> int:
     if args.validate:
         _validate_before_cohort(Path(args.dataset))
     try:
-        result = build_cohort(Path(args.dataset), definition, Path(args.out), profile=args.coding_profile)
+        if args.overwrite:
+            _clear_cohort(out)
+        result = build_cohort(Path(args.dataset), definition, out, profile=args.coding_profile)
     except CohortDataError as exc:
         _locate_read_failure(Path(args.dataset), exc)
         raise
@@ -137,6 +153,14 @@ def _cmd_cohort(args: argparse.Namespace) -> int:
     return 0
 
 
+def _clear_cohort(out: Path) -> None:
+    """Remove what an earlier cohort left in ``out`` (labels, manifest), so no stale split survives --overwrite."""
+    import shutil
+
+    shutil.rmtree(out / "labels", ignore_errors=True)
+    (out / "manifest.json").unlink(missing_ok=True)
+
+
 def _cmd_profile(args: argparse.Namespace) -> int:
     from vista.coding import profile_report
 
@@ -148,7 +172,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 def _cmd_timeline(args: argparse.Namespace) -> int:
     from trajonco.cohort_timelines import render_patient_timeline
 
-    when = _parse_when(args.prediction_time, "--prediction-time")
+    when = parse_when(args.prediction_time, "--prediction-time")
     if when is None:
         print("warning: no --prediction-time: the timeline holds the whole record, outcome included", file=sys.stderr)
     print(render_patient_timeline(Path(args.dataset), args.subject, when, profile=args.coding_profile))
@@ -182,20 +206,17 @@ def _cmd_chunk(args: argparse.Namespace) -> int:
 
     from trajonco.cohort_timelines import summary_table, timeline_stats
 
-    stats = timeline_stats(Path(args.dataset), Path(args.labels), max_tokens=args.max_tokens, limit=args.limit,
+    chunk_tokens = args.chunk_tokens
+    if args.old_max_tokens is not None:
+        print("trajonco chunk: --max-tokens is deprecated (it will be removed in the next release); use --chunk-tokens",
+              file=sys.stderr)
+        chunk_tokens = args.old_max_tokens
+    if chunk_tokens < 1:
+        raise CommandLineError(f"--chunk-tokens {chunk_tokens}: must be at least 1")
+    stats = timeline_stats(Path(args.dataset), Path(args.labels), max_tokens=chunk_tokens, limit=args.limit,
                            profile=args.coding_profile)
-    Console().print(summary_table(stats, title=f"Timelines of {args.labels} (chunks of ≤ {args.max_tokens:,} tokens)"))
+    Console().print(summary_table(stats, title=f"Timelines of {args.labels} (chunks of ≤ {chunk_tokens:,} tokens)"))
     return 0
-
-
-def _parse_when(text: str | None, option: str) -> datetime | None:
-    """An ISO date/time from the command line, or a one-line `ValueError` naming the option."""
-    if text is None:
-        return None
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        raise CommandLineError(f"{option}: {text!r} is not an ISO date or date-time (e.g. 2019-06-30)") from None
 
 
 def _cmd_predict_one(args: argparse.Namespace) -> int:
@@ -211,12 +232,22 @@ def _cmd_predict_one(args: argparse.Namespace) -> int:
 
     if args.cancer != "any":
         get_cancer(args.cancer)  # an unknown cancer fails here, listing the keys, before any data is read
-    when = _parse_when(args.prediction_time, "--prediction-time")
+    when = parse_when(args.prediction_time, "--prediction-time")
     if when is None and args.labels:
         when = _label_time(args.labels, args.subject)
     if when is None and not args.all_history:
         raise CommandLineError("predict-one needs a prediction time: --prediction-time DATE, --labels FILE (the "
                                "subject's label row), or --all-history to let the agents read the whole record")
+    settings = {"variant": args.variant, "horizon_days": args.horizon_days, "chunk_tokens": args.chunk_tokens,
+                "memory_k": args.memory_k, "cancer": "lung" if args.cancer == "any" else args.cancer,
+                "truncate_tokens": args.truncate_tokens, "part_numbers": args.part_numbers or None,
+                "any_cancer_mode": args.any_cancer_mode, "answer_tokens": args.answer_budget}
+    try:  # every option is checked before the patient is read
+        config = PipelineConfig(**{k: v for k, v in settings.items() if v is not None})
+    except ValidationError as exc:
+        problems = "; ".join(f"--{'-'.join(map(str, e['loc'])).replace('_', '-')}: {e['msg']}" for e in exc.errors())
+        raise CommandLineError(problems) from None
+    llm = LLMConfig.from_cli(args.llm)
     dataset = MedsDataset(Path(args.dataset), profile=args.coding_profile)
     record = dataset.load_patients([args.subject])[args.subject]
     if when is None:
@@ -224,14 +255,6 @@ def _cmd_predict_one(args: argparse.Namespace) -> int:
     warning = leak_warning(record, args.cancer, when, dataset.code_catalog())
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
-    settings = {"variant": args.variant, "horizon_days": args.horizon_days, "chunk_tokens": args.chunk_tokens,
-                "memory_k": args.memory_k, "cancer": "lung" if args.cancer == "any" else args.cancer}
-    try:
-        config = PipelineConfig(**{k: v for k, v in settings.items() if v is not None})
-    except ValidationError as exc:
-        problems = "; ".join(f"--{'-'.join(map(str, e['loc'])).replace('_', '-')}: {e['msg']}" for e in exc.errors())
-        raise CommandLineError(problems) from None
-    llm = LLMConfig.from_cli(args.llm)
     result = asyncio.run(_predict_with_progress(record, dataset.code_catalog(), config, llm, when,
                                                 any_cancer=args.cancer == "any"))
     print_result(result, as_json=args.json)
@@ -265,31 +288,48 @@ async def _predict_with_progress(record, catalog, config, llm, when, *, any_canc
         return task.result()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="trajonco",
-        description="TrajOnco / VISTA reference implementation: synthetic MEDS data, cohorts, timelines, chunks.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def cancer_keys() -> str:
+    """Every cancer key, in the catalog's order (for help texts; the catalog module is light)."""
+    from trajonco.cancers import CANCERS
 
-    p = sub.add_parser("synth", help="generate a seeded synthetic MEDS dataset with cancer cases and ground truth")
-    p.add_argument("--subjects", type=int, default=20_000, help="number of subjects (default 20000)")
+    return ", ".join(CANCERS)
+
+
+def build_parser(extra: Callable[[argparse._SubParsersAction], None] | None = None) -> argparse.ArgumentParser:
+    """The `trajonco` parser; ``extra`` adds the sub-commands that live above this package (the Ray jobs, the
+    report), which the console script's entry point (`jobs.cli`) wires in."""
+    parser = ArgumentParser(
+        prog="trajonco", formatter_class=HelpFormatter,
+        description="TrajOnco: early cancer detection from longitudinal EHRs with a chain of LLM agents — synthetic "
+                    "MEDS data, cohorts, timelines, single-patient and cohort predictions, baselines and the report.",
+        epilog="Run `trajonco COMMAND --help` for a command's options and an example.",
+    )
+    add_version(parser)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    cancers = cancer_keys()
+
+    p = subcommand(sub, "synth", "generate a seeded synthetic MEDS dataset with cancer cases and ground truth",
+                   "trajonco synth --subjects 20000 --seed 0 --out out/synth")
+    p.add_argument("--subjects", type=int, default=20_000, help="number of subjects")
     p.add_argument("--seed", type=int, default=0, help="random seed; same seed, same bytes")
     p.add_argument("--out", required=True, help="output dataset directory")
     p.add_argument("--shard-size", type=int, default=10_000, help="subjects per parquet shard")
     p.add_argument("--workers", type=int, default=2, help="worker processes")
+    add_overwrite(p, "dataset in --out")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(handler=_cmd_synth)
 
-    p = sub.add_parser("profile", help="which coding profile fits a MEDS dataset, and what share of rows it places")
+    p = subcommand(sub, "profile", "which coding profile fits a MEDS dataset, and what share of rows it places",
+                   ["trajonco profile out/synth", "trajonco profile MEDS_DIR --coding-profile my_site.toml --json"])
     p.add_argument("dataset", help="MEDS dataset root")
     add_profile_option(p)
     p.add_argument("--sample-rows", type=int, help="count only the first N rows (default: every row)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=_cmd_profile)
 
-    p = sub.add_parser("validate", help="check a MEDS dataset (schema, order, values, times) and report problems",
-                       description=VALIDATE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subcommand(sub, "validate", "check a MEDS dataset (schema, order, values, times) and report problems",
+                   ["trajonco validate out/synth", "trajonco validate out/synth --quarantine --report bad.json"],
+                   details=VALIDATE_HELP)
     p.add_argument("dataset", help="MEDS dataset root")
     p.add_argument("--quarantine", action="store_true", help="record bad subjects/files and go on instead of stopping "
                    "(exit status 1 when anything was quarantined)")
@@ -301,10 +341,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "missing metadata)")
     p.set_defaults(handler=_cmd_validate)
 
-    p = sub.add_parser("cohort", help="build a matched case-control cohort (MEDS labels + manifest) from a definition")
-    p.add_argument("definition", help="built-in name (lung, breast, ..., any_cancer) or path to a TOML definition")
+    p = subcommand(sub, "cohort", "build a matched case-control cohort (MEDS labels + manifest) from a definition",
+                   ["trajonco cohort lung --dataset out/synth --out out/cohorts/lung",
+                    "trajonco cohort my_definition.toml --dataset MEDS --out out/cohorts/mine --explain"])
+    p.add_argument("definition", help=f"a built-in name ({cancers}, any_cancer) or the path of a TOML definition")
     p.add_argument("--dataset", required=True, help="MEDS dataset root")
     p.add_argument("--out", required=True, help="output cohort directory")
+    add_overwrite(p, "cohort in --out")
     p.add_argument("--gap-days", type=int, help="override the gap between prediction time and index (days)")
     p.add_argument("--seed", type=int, help="override the matching seed")
     p.add_argument("--validate", action="store_true", help="check every row first, as `trajonco validate` does "
@@ -319,26 +362,34 @@ def build_parser() -> argparse.ArgumentParser:
     add_profile_option(p)
     p.set_defaults(handler=_cmd_cohort)
 
-    p = sub.add_parser("timeline", help="print one patient's XML timeline (events strictly before the prediction time)")
+    p = subcommand(sub, "timeline", "print one patient's XML timeline (events strictly before the prediction time)",
+                   "trajonco timeline --dataset out/synth --subject 12 --prediction-time 2021-06-01")
     p.add_argument("--dataset", required=True, help="MEDS dataset root")
     p.add_argument("--subject", type=int, required=True, help="subject_id")
     p.add_argument("--prediction-time", help="ISO date/time; default: after the last event (warns: outcome included)")
     add_profile_option(p)
     p.set_defaults(handler=_cmd_timeline)
 
-    p = sub.add_parser("chunk", help="render and chunk the timelines of a cohort and print token/chunk statistics")
+    p = subcommand(sub, "chunk", "render and chunk the timelines of a cohort and print token/chunk statistics",
+                   "trajonco chunk --dataset out/synth --labels out/cohorts/lung/labels/test.parquet --chunk-tokens 16000")
     p.add_argument("--dataset", required=True, help="MEDS dataset root")
     p.add_argument("--labels", required=True, help="cohort label parquet (e.g. COHORT/labels/test.parquet)")
-    p.add_argument("--max-tokens", type=int, default=16_000, help="chunk budget l in tokens (default 16000)")
+    p.add_argument("--chunk-tokens", type=int, default=16_000, help="chunk limit l in tokens")
+    p.add_argument("--max-tokens", type=int, dest="old_max_tokens", help=argparse.SUPPRESS)  # deprecated spelling
     p.add_argument("--limit", type=int, help="only the first N patients")
     add_profile_option(p)
     p.set_defaults(handler=_cmd_chunk)
 
-    p = sub.add_parser("predict-one", help="run the TrajOnco agents on one patient and print the assessment")
+    p = subcommand(sub, "predict-one", "run the TrajOnco agents on one patient and print the assessment",
+                   ["trajonco predict-one --dataset out/synth --subject 12 --cancer lung --prediction-time 2021-06-01",
+                    "trajonco predict-one --dataset out/synth --subject 12 --cancer any "
+                    "--labels out/cohorts/lung/labels/test.parquet --model gpt-4.1-mini --base-url "
+                    "https://api.openai.com/v1"],
+                   details="A whole cohort runs on Ray with `trajonco predict` (resumable, one row per patient).")
     p.add_argument("--dataset", required=True, help="MEDS dataset root")
     p.add_argument("--subject", type=int, required=True, help="subject_id")
-    p.add_argument("--cancer", default="lung", help="one of the 15 cancer keys (lung, breast, ...) or 'any' for "
-                   "any-cancer max pooling over all 15 (default lung)")
+    p.add_argument("--cancer", default="lung", help=f"the cancer to assess: {cancers}; or 'any' for any cancer "
+                   "the patient's sex allows (see --any-cancer-mode) (default lung)")
     p.add_argument("--variant", choices=["one_stage", "two_stage", "single_agent"], help="agent design (default one_stage)")
     p.add_argument("--prediction-time", help="ISO date/time; only events strictly before it are seen")
     p.add_argument("--labels", help="MEDS label parquet: take the subject's prediction time from its row")
@@ -348,17 +399,52 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--horizon-days", type=int, help="prediction horizon in days (default 365)")
     p.add_argument("--chunk-tokens", type=int, help="chunk limit l in tokens (default: fitted to the model's context)")
     p.add_argument("--memory-k", type=int, help="latest memory events shown to each worker (default 10)")
+    p.add_argument("--truncate-tokens", type=int, help="left-truncation: the agents see only the newest N tokens of "
+                   "the timeline (default: all of it)")
+    p.add_argument("--part-numbers", action="store_true", help="say 'Part k of n' when handing a chunk to an agent")
+    p.add_argument("--any-cancer-mode", choices=["chain", "max"], help="with --cancer any: chain (default, the "
+                   "paper's: one chain asked for the strongest signal of any cancer) or max (one chain per cancer, "
+                   "the highest score kept; 12-15x the cost)")
+    p.add_argument("--answer-budget", choices=["fit", "fixed"], help="max_tokens per call: fit (default: each "
+                   "agent's worst-case answer, within the model's output limit) or fixed (the LLM settings' max_tokens)")
     add_llm_option(p)
     p.add_argument("--json", action="store_true", help="print the typed result as JSON")
     p.set_defaults(handler=_cmd_predict_one)
+    for add_parser in _PACKAGE_COMMANDS:
+        add_parser(sub)
+    if extra is not None:
+        extra(sub)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `trajonco` console script."""
+def _add_judge(sub: argparse._SubParsersAction) -> None:
+    from trajonco.judge.cli import add_parser
+
+    add_parser(sub)
+
+
+def _add_review(sub: argparse._SubParsersAction) -> None:
+    from trajonco.human_eval.cli import add_parser
+
+    add_parser(sub)
+
+
+def _add_insights(sub: argparse._SubParsersAction) -> None:
+    from trajonco.insights.cli import add_parser
+
+    add_parser(sub)
+
+
+_PACKAGE_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_judge, _add_review, _add_insights)
+"""Sub-commands of this package that live in their own modules (judge, insights, human review)."""
+
+
+def main(argv: Sequence[str] | None = None,
+         extra: Callable[[argparse._SubParsersAction], None] | None = None) -> int:
+    """The `trajonco` command (the console script adds the Ray jobs through ``extra``, see `jobs.cli`)."""
     from trajonco.errors import user_errors
 
-    return run_command(build_parser().parse_args(argv), user_errors())
+    return run_command(build_parser(extra).parse_args(argv), user_errors())
 
 
 if __name__ == "__main__":

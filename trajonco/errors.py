@@ -12,6 +12,7 @@ _TRAJONCO_USER_ERRORS = (
     ("trajonco.chunking", "ChunkingError"),
     ("trajonco.agents.budget", "BudgetError"),
     ("trajonco.cancers", "UnknownCancerError"),
+    ("trajonco.insights.errors", "InsightsInputError"),
 )
 
 

@@ -7,6 +7,8 @@ about a patient, and open the source events an answer cites.
     vista ask --store STORE --subject 7 "When did first-line therapy start?" [--verify] [--json]
     vista source --store STORE --subject 7 e12 e13 t4
     vista evaluate --store STORE --truth MEDS [--subjects 7 9] [--judge-llm KEY=VALUE ...]   # VISTA vs RAG
+    vista similar --store STORE --subject 7 --k 10                  # graph-guided patient similarity
+    vista cohort-query --store STORE --code 'lung=ICD10CM//C34*' --text 'egfr=EGFR[^.]*detected' --before lung:egfr
 
 Each sub-command imports its machinery lazily so `vista --help` stays instant. Errors the user can fix (a missing
 store or subject, an unknown event id, bad input data, a bad LLM setting) are printed as one line, exit status 2.
@@ -18,9 +20,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from vista.cli_kit import ArgumentParser, HelpFormatter, add_version, subcommand
 from vista.errors import CommandLineError, run_command, user_errors
 
 # ---------------------------------------------------------------------------------------------------- graph
@@ -201,22 +204,24 @@ def _cmd_source(args: argparse.Namespace) -> int:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from vista.evaluation import TruthCase, evaluate, load_oncology_truths
+    from vista.evaluation import evaluate
+    from vista.evaluation.options import judge_config, load_truth_sources, with_demographics
     from vista.llm import LLMConfig, LLMGateway
     from vista.query import load_graph, open_graph_store
     from vista.rag import RagConfig, generate_rag_display
 
     store = open_graph_store(args.store)
-    truth_root = Path(args.truth)
+    truths_found = load_truth_sources(args.truth, args.references, args.subjects)
     if args.subjects:
-        records = load_oncology_truths(truth_root, args.subjects)
-    else:  # every stored patient the ground truth describes
-        records = {sid: r for sid, r in load_oncology_truths(truth_root).items() if sid in store}
+        records = truths_found
+    else:  # every stored patient the truth describes
+        records = {sid: r for sid, r in truths_found.items() if sid in store}
         if not records:
-            raise CommandLineError(f"--truth {truth_root}: none of the {len(store)} patient(s) in {args.store} has an "
-                                   "oncology record; pass --subjects or build graphs of cancer patients")
+            given = " / ".join(str(p) for p in (args.truth, args.references) if p)
+            raise CommandLineError(f"{given}: none of the {len(store)} patient(s) in {args.store} has a truth; pass "
+                                   "--subjects or build graphs of the patients the truth describes")
     graphs = {sid: load_graph(store, sid) for sid in sorted(records)}
-    judge_config = LLMConfig.from_cli(args.judge_llm) if args.judge_llm else None
+    judge_settings, _ = judge_config(args.judge_llm, LLMConfig.from_cli(args.llm))  # evaluate() warns when the same
 
     async def run():
         async with await _gateway(args.llm) as writer:
@@ -225,12 +230,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 _, vista, _ = await _timeline_and_display(args, graph, writer)
                 rag = (await generate_rag_display(graph, writer, RagConfig())).display
                 displays += [vista, rag]
-                truths[sid] = TruthCase(records[sid], demographics=graph.info.demographics)
+                truths[sid] = with_demographics(records[sid], graph.info.demographics)
                 print(f"subject {sid}: VISTA display ({vista.calls} new calls) and RAG display ({rag.calls} new calls)",
                       file=sys.stderr)
-            if judge_config is None:
-                return await evaluate(displays, truths, writer, n_resamples=args.resamples)
-            async with LLMGateway(judge_config) as judge:
+            async with LLMGateway(judge_settings) as judge:
                 return await evaluate(displays, truths, judge, n_resamples=args.resamples)
 
     report = asyncio.run(run())
@@ -252,10 +255,33 @@ LLM_OPTION_HELP = ("LLM setting (repeatable), e.g. --llm backend=openai --llm ba
                    "--llm model=NAME; default: the embedded model, overridable by VISTA_LLM_* variables")
 
 
+class _LLMShortcut(argparse.Action):
+    """``--model NAME`` / ``--base-url URL`` / ``--backend B``: appended to the ``--llm`` list as ``key=value``
+    (a base URL also selects the openai backend), so shortcuts and ``--llm`` items apply in the order given."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        items = list(getattr(namespace, self.dest) or [])
+        key = self.metavar.lower().replace("-", "_")
+        if key == "base_url":
+            items.append("backend=openai")
+        items.append(f"{key}={values}")
+        setattr(namespace, self.dest, items)
+
+
 def add_llm_option(parser: argparse.ArgumentParser, flag: str = "--llm", help_text: str = LLM_OPTION_HELP) -> None:
     """A repeatable ``KEY=VALUE`` option read with `vista.llm.LLMConfig.from_cli` (the same as
-    ``LLMConfig.add_cli_argument``, without importing the LLM layer, so ``--help`` stays instant)."""
+    ``LLMConfig.add_cli_argument``, without importing the LLM layer, so ``--help`` stays instant); for ``--llm``
+    also the shortcuts every command shares with the Ray jobs: ``--backend``, ``--base-url``, ``--model``."""
     parser.add_argument(flag, action="append", default=[], metavar="KEY=VALUE", help=help_text)
+    if flag != "--llm":
+        return
+    dest = flag.lstrip("-").replace("-", "_")
+    parser.add_argument("--backend", dest=dest, action=_LLMShortcut, metavar="BACKEND",
+                        help="shortcut for --llm backend=B (embedded or openai)")
+    parser.add_argument("--base-url", dest=dest, action=_LLMShortcut, metavar="BASE-URL",
+                        help="shortcut for --llm backend=openai --llm base_url=URL (any OpenAI-compatible endpoint)")
+    parser.add_argument("--model", dest=dest, action=_LLMShortcut, metavar="MODEL",
+                        help="shortcut for --llm model=NAME")
 
 
 def add_profile_option(parser: argparse.ArgumentParser) -> None:
@@ -271,12 +297,20 @@ def _add_patient(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--subject", type=int, required=True, help="subject_id")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="vista", description="VISTA Architect: MEDS Graphs, oncology timelines "
-                                     "(TOA), tumor-board displays, and questions answered with cited evidence.")
+def build_parser(extra: Callable[[argparse._SubParsersAction], None] | None = None) -> argparse.ArgumentParser:
+    """The `vista` parser; ``extra`` adds the sub-commands that live above this package (the Ray build job), which
+    the console script's entry point (`jobs.cli`) wires in."""
+    parser = ArgumentParser(prog="vista", formatter_class=HelpFormatter,
+                            description="VISTA Architect: MEDS Graphs, oncology timelines (TOA), tumor-board "
+                                        "displays, and questions answered with cited evidence.",
+                            epilog="Run `vista COMMAND --help` for a command's options and an example.")
+    add_version(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("graph", help="build (or update) the MEDS Graphs of a cohort in a graph store")
+    p = subcommand(sub, "graph", "build (or update) the MEDS Graphs of a cohort in a graph store",
+                   ["vista graph --dataset out/synth --store out/vista --subjects 52 77",
+                    "vista graph --xml-dir patients/ --store out/vista-xml"],
+                   details="A whole cohort on Ray: `vista build` (the same store layout).")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--dataset", help="MEDS dataset root")
     source.add_argument("--xml-dir", help="directory of patient XML files: the project's <patient> documents or the "
@@ -286,21 +320,24 @@ def build_parser() -> argparse.ArgumentParser:
     add_profile_option(p)
     p.set_defaults(handler=_cmd_graph)
 
-    p = sub.add_parser("timeline", help="build (or load, when unchanged) a patient's TOA timeline and print it")
+    p = subcommand(sub, "timeline", "build (or load, when unchanged) a patient's TOA timeline and print it",
+                   "vista timeline --store out/vista --subject 52")
     _add_patient(p)
     p.add_argument("--profile", help="event-definition profile: packaged name or TOML path (default thoracic)")
     add_llm_option(p)
     p.add_argument("--json", action="store_true", help="print the stored timeline as JSON")
     p.set_defaults(handler=_cmd_timeline)
 
-    p = sub.add_parser("display", help="build (or load) a patient's timeline and tumor-board display and print it")
+    p = subcommand(sub, "display", "build (or load) a patient's timeline and tumor-board display and print it",
+                   "vista display --store out/vista --subject 52")
     _add_patient(p)
     p.add_argument("--profile", help="event-definition profile of the timeline (default thoracic)")
     add_llm_option(p)
     p.add_argument("--json", action="store_true", help="print the display as JSON")
     p.set_defaults(handler=_cmd_display)
 
-    p = sub.add_parser("ask", help="answer a question from a patient's stored timeline, citing timeline events")
+    p = subcommand(sub, "ask", "answer a question from a patient's stored timeline, citing timeline events",
+                   'vista ask --store out/vista --subject 52 "When did first-line therapy start?" --verify')
     _add_patient(p)
     p.add_argument("question", help="the question, in quotes")
     p.add_argument("--verify", action="store_true", help="also check the answer against the cited source events "
@@ -309,7 +346,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the typed answer as JSON")
     p.set_defaults(handler=_cmd_ask)
 
-    p = sub.add_parser("source", help="print source events of a patient's graph, with their MEDS row provenance")
+    p = subcommand(sub, "source", "print source events of a patient's graph, with their MEDS row provenance",
+                   "vista source --store out/vista --subject 52 t3 e120")
     _add_patient(p)
     p.add_argument("ids", nargs="+", metavar="ID", help="graph event ids (e12) or timeline event ids (t3: the source "
                    "events behind it)")
@@ -317,25 +355,54 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the source events as JSON")
     p.set_defaults(handler=_cmd_source)
 
-    p = sub.add_parser("evaluate", help="score VISTA's displays and the BM25 RAG baseline's against the ground truth "
-                       "(accuracy per variable with 95%% CIs, an LLM judge where rules cannot decide)")
-    p.add_argument("--store", required=True, help="graph store directory (made by `vista graph`)")
-    p.add_argument("--truth", required=True, help="synthetic dataset root holding ground_truth/oncology.jsonl")
+    p = subcommand(sub, "evaluate", "score VISTA's displays and the BM25 RAG baseline's against the ground truth "
+                   "(accuracy per variable with 95%% CIs, an LLM judge where rules cannot decide)",
+                   ["vista evaluate --store out/vista --truth out/synth --judge-llm base_url=URL --judge-llm model=NAME",
+                    "vista evaluate --store out/vista --references refs.csv --judge-llm model=gpt-4.1"],
+                   details="A whole store on Ray, resumable: `vista evaluate-cohort`.")
+    p.add_argument("--store", required=True, help="graph store directory (made by `vista graph` or `vista build`)")
+    p.add_argument("--truth", help="synthetic dataset root holding ground_truth/oncology.jsonl (and/or --references)")
+    p.add_argument("--references", metavar="CSV|JSON",
+                   help="clinician reference answers used as the truth (columns subject_id, variable, answer [, as_of, "
+                   "hint, reviewer]; see docs/clinician_references.md); with --truth too, a patient's clinician "
+                   "answers replace the generator's record")
     p.add_argument("--subjects", type=int, nargs="+", help="only these subject ids (default: every stored patient "
                    "with an oncology record)")
     p.add_argument("--profile", help="event-definition profile of the timeline (default thoracic)")
     add_llm_option(p)
-    add_llm_option(p, "--judge-llm", "LLM setting of the judge (repeatable; default: the same LLM as the displays)")
+    add_llm_option(p, "--judge-llm", "LLM setting of the judge (repeatable); default: VISTA_JUDGE_LLM_* variables, "
+                   "else the display model, with a warning (the paper judges with another, stronger model)")
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples per CI (default 2000)")
     p.add_argument("--out", help="also write evaluation.md and evaluation.json here")
     p.add_argument("--json", action="store_true", help="print the evaluation report as JSON")
     p.set_defaults(handler=_cmd_evaluate)
+    for add_parser in _PACKAGE_COMMANDS:
+        add_parser(sub)
+    if extra is not None:
+        extra(sub)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `vista` console script."""
-    return run_command(build_parser().parse_args(argv), user_errors())
+def _add_similar(sub: argparse._SubParsersAction) -> None:
+    from vista.cohort.cli import add_similar_parser
+
+    add_similar_parser(sub)
+
+
+def _add_cohort_query(sub: argparse._SubParsersAction) -> None:
+    from vista.cohort.cli import add_query_parser
+
+    add_query_parser(sub)
+
+
+_PACKAGE_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_similar, _add_cohort_query)
+"""Sub-commands of this package that live in their own modules (patient similarity, cohort queries)."""
+
+
+def main(argv: Sequence[str] | None = None,
+         extra: Callable[[argparse._SubParsersAction], None] | None = None) -> int:
+    """The `vista` command (the console script adds the Ray build job through ``extra``, see `jobs.cli`)."""
+    return run_command(build_parser(extra).parse_args(argv), user_errors())
 
 
 if __name__ == "__main__":

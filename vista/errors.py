@@ -25,6 +25,7 @@ VISTA_USER_ERRORS: tuple[tuple[str, str], ...] = (
     ("vista.display.model", "DisplayError"),
     ("vista.rag.errors", "RagError"),
     ("vista.evaluation.errors", "EvaluationError"),
+    ("vista.cohort.errors", "CohortError"),
 )
 
 

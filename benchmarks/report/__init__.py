@@ -7,7 +7,9 @@ command-line entry point that also runs the agents through ``jobs.predict``.
 Modules: `settings` (what a report covers), `dataset` (synthetic or given MEDS data), `cohort_tasks` and
 `parallel` (per-cohort work in worker processes), `timelines` (XML sizes, left-truncation windows),
 `characteristics` (Table 1), `predictions` (prediction files as models), `profile` (latency/cost, Pareto front),
-`realism` (the plain-words verdict), `figures`, `tables`, `html`, `sections`, `reproduce` (orchestration).
+`record_length` (token/visit count alone as a score), `paired` (agents vs baselines on the same patients),
+`realism` (the plain-words verdict), `palette` (one colour per model), `figures`, `tables`, `html`, `sections`
+(core sections; extra ones via ``reproduce(extra_sections=...)``), `reproduce` (orchestration).
 """
 
 from benchmarks.report.errors import ReportError, ReportInputError

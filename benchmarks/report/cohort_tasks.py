@@ -29,6 +29,7 @@ from baselines import (
     stratified_results,
 )
 from benchmarks.report.characteristics import cohort_characteristics
+from benchmarks.report.record_length import record_length_results
 from benchmarks.report.results import (
     CohortCharacteristics,
     CohortInfo,
@@ -58,6 +59,7 @@ class CohortTask:
     token_sample: int = 0  # > 0: describe the test cohort (Table 1) with this many timelines per role
     stratify: bool = False
     keep_scores: bool = False
+    record_length: bool = False  # also score the record-length baselines (token count of the sample, visit count)
 
     @property
     def label(self) -> str:
@@ -122,6 +124,7 @@ def run_cohort_task(task: CohortTask, events: pl.DataFrame, dataset_root: Path) 
     outcome.test_labels, outcome.train_labels = test, train
     lazy = events.lazy()
     started = time.perf_counter()
+    tokens = None
     if task.token_sample > 0:
         sample = sample_per_role(test, task.token_sample, task.seed)
         tokens = token_counts(dataset_root, sample, source=str(built.label_paths["test"]))
@@ -136,8 +139,12 @@ def run_cohort_task(task: CohortTask, events: pl.DataFrame, dataset_root: Path) 
     outcome.results, scores = score_baselines(task.models, train_matrix, test_matrix, cohort=definition.name,
                                               gap_days=definition.gap_days, seed=task.seed,
                                               n_resamples=task.n_resamples)
+    if task.record_length:
+        lengths, length_scores = record_length_results(definition.name, definition.gap_days, test, lazy, tokens,
+                                                       n_resamples=task.n_resamples, seed=task.seed)
+        outcome.results += lengths
     if task.keep_scores:
-        outcome.scores = scores
+        outcome.scores = scores + (length_scores if task.record_length else [])
     if task.stratify:
         outcome.strata = cohort_strata(test, lazy, source=str(built.label_paths["test"]))
         for model_scores in scores:

@@ -1,6 +1,9 @@
 """The report's figures (matplotlib, Agg backend), each returned as PNG bytes.
 
 Every function takes result models (never recomputes a number) so a figure shows exactly what the tables say.
+Colours come from one `Palette` per report (a model keeps its colour in every figure); every AUROC point says
+how many cases/controls it stands on, and runs with too few of them (`baselines.metrics.MIN_CASES`) are drawn
+hollow. Axis limits are computed from the points, so none falls off its axis.
 """
 
 from __future__ import annotations
@@ -15,11 +18,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from baselines import StratumResult  # noqa: E402
+from baselines.metrics import too_few  # noqa: E402
+from benchmarks.report.palette import Palette  # noqa: E402
 from benchmarks.report.profile import RunProfile, SelectionPoint  # noqa: E402
-from benchmarks.report.results import GapPoint, ModelResult, TruncationPoint  # noqa: E402
+from benchmarks.report.results import GapPoint, ModelResult, PairedComparison, TruncationPoint  # noqa: E402
 
 DPI = 110
-PALETTE = plt.get_cmap("tab10").colors
+STAGE_COLORS = {"preprocess": "#c7c7c7", "workers": "#969696", "manager": "#525252", "single_agent": "#252525"}
+N_FONT = 6.5
 
 
 def _png(fig) -> bytes:
@@ -29,44 +35,90 @@ def _png(fig) -> bytes:
     return buffer.getvalue()
 
 
-def _colors(names: Sequence[str]) -> dict[str, tuple]:
-    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
+def span(values: Sequence[float], *, low: float, high: float, pad: float = 0.03) -> tuple[float, float]:
+    """Axis limits holding every value and [low, high], padded.
+
+    >>> span([0.12, 0.9], low=0.4, high=1.0)
+    (0.09, 1.03)
+    """
+    finite = [v for v in values if np.isfinite(v)]
+    return min([low, *finite]) - pad, max([high, *finite]) + pad
 
 
-def auroc_overview(results: Sequence[ModelResult], cohorts: Sequence[str]) -> bytes:
-    """AUROC with 95% CI of every model on every cohort (dot-and-whisker, one row per cohort)."""
+def _room_for_labels(ax, share: float = 0.12) -> None:
+    """Widen the x axis on the right so the n labels written after each CI stay inside the axes."""
+    low, high = ax.get_xlim()
+    ax.set_xlim(low, high + share * (high - low))
+
+
+def _n(n_pos: int, n_neg: int) -> str:
+    return f"n={n_pos}/{n_neg}" + (" too few" if too_few(n_pos, n_neg) else "")
+
+
+def _dot(ax, x, y, err, color, *, hollow: bool, label: str | None = None) -> None:
+    ax.errorbar([x], [y], xerr=err, fmt="o", ms=4.5, capsize=2, color=color, label=label,
+                markerfacecolor="white" if hollow else color)
+
+
+def auroc_overview(results: Sequence[ModelResult], cohorts: Sequence[str], palette: Palette) -> bytes:
+    """AUROC with 95% CI of every model on every cohort (dot-and-whisker, one row per cohort), n beside each."""
     models = list(dict.fromkeys(r.model for r in results))
-    colors = _colors(models)
-    fig, ax = plt.subplots(figsize=(8, 0.42 * len(cohorts) + 1.4), layout="constrained")
-    offsets = np.linspace(-0.25, 0.25, len(models)) if len(models) > 1 else [0.0]
+    fig, ax = plt.subplots(figsize=(9, 0.3 * len(cohorts) * max(1, len(models)) + 1.6), layout="constrained")
+    offsets = np.linspace(-0.3, 0.3, len(models)) if len(models) > 1 else [0.0]
     index = {c: i for i, c in enumerate(cohorts)}
     for model, offset in zip(models, offsets):
-        rows = [r for r in results if r.model == model and r.cohort in index]
-        y = [index[r.cohort] + offset for r in rows]
-        x = [r.evaluation.auroc.value for r in rows]
-        err = [[r.evaluation.auroc.value - r.evaluation.auroc.lower for r in rows],
-               [r.evaluation.auroc.upper - r.evaluation.auroc.value for r in rows]]
-        ax.errorbar(x, y, xerr=err, fmt="o", ms=4, capsize=2, color=colors[model], label=model)
+        first = True
+        for r in (r for r in results if r.model == model and r.cohort in index):
+            a, y = r.evaluation.auroc, index[r.cohort] + offset
+            _dot(ax, a.value, y, [[a.value - a.lower], [a.upper - a.value]], palette[model], hollow=r.too_few,
+                 label=model if first else None)
+            ax.annotate(_n(r.evaluation.n_positive, r.evaluation.n_negative), (a.upper, y), xytext=(4, 0),
+                        textcoords="offset points", va="center", fontsize=N_FONT, color=palette[model])
+            first = False
+    lows = [r.evaluation.auroc.lower for r in results]
+    ax.set_xlim(*span(lows, low=0.4, high=1.0))
+    _room_for_labels(ax)
     ax.axvline(0.5, color="grey", lw=0.8, ls=":")
     ax.set_yticks(range(len(cohorts)), cohorts)
     ax.invert_yaxis()
-    ax.set_xlabel("AUROC (95% bootstrap CI)")
-    ax.set_xlim(0.4, 1.0)
-    fig.legend(loc="outside lower center", ncols=min(3, len(models)), fontsize=8)
+    ax.set_xlabel("AUROC (95% bootstrap CI); n = cases/controls; hollow: too few to compare")
+    fig.legend(loc="outside lower center", ncols=min(3, max(1, len(models))), fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)
 
 
-def roc_pr(results: Sequence[ModelResult], cohort: str) -> bytes:
+def paired_plot(comparisons: Sequence[PairedComparison], palette: Palette) -> bytes:
+    """AUROC difference agent − comparator (paired bootstrap CI) on the agent's patients, one row per pair."""
+    rows = [c for c in comparisons if c.difference is not None]
+    fig, ax = plt.subplots(figsize=(9, 0.34 * max(1, len(rows)) + 1.5), layout="constrained")
+    for i, c in enumerate(rows):
+        d = c.difference
+        assert d is not None
+        _dot(ax, d.value, i, [[d.value - d.lower], [d.upper - d.value]], palette[c.comparator], hollow=c.too_few)
+        ax.annotate(_n(c.n_cases, c.n_controls), (d.upper, i), xytext=(4, 0), textcoords="offset points",
+                    va="center", fontsize=N_FONT)
+    ax.set_yticks(range(len(rows)), [f"{c.agent}\nvs {c.comparator} ({c.cohort})" for c in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.axvline(0.0, color="grey", lw=0.8, ls=":")
+    values = [v for c in rows if c.difference for v in (c.difference.lower, c.difference.upper)]
+    ax.set_xlim(*span(values, low=-0.5, high=0.5))
+    _room_for_labels(ax)
+    ax.set_xlabel("AUROC difference, agent − comparator, same patients (95% paired bootstrap CI); hollow: too few")
+    ax.grid(axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def roc_pr(results: Sequence[ModelResult], cohort: str, palette: Palette) -> bytes:
     """ROC and precision–recall curves of every model on one cohort (the paper's Fig. 2b,c)."""
     fig, (roc_ax, pr_ax) = plt.subplots(1, 2, figsize=(11, 4.6), layout="constrained")
-    colors = _colors([r.model for r in results])
     for r in results:
         e = r.evaluation
-        label = f"{r.model} (AUROC {e.auroc.value:.3f}, n={e.n})"
-        roc_ax.plot(e.roc.false_positive_rate, e.roc.true_positive_rate, color=colors[r.model], lw=1.6, label=label)
-        pr_ax.plot(e.precision_recall.recall, e.precision_recall.precision, color=colors[r.model], lw=1.6,
-                   label=f"{r.model} (AUPRC {e.auprc.value:.3f})", drawstyle="steps-post")
+        n = _n(e.n_positive, e.n_negative)
+        style = "--" if r.too_few else "-"
+        roc_ax.plot(e.roc.false_positive_rate, e.roc.true_positive_rate, color=palette[r.model], lw=1.6, ls=style,
+                    label=f"{r.model} (AUROC {e.auroc.value:.3f}, {n})")
+        pr_ax.plot(e.precision_recall.recall, e.precision_recall.precision, color=palette[r.model], lw=1.6,
+                   ls=style, label=f"{r.model} (AUPRC {e.auprc.value:.3f}, {n})", drawstyle="steps-post")
     roc_ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
     roc_ax.set(xlabel="false positive rate", ylabel="true positive rate", title=f"ROC — {cohort}", xlim=(0, 1),
                ylim=(0, 1.01))
@@ -78,26 +130,26 @@ def roc_pr(results: Sequence[ModelResult], cohort: str) -> bytes:
     return _png(fig)
 
 
-def truncation_plot(points: Sequence[TruncationPoint], cohort: str) -> bytes:
+def truncation_plot(points: Sequence[TruncationPoint], cohort: str, palette: Palette) -> bytes:
     """AUROC vs left-truncation budget per model (whole record at the right), with history length kept."""
     models = list(dict.fromkeys(p.model for p in points))
-    colors = _colors(models)
     budgets = sorted({p.budget_tokens for p in points if p.budget_tokens is not None})
     positions = {b: i for i, b in enumerate(budgets)}
     full_x = len(budgets)
     fig, ax = plt.subplots(figsize=(8.5, 4.4), layout="constrained")
     for model in models:
         rows = sorted((p for p in points if p.model == model),
-                      key=lambda p: positions.get(p.budget_tokens, full_x) if p.budget_tokens is not None else full_x)
+                      key=lambda p: positions[p.budget_tokens] if p.budget_tokens is not None else full_x)
         x = [positions[p.budget_tokens] if p.budget_tokens is not None else full_x for p in rows]
-        y = [p.auroc.value for p in rows]
-        ax.plot(x, y, "o-", color=colors[model], label=model)
-        ax.fill_between(x, [p.auroc.lower for p in rows], [p.auroc.upper for p in rows], color=colors[model],
+        ax.plot(x, [p.auroc.value for p in rows], "o-", color=palette[model],
+                label=f"{model} (n={max((p.n_test for p in rows), default=0)} test patients)")
+        ax.fill_between(x, [p.auroc.lower for p in rows], [p.auroc.upper for p in rows], color=palette[model],
                         alpha=0.12)
     labels = [f"{b // 1000}k" for b in budgets] + ["whole"]
     history = {p.budget_tokens: p.median_history_years for p in points}
     ax.set_xticks(range(len(labels)), [f"{lab}\n{history.get(b, float('nan')):.1f} y"
                                        for lab, b in zip(labels, [*budgets, None])])
+    ax.set_ylim(*span([v for p in points for v in (p.auroc.lower, p.auroc.upper)], low=0.5, high=0.5))
     ax.set_xlabel("token budget of the left-truncated timeline (median years of history kept)")
     ax.set_ylabel("AUROC (95% CI)")
     ax.set_title(f"Trajectory length — {cohort}")
@@ -106,75 +158,97 @@ def truncation_plot(points: Sequence[TruncationPoint], cohort: str) -> bytes:
     return _png(fig)
 
 
-def gap_plot(points: Sequence[GapPoint]) -> bytes:
-    """AUROC vs prediction gap, one line per cohort, one panel per model (the paper's Fig. 11)."""
-    models = list(dict.fromkeys(p.model for p in points))
+def gap_plot(points: Sequence[GapPoint], palette: Palette) -> bytes:
+    """AUROC vs prediction gap: one panel per cohort, one line per model (model colours as everywhere)."""
     cohorts = list(dict.fromkeys(p.cohort for p in points))
-    cmap = plt.get_cmap("tab20")
-    fig, axes = plt.subplots(1, len(models), figsize=(7.5 * len(models), 4.8), squeeze=False,
-                             layout="constrained")
-    for ax, model in zip(axes[0], models):
-        for i, cohort in enumerate(cohorts):
+    columns = min(4, max(1, len(cohorts)))
+    grid_rows = -(-len(cohorts) // columns)
+    fig, axes = plt.subplots(grid_rows, columns, figsize=(3.6 * columns, 3.0 * grid_rows + 0.6), squeeze=False,
+                             layout="constrained", sharey=True)
+    values = [v for p in points for v in (p.auroc.lower, p.auroc.upper)]
+    limits = span(values, low=0.4, high=1.0)
+    for ax, cohort in zip(axes.flat, cohorts):
+        for model in dict.fromkeys(p.model for p in points):
             rows = sorted((p for p in points if p.model == model and p.cohort == cohort), key=lambda p: p.gap_years)
-            if rows:
-                ax.plot([p.gap_years for p in rows], [p.auroc.value for p in rows], "o-", ms=3.5, lw=1.3,
-                        color=cmap(i % 20), label=cohort)
+            if not rows:
+                continue
+            ax.errorbar([p.gap_years for p in rows], [p.auroc.value for p in rows], fmt="o-", ms=3.5, lw=1.2,
+                        capsize=2, color=palette[model], label=model,
+                        yerr=[[p.auroc.value - p.auroc.lower for p in rows], [p.auroc.upper - p.auroc.value for p in rows]])
+            for p in rows:
+                ax.annotate(f"{p.n_cases}/{p.n_controls}", (p.gap_years, p.auroc.upper), xytext=(0, 3),
+                            textcoords="offset points", ha="center", fontsize=N_FONT - 1)
         ax.axhline(0.5, color="grey", lw=0.8, ls=":")
-        ax.set(xlabel="gap between prediction time and diagnosis (years)", ylabel="AUROC", title=f"Time gap — {model}")
+        ax.set(title=cohort, ylim=limits, xlabel="gap (years)")
         ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    for ax in axes.flat[len(cohorts):]:
+        ax.set_visible(False)
+    axes[0][0].set_ylabel("AUROC (95% CI); labels: cases/controls")
+    axes[0][0].legend(fontsize=7, loc="lower left")
     return _png(fig)
 
 
-def strata_plot(results: Sequence[StratumResult], cohort: str) -> bytes:
-    """AUROC with CI within each stratum, one panel per stratifier, every model."""
+def strata_plot(results: Sequence[StratumResult], cohort: str, palette: Palette) -> bytes:
+    """AUROC with CI within each stratum, one panel per stratifier, every model; strata too small say so."""
     stratifiers = list(dict.fromkeys(r.stratifier for r in results))
-    models = list(dict.fromkeys(r.model for r in results))
-    colors = _colors(models)
+    models = list(dict.fromkeys(r.model for r in results if r.auroc is not None))  # too few everywhere: table only
+    omitted = [m for m in dict.fromkeys(r.model for r in results) if m not in models]
+    results = [r for r in results if r.model in models] or list(results)
     heights = [max(1, len({r.stratum for r in results if r.stratifier == s})) for s in stratifiers]
-    fig, axes = plt.subplots(len(stratifiers), 1, figsize=(8, 0.38 * sum(heights) + 1.2 * len(stratifiers)),
+    fig, axes = plt.subplots(len(stratifiers), 1, figsize=(9, 0.22 * len(models) * sum(heights)
+                                                            + 1.2 * len(stratifiers)),
                              gridspec_kw={"height_ratios": heights}, squeeze=False, layout="constrained")
+    limits = span([v for r in results if r.auroc for v in (r.auroc.lower, r.auroc.upper)], low=0.3, high=1.0,
+                  pad=0.03)
+    limits = (limits[0] - 0.12, limits[1] + 0.08)  # room for the "too few" and n labels
     for ax, stratifier in zip(axes[:, 0], stratifiers):
         strata = list(dict.fromkeys(r.stratum for r in results if r.stratifier == stratifier))
-        offsets = np.linspace(-0.25, 0.25, len(models)) if len(models) > 1 else [0.0]
+        offsets = np.linspace(-0.3, 0.3, len(models)) if len(models) > 1 else [0.0]
         for model, offset in zip(models, offsets):
-            rows = [r for r in results if r.stratifier == stratifier and r.model == model and r.auroc is not None]
-            y = [strata.index(r.stratum) + offset for r in rows]
-            ax.errorbar([r.auroc.value for r in rows], y, fmt="o", ms=3.5, capsize=2, color=colors[model],
-                        xerr=[[r.auroc.value - r.auroc.lower for r in rows],
-                              [r.auroc.upper - r.auroc.value for r in rows]],
-                        label=model)
+            for r in (r for r in results if r.stratifier == stratifier and r.model == model):
+                y = strata.index(r.stratum) + offset
+                if r.auroc is None:
+                    ax.annotate(f"too few ({r.n_positive}/{r.n_negative})", (limits[0], y), xytext=(3, 0),
+                                textcoords="offset points", va="center", fontsize=N_FONT, color=palette[model])
+                    continue
+                a = r.auroc
+                _dot(ax, a.value, y, [[a.value - a.lower], [a.upper - a.value]], palette[model], hollow=False,
+                     label=model if stratifier == stratifiers[0] and r.stratum == strata[0] else None)
+                ax.annotate(f"{r.n_positive}/{r.n_negative}", (a.upper, y), xytext=(3, 0), textcoords="offset points",
+                            va="center", fontsize=N_FONT, color=palette[model])
         ax.set_yticks(range(len(strata)), strata, fontsize=8)
-        ax.invert_yaxis()
+        ax.set_ylim(len(strata) - 0.5, -0.5)
         ax.axvline(0.5, color="grey", lw=0.8, ls=":")
-        ax.set_xlim(0.2, 1.0)
+        ax.set_xlim(*limits)
         ax.set_title(f"{cohort} — by {stratifier.replace('_', ' ')}", fontsize=9)
         ax.grid(axis="x", alpha=0.3)
-    axes[0, 0].legend(fontsize=7, loc="lower right")
-    axes[-1, 0].set_xlabel("AUROC (95% CI)")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(handles)), fontsize=7)
+    axes[-1, 0].set_xlabel("AUROC (95% CI); labels: cases/controls"
+                           + (f"\nnot drawn (too few patients in every stratum): {', '.join(omitted)}" if omitted else ""))
     return _png(fig)
 
 
-def latency_plot(profiles: Sequence[RunProfile],
-                 per_patient: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> bytes:
+def latency_plot(profiles: Sequence[RunProfile], per_patient: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+                 palette: Palette) -> bytes:
     """Runtime per patient vs EHR length (XML tokens, chunks) per run, and median seconds per stage."""
     names = [p.name for p in profiles]
-    colors = _colors(names)
     fig, (tok_ax, chunk_ax, stage_ax) = plt.subplots(1, 3, figsize=(15, 4.4), layout="constrained")
     for name in names:
         tokens, chunks, runtime = per_patient.get(name, (np.array([]), np.array([]), np.array([])))
-        tok_ax.scatter(tokens, runtime, s=22, color=colors[name], label=name, alpha=0.8)
-        chunk_ax.scatter(chunks, runtime, s=22, color=colors[name], label=name, alpha=0.8)
+        label = f"{name} (n={runtime.size})"
+        tok_ax.scatter(tokens, runtime, s=22, color=palette[name], label=label, alpha=0.8)
+        chunk_ax.scatter(chunks, runtime, s=22, color=palette[name], label=label, alpha=0.8)
     tok_ax.set(xlabel="XML timeline tokens", ylabel="runtime per patient (s)", title="Runtime by EHR length")
     chunk_ax.set(xlabel="chunks", ylabel="runtime per patient (s)", title="Runtime by number of chunks")
-    stage_names = ["preprocess", "workers", "manager", "single_agent"]
     bottom = np.zeros(len(profiles))
-    for i, stage in enumerate(stage_names):
+    for stage, color in STAGE_COLORS.items():
         values = np.array([(p.stages[stage].median or 0.0) if stage in p.stages else 0.0 for p in profiles])
         if values.any():
-            stage_ax.barh(range(len(profiles)), values, left=bottom, color=PALETTE[(i + 4) % 10], label=stage)
+            stage_ax.barh(range(len(profiles)), values, left=bottom, color=color, label=stage)
             bottom += values
-    stage_ax.set_yticks(range(len(profiles)), names, fontsize=8)
+    stage_ax.set_yticks(range(len(profiles)), [f"{p.name} (n={p.profiled})" for p in profiles], fontsize=8)
     stage_ax.set(xlabel="median seconds per patient", title="Per stage")
     stage_ax.legend(fontsize=7)
     for ax in (tok_ax, chunk_ax):
@@ -183,25 +257,27 @@ def latency_plot(profiles: Sequence[RunProfile],
     return _png(fig)
 
 
-def selection_plot(points: Sequence[SelectionPoint]) -> bytes:
-    """AUROC vs median runtime; marker area ∝ median cost per patient; the Pareto front dashed."""
-    fig, ax = plt.subplots(figsize=(7.5, 4.6), layout="constrained")
+def selection_plot(points: Sequence[SelectionPoint], palette: Palette) -> bytes:
+    """AUROC vs median runtime; marker area ∝ median cost; hollow: too few patients (never on the front)."""
+    fig, ax = plt.subplots(figsize=(8, 4.8), layout="constrained")
     costs = np.array([p.median_cost_usd for p in points])
     scale = costs.max() if costs.size and costs.max() > 0 else 1.0
-    colors = _colors([p.name for p in points])
     for p in points:
         size = 60 + 600 * (p.median_cost_usd / scale)
-        ax.scatter(p.median_runtime_s, p.auroc, s=size, color=colors[p.name], alpha=0.75,
-                   edgecolor="black" if p.on_pareto_front else "none", label=f"{p.name} (${p.median_cost_usd:.4f})")
+        ax.scatter(p.median_runtime_s, p.auroc, s=size, alpha=0.8, linewidths=1.5,
+                   facecolor="white" if p.too_few else palette[p.name],
+                   edgecolor=palette[p.name] if p.too_few else ("black" if p.on_pareto_front else "none"),
+                   label=f"{p.name} (n={p.n_positive}/{p.n_negative}{', too few' if p.too_few else ''}; "
+                         f"${p.median_cost_usd:.4f})")
     front = sorted((p for p in points if p.on_pareto_front), key=lambda p: p.median_runtime_s)
     if len(front) > 1:
         ax.plot([p.median_runtime_s for p in front], [p.auroc for p in front], ls="--", color="deeppink", lw=1.2,
                 label="Pareto front")
     ax.set(xlabel="median runtime per patient (s, log scale; baselines: fit + scoring time per scored patient)",
            ylabel="AUROC", title="Model selection")
+    ax.set_ylim(*span([p.auroc for p in points], low=0.5, high=0.5, pad=0.05))
     if points and min(p.median_runtime_s for p in points) > 0:
         ax.set_xscale("log")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    fig.legend(loc="outside lower center", ncols=2, fontsize=7, markerscale=0.5)
     return _png(fig)
-

@@ -6,7 +6,9 @@ length (XML tokens, chunks); tokens and dollars per patient. Per agent role, cal
 part files next to the prediction file (``rows/``, or ``patients/`` JSON of older runs) or from `vista.llm.UsageLedger` files.
 
 Model selection puts each run on AUROC vs median runtime vs median cost and marks the Pareto front: the runs no
-other run beats on all three (higher AUROC, lower runtime, lower cost) at once.
+other run beats on all three (higher AUROC, lower runtime, lower cost) at once. A run evaluated on too few cases or
+controls (`baselines.metrics.MIN_CASES`) is shown with its n but never put on the front: its AUROC is too uncertain
+to beat anything.
 
 >>> pareto_front([(0.80, 10.0, 0.010), (0.78, 5.0, 0.002), (0.75, 6.0, 0.003), (0.80, 12.0, 0.010)])
 [True, True, False, False]
@@ -107,6 +109,9 @@ class SelectionPoint(BaseModel):
     llm_model: str | None
     variant: str | None
     auroc: float
+    n_positive: int = Field(0, description="cases the AUROC was computed on")
+    n_negative: int = Field(0, description="controls the AUROC was computed on")
+    too_few: bool = Field(False, description="too few cases or controls to compete: never on the Pareto front")
     median_runtime_s: float
     median_cost_usd: float
     on_pareto_front: bool
@@ -252,14 +257,18 @@ def agent_roles_from_ledger(path: Path) -> list[AgentRole]:
 def selection_view(profiles: Sequence[RunProfile], results: Sequence[ModelResult],
                    baselines: Sequence[ModelResult] = ()) -> list[SelectionPoint]:
     """AUROC vs median runtime vs median cost of each profiled run that was evaluated, plus the ``baselines`` (their
-    fit + scoring time shared over the rows they scored; no token cost), with the Pareto front over all of them."""
-    auroc = {r.source: r.evaluation.auroc.value for r in results if r.source is not None}
-    usable = [p for p in profiles if p.source in auroc and p.runtime_s.median is not None]
-    named = [(p.name, p.llm_model, p.variant, auroc[p.source], float(p.runtime_s.median), float(p.cost_usd.median or 0.0))
-             for p in usable]
-    named += [(b.model, None, None, b.evaluation.auroc.value, b.seconds / max(b.evaluation.n, 1), 0.0)
+    fit + scoring time shared over the rows they scored; no token cost), with the Pareto front over the runs with
+    enough cases and controls (the others are listed, never on the front)."""
+    evaluated = {r.source: r for r in results if r.source is not None}
+    usable = [p for p in profiles if p.source in evaluated and p.runtime_s.median is not None]
+    named = [(p.name, p.llm_model, p.variant, evaluated[p.source], float(p.runtime_s.median),
+              float(p.cost_usd.median or 0.0)) for p in usable]
+    named += [(b.model, None, None, b, b.seconds / max(b.evaluation.n, 1), 0.0)
               for b in baselines if b.kind == "baseline"]
-    front = pareto_front([(a, r, c) for *_, a, r, c in named]) if named else []
-    return [SelectionPoint(name=name, llm_model=llm, variant=variant, auroc=a, median_runtime_s=r, median_cost_usd=c,
-                           on_pareto_front=f)
-            for (name, llm, variant, a, r, c), f in zip(named, front)]
+    competing = [i for i, (*_, r, _, _) in enumerate(named) if not r.too_few]
+    front = pareto_front([(named[i][3].evaluation.auroc.value, named[i][4], named[i][5]) for i in competing])
+    on_front = dict(zip(competing, front))
+    return [SelectionPoint(name=name, llm_model=llm, variant=variant, auroc=r.evaluation.auroc.value,
+                           n_positive=r.evaluation.n_positive, n_negative=r.evaluation.n_negative, too_few=r.too_few,
+                           median_runtime_s=runtime, median_cost_usd=cost, on_pareto_front=on_front.get(i, False))
+            for i, (name, llm, variant, r, runtime, cost) in enumerate(named)]

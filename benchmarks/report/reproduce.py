@@ -26,6 +26,8 @@ from baselines import ModelScores, StratumResult, stratified_results
 from benchmarks.report.cohort_tasks import CohortOutcome, CohortTask, TruncationOutcome, TruncationTask
 from benchmarks.report.dataset import DatasetSource, ensure_dataset
 from benchmarks.report.errors import ReportError, ReportInputError
+from benchmarks.report.html import Section
+from benchmarks.report.paired import paired_comparisons
 from benchmarks.report.parallel import TaskRunner
 from benchmarks.report.predictions import LoadedPredictions, evaluate_predictions, load_predictions
 from benchmarks.report.profile import (
@@ -45,6 +47,7 @@ from benchmarks.report.results import (
     CohortStrata,
     GapPoint,
     ModelResult,
+    PairedComparison,
     RealismVerdict,
     TruncationPoint,
     UnscoredRun,
@@ -52,6 +55,8 @@ from benchmarks.report.results import (
 from benchmarks.report.settings import PredictionSource, ReportSettings
 from benchmarks.report.timelines import pick_subset
 from trajonco.cohorts import CohortDefinition, load_definition
+from trajonco.insights.results import InsightsResult
+from trajonco.judge.report import JudgeReport
 
 log = logging.getLogger(__name__)
 Progress = Callable[[str], None]
@@ -97,6 +102,8 @@ class ReportResults(BaseModel):
     characteristics: list[CohortCharacteristics]
     focus_cohort: str = Field(description="name of the focus cohort (ROC/PR figure, trajectory length, agents)")
     results: list[ModelResult] = Field(description="every model on every cohort at the cohorts' own gap")
+    paired: list[PairedComparison] = Field(default_factory=list, description="each agent run against each baseline "
+                                           "and record-length score on the agent's own patients")
     unscored: list[UnscoredRun] = Field(default_factory=list, description="prediction files too small to evaluate")
     truncation_cohort: str | None
     truncation: list[TruncationPoint]
@@ -110,6 +117,10 @@ class ReportResults(BaseModel):
     commands: list[str] = Field(description="commands that produced the numbers, the report's own first")
     timings: list[Timing]
     total_seconds: float
+    insights: list[InsightsResult] = Field(default_factory=list, description="population insights of each agents' "
+                                           "prediction run (benchmarks.report.agent_analyses)")
+    pairwise_judge: JudgeReport | None = Field(None, description="the pairwise LLM judge of two agent runs on the "
+                                               "same patients, when the report ran one")
 
 
 @dataclass
@@ -136,7 +147,7 @@ def _main_task(settings: ReportSettings, ref: str, name: str) -> CohortTask:
     return CohortTask(definition=ref, out_dir=settings.out / "cohorts" / name, models=settings.baselines,
                       seed=settings.seed, n_resamples=settings.n_resamples, train_cases_cap=settings.train_cases_cap,
                       test_cases=settings.test_cases, token_sample=settings.token_sample,
-                      stratify=ref in settings.stratify_cohorts, keep_scores=True)
+                      stratify=ref in settings.stratify_cohorts, keep_scores=True, record_length=True)
 
 
 def _gap_task(settings: ReportSettings, ref: str, name: str, days: int) -> CohortTask:
@@ -205,7 +216,7 @@ def run_cohort_tasks(settings: ReportSettings, definitions: dict[str, CohortDefi
 def _describe(outcome: CohortOutcome) -> str:
     if outcome.skip is not None:
         return f"{outcome.task.label}: skipped — {outcome.skip.reason}"
-    best = max(outcome.results, key=lambda r: r.evaluation.auroc.value)
+    best = max((r for r in outcome.results if r.kind == "baseline"), key=lambda r: r.evaluation.auroc.value)
     assert outcome.info is not None
     return (f"{outcome.task.label}: {outcome.info.test_cases} test cases, {outcome.info.train_rows} training rows, "
             f"best AUROC {best.evaluation.auroc.value:.3f} ({best.model})")
@@ -271,9 +282,16 @@ def score_prediction_files(settings: ReportSettings, sources: Sequence[Predictio
     return results, unscored, loaded_all, scores, stratified
 
 
-def reproduce(settings: ReportSettings, *, agent_runner: AgentRunner | None = None,
-              progress: Progress = print) -> ReportOutcome:
-    """Compute every number of the report, then write ``report.html``, ``results.json`` and ``figures/``."""
+SectionBuilder = Callable[[ReportData], Section]
+"""Builds one extra report section from the report's data (a judge, population insights...)."""
+
+
+def reproduce(settings: ReportSettings, *, agent_runner: AgentRunner | None = None, progress: Progress = print,
+              extra_sections: Sequence[SectionBuilder] = ()) -> ReportOutcome:
+    """Compute every number of the report, then write ``report.html``, ``results.json`` and ``figures/``.
+
+    ``extra_sections`` add sections (in order, before the commands and settings) built from the finished data.
+    """
     from benchmarks.report.sections import build_sections, write_report
 
     started = time.perf_counter()
@@ -332,6 +350,9 @@ def reproduce(settings: ReportSettings, *, agent_runner: AgentRunner | None = No
         if outcome is not None and outcome.info is not None:
             strata.append(CohortStrata(cohort=outcome.cohort, results=outcome.stratified + file_strata.get(ref, [])))
     scores = {main[ref].cohort: main[ref].scores + file_scores.get(ref, []) for ref in settings.cohorts if ref in main}
+    paired = [comparison for ref in settings.cohorts if ref in main and file_scores.get(ref)
+              for comparison in paired_comparisons(main[ref].cohort, file_scores[ref], main[ref].scores, all_results,
+                                                   n_resamples=settings.n_resamples, seed=settings.seed)]
     results = ReportResults(
         settings=settings, dataset=dataset, focus_cohort=definitions[settings.focus_cohort].name,
         cohorts=[o.info for ref in settings.cohorts if (o := main.get(ref)) is not None and o.info is not None],
@@ -341,7 +362,7 @@ def reproduce(settings: ReportSettings, *, agent_runner: AgentRunner | None = No
                          if (o := main.get(ref)) is not None and o.characteristics is not None],
         results=sorted(all_results, key=lambda r: (cohort_order.index(r.cohort) if r.cohort in cohort_order else 99,
                                                    r.kind, r.model)),
-        unscored=unscored, truncation_cohort=truncation.task.cohort if truncation else None,
+        paired=paired, unscored=unscored, truncation_cohort=truncation.task.cohort if truncation else None,
         truncation=truncation.points if truncation else [], gaps=gap_points(settings, gaps), strata=strata,
         profiles=profiles, agent_roles=roles, selection=selection_view(
             profiles, extra_results, [r for r in baseline_results if r.cohort == definitions[settings.focus_cohort].name]), realism=realism,
@@ -349,7 +370,7 @@ def reproduce(settings: ReportSettings, *, agent_runner: AgentRunner | None = No
     data = ReportData(results=results, scores=scores, predictions=loaded)
     step("prediction files, profile, verdict", mark)
     results.total_seconds = round(time.perf_counter() - started, 2)
-    html_path, json_path = write_report(data, build_sections(data))
+    html_path, json_path = write_report(data, build_sections(data, extra=[build(data) for build in extra_sections]))
     progress(f"[report] written {html_path} ({time.perf_counter() - started:.0f} s in all)")
     return ReportOutcome(html=html_path, results_json=json_path, data=data)
 

@@ -17,6 +17,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from baselines import Evaluation, Interval, StratumResult, TuningReport
+from baselines.metrics import too_few
 
 
 class Quantiles(BaseModel):
@@ -98,7 +99,9 @@ class CohortSkip(BaseModel):
 
 
 # ------------------------------------------------------------------------------------------------ models
-ModelKind = Literal["baseline", "prediction_file"]
+ModelKind = Literal["baseline", "prediction_file", "record_length"]
+"""baseline: a fitted LR/KNN/XGBoost; prediction_file: the agents or any MEDS-DEV file; record_length: the
+timeline's token count or the visit count used alone as the score (how much signal is utilisation)."""
 
 
 class ModelResult(BaseModel):
@@ -114,6 +117,33 @@ class ModelResult(BaseModel):
     evaluation: Evaluation
     seconds: float = Field(0.0, description="fit + scoring time of a baseline (0 for prediction files)")
     tuning: TuningReport | None = None
+
+    @property
+    def too_few(self) -> bool:
+        """Too few cases or controls (`baselines.metrics.MIN_CASES`) to rank this result against others."""
+        return too_few(self.evaluation.n_positive, self.evaluation.n_negative)
+
+
+class PairedComparison(BaseModel):
+    """An agent run against a comparator (baseline or record length) on exactly the patients the agent scored."""
+
+    cohort: str
+    agent: str = Field(description="the prediction file's display name")
+    comparator: str
+    comparator_kind: ModelKind
+    n_cases: int
+    n_controls: int
+    agent_auroc: float
+    comparator_auroc: float | None = Field(description="the comparator re-scored on the agent's patients (None: it "
+                                           "lacks some of them)")
+    comparator_auroc_whole: float | None = Field(None, description="the comparator on its whole test cohort")
+    difference: Interval | None = Field(None, description="agent − comparator; paired bootstrap CI (None: not "
+                                        "computable, see note)")
+    note: str | None = None
+
+    @property
+    def too_few(self) -> bool:
+        return too_few(self.n_cases, self.n_controls)
 
 
 class UnscoredRun(BaseModel):

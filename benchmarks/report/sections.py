@@ -1,28 +1,82 @@
 """Turn a report's results into HTML sections (tables, figures, plain-words paragraphs) and write the files.
 
-Every section is present in every report; a section without data says why (no prediction file given, no
-budget asked...) instead of disappearing.
+Every core section is present in every report; a section without data says why (no prediction file given, no
+budget asked...) instead of disappearing. Each core section has one builder below (``_overview``...), listed in
+`CORE_SECTIONS`. **Adding a section** (a judge, population insights...): write a function
+``ReportData -> Section`` in its own module and pass it to ``reproduce(..., extra_sections=[...])`` (or to
+`build_sections` as ``extra``); extra sections go before the commands-and-settings section, in the order given.
+
+Caveats that change how every number reads (the agents ran on the embedded test model; agent runs on too few
+patients) are `notices` shown at the very top.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from baselines.metrics import MIN_CASES
 from benchmarks.report import figures, tables
 from benchmarks.report.html import Figure, Section, Table, render_html
+from benchmarks.report.palette import Palette
+from benchmarks.report.record_length import imbalance_sentence
 from benchmarks.report.reproduce import ReportData
+from vista.llm.config import EMBEDDED_MODEL_NAME
 
-SECTION_IDS = ("overview", "characteristics", "auroc", "auprc", "models", "roc-pr", "truncation", "time-gap",
-               "stratified", "agents", "latency-cost", "model-selection", "realism", "provenance")
-"""Ids of the report's sections, in order (anchors in report.html)."""
+SECTION_IDS = ("overview", "characteristics", "record-length", "auroc", "paired", "auprc", "models", "roc-pr",
+               "truncation", "time-gap", "stratified", "agents", "latency-cost", "model-selection", "realism",
+               "provenance")
+"""Ids of the report's core sections, in order (anchors in report.html); extra sections come before the last."""
 
 
-def _figure(figure_id: str, caption: str, png: bytes, folder: Path) -> Figure:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{figure_id}.png").write_bytes(png)
-    return Figure(figure_id, caption, png)
+@dataclass(frozen=True)
+class Context:
+    """What every section builder reads: the data, the report's palette and the figure folder."""
+
+    data: ReportData
+    palette: Palette
+    figures: Path
+
+    def figure(self, figure_id: str, caption: str, png: bytes) -> Figure:
+        self.figures.mkdir(parents=True, exist_ok=True)
+        (self.figures / f"{figure_id}.png").write_bytes(png)
+        return Figure(figure_id, caption, png)
+
+
+def report_palette(data: ReportData) -> Palette:
+    """One colour per model name shown anywhere in the report (baselines fixed, then the others in order)."""
+    r = data.results
+    names = [*(x.model for x in r.results), *(p.name for p in r.profiles), *(p.name for p in r.selection),
+             *(x.model for s in r.strata for x in s.results), *(p.model for p in r.truncation),
+             *(p.model for p in r.gaps), *(c.comparator for c in r.paired), *(c.agent for c in r.paired)]
+    return Palette(names)
+
+
+def notices(data: ReportData) -> list[str]:
+    """The caveats shown at the top of the report (none when nothing needs saying)."""
+    r = data.results
+    out = []
+    runs = [(x.model, x.llm_model, x.evaluation.n) for x in r.results if x.kind == "prediction_file"]
+    runs += [(u.model, u.llm_model, u.n_scored) for u in r.unscored]
+    embedded = [(name, n) for name, llm, n in runs if llm and EMBEDDED_MODEL_NAME in llm]
+    if embedded:
+        out.append("Read the agents' numbers as a test of the machinery only: they come from the embedded test model "
+                   f"{EMBEDDED_MODEL_NAME} (SmolLM2, 135M parameters, ~100 MB) on "
+                   + ", ".join(f"{n} patients ({name})" for name, n in embedded)
+                   + ". It proves the pipeline runs end to end with a real model; its clinical judgement is poor and "
+                   "says nothing about the method's accuracy. For a real comparison, run the agents against a capable "
+                   "endpoint (--backend openai --base-url ... --model ...) on more patients.")
+    small = [x for x in r.results if x.kind == "prediction_file" and x.too_few]
+    if small:
+        out.append(f"Agent runs with fewer than {MIN_CASES} cases or controls — "
+                   + ", ".join(f"{x.model} on {x.cohort} (n={x.evaluation.n_positive}/{x.evaluation.n_negative})"
+                               for x in small)
+                   + " — are marked 'too few' wherever they appear: never ranked as best, never on a Pareto front. "
+                   "Compare them with the baselines only in the paired table (same patients).")
+    return out
 
 
 def _llm_sentence(data: ReportData) -> str:
@@ -31,58 +85,114 @@ def _llm_sentence(data: ReportData) -> str:
     if not files and not unscored:
         return "No LLM prediction file was given or produced, so no agent appears in the tables."
     described = [f"{r.model} on {r.cohort}: LLM {r.llm_model or 'not recorded in the file'} ({r.evaluation.n} "
-                 "patients scored)" for r in files]
+                 f"patients scored: {r.evaluation.n_positive} cases, {r.evaluation.n_negative} controls)" for r in files]
     described += [f"{u.model} on {u.cohort}: LLM {u.llm_model or 'not recorded in the file'} ({u.n_scored} patients "
                   f"scored, not evaluated: {u.reason})" for u in unscored]
     return f"The agents' numbers were produced by these LLM runs — {'; '.join(described)}."
 
 
-def build_sections(data: ReportData) -> list[Section]:
-    r = data.results
-    s = r.settings
-    figs = s.out / "figures"
-    cohorts = [c.cohort for c in r.cohorts]
-    sections: list[Section] = []
-
+# ------------------------------------------------------------------------------------------------ core sections
+def _overview(ctx: Context) -> Section:
+    r, s = ctx.data.results, ctx.data.results.settings
     size = (f"the synthetic dataset ({r.dataset.subjects:,} subjects, seed {s.synth_seed}, "
             f"{'generated in ' + format(r.dataset.seconds, '.0f') + ' s' if r.dataset.generated_now else 'reused'})"
             if r.dataset.synthetic else f"the MEDS dataset {r.dataset.root}")
-    sections.append(Section("overview", "Overview", paragraphs=[
+    return Section("overview", "Overview", paragraphs=[
         f"Reproduction of the TrajOnco benchmark on {size}: {len(r.cohorts)} cohort(s) built and scored"
         f"{', ' + str(len(r.skips)) + ' skipped (listed below)' if r.skips else ''}, baselines "
         f"{', '.join(s.baselines)} fitted on each training cohort (train + tuning splits, tuned on an 8:2 split) and "
-        "scored on the matched held-out test cohort.", _llm_sentence(data),
-        f"Total run time {r.total_seconds:.0f} s{' (quick mode)' if s.quick else ''}.", r.realism.paragraph]))
+        "scored on the matched held-out test cohort.", _llm_sentence(ctx.data),
+        f"Total run time {r.total_seconds:.0f} s{' (quick mode)' if s.quick else ''}.", r.realism.paragraph])
 
-    sections.append(Section("characteristics", "Cohort characteristics (Table 1)",
-                            tables=[tables.characteristics_table(r.characteristics)]))
 
-    baseline_and_files = r.results
-    sections.append(Section("auroc", "AUROC of every model on every cohort", tables=[
-        tables.metric_table(baseline_and_files, cohorts, "auroc", "table-auroc")], figures=[
-        _figure("fig-auroc", "AUROC (95% CI) per cohort and model", figures.auroc_overview(baseline_and_files, cohorts),
-                figs)] if baseline_and_files else []))
-    sections.append(Section("auprc", "AUPRC of every model on every cohort", tables=[
-        tables.metric_table(baseline_and_files, cohorts, "auprc", "table-auprc")]))
-    models = Section("models", "Every model run and cohort", tables=[
-        tables.model_table(baseline_and_files), tables.cohort_info_table([*r.cohorts, *r.gap_cohorts], r.skips)])
+def _characteristics(ctx: Context) -> Section:
+    r = ctx.data.results
+    section = Section("characteristics", "Cohort characteristics (Table 1)",
+                      tables=[tables.characteristics_table(r.characteristics)])
+    if r.characteristics:
+        section.paragraphs.append(
+            "Record length differs between cases and controls — "
+            + " ".join(imbalance_sentence(c, r.results) for c in r.characteristics)
+            + " Any model can exploit this utilisation signal; the record-length baselines below measure it.")
+    return section
+
+
+def _record_length(ctx: Context) -> Section:
+    r = ctx.data.results
+    section = Section("record-length", "Record-length baselines (how much signal is utilisation)", paragraphs=[
+        "Each patient scored by the length of the record alone — the XML timeline's token count, or the number of "
+        "visit days before the prediction time — evaluated like a model. A model whose AUROC is not above these "
+        "reads little beyond how much care the patient received."])
+    if any(x.kind == "record_length" for x in r.results):
+        section.tables.append(tables.record_length_table(r.results, [c.cohort for c in r.cohorts], r.characteristics))
+    else:
+        section.paragraphs.append("No record-length score was computed (no cohort built).")
+    return section
+
+
+def _auroc(ctx: Context) -> Section:
+    r = ctx.data.results
+    cohorts = [c.cohort for c in r.cohorts]
+    section = Section("auroc", "AUROC of every model on every cohort",
+                      tables=[tables.metric_table(r.results, cohorts, "auroc", "table-auroc")])
+    if r.results:
+        section.figures.append(ctx.figure("fig-auroc", "AUROC (95% CI) per cohort and model, n = cases/controls; "
+                                          "hollow markers: too few to compare",
+                                          figures.auroc_overview(r.results, cohorts, ctx.palette)))
+    return section
+
+
+def _paired(ctx: Context) -> Section:
+    r = ctx.data.results
+    section = Section("paired", "Agents vs baselines on the same patients", paragraphs=[
+        "An agent run scores a subset of a test cohort; the baselines score all of it. Here every baseline and "
+        "record-length score is re-scored on exactly the agent's patients, and the AUROC difference gets a paired "
+        "bootstrap CI."])
+    if r.paired:
+        section.tables.append(tables.paired_table(r.paired))
+        if any(c.difference is not None for c in r.paired):
+            section.figures.append(ctx.figure("fig-paired", "AUROC difference agent − comparator on the agent's "
+                                              "patients (paired 95% CI), n = cases/controls",
+                                              figures.paired_plot(r.paired, ctx.palette)))
+    else:
+        section.paragraphs.append("No evaluated agent run to compare (no prediction file, or too few patients for an "
+                                  "AUROC).")
+    return section
+
+
+def _auprc(ctx: Context) -> Section:
+    r = ctx.data.results
+    return Section("auprc", "AUPRC of every model on every cohort", tables=[
+        tables.metric_table(r.results, [c.cohort for c in r.cohorts], "auprc", "table-auprc")])
+
+
+def _models(ctx: Context) -> Section:
+    r = ctx.data.results
+    section = Section("models", "Every model run and cohort", tables=[
+        tables.model_table(r.results), tables.cohort_info_table([*r.cohorts, *r.gap_cohorts], r.skips)])
     if r.unscored:
-        models.tables.insert(1, tables.unscored_table(r.unscored))
-    sections.append(models)
+        section.tables.insert(1, tables.unscored_table(r.unscored))
+    return section
 
+
+def _roc_pr(ctx: Context) -> Section:
+    r, s = ctx.data.results, ctx.data.results.settings
     focus = r.focus_cohort if any(c.cohort == r.focus_cohort for c in r.cohorts) else None
     focus_results = [x for x in r.results if x.cohort == focus]
-    roc = Section("roc-pr", f"ROC and precision–recall curves — {focus or s.focus_cohort}")
+    section = Section("roc-pr", f"ROC and precision–recall curves — {focus or s.focus_cohort}")
     if focus_results:
-        roc.figures.append(_figure("fig-roc-pr", f"ROC and PR curves of every model on the {focus} test cohort "
-                                   "(prediction-file models on the rows they scored)",
-                                   figures.roc_pr(focus_results, focus), figs))
+        section.figures.append(ctx.figure("fig-roc-pr", f"ROC and PR curves of every model on the {focus} test "
+                                          "cohort (prediction-file models on the rows they scored; dashed: too few)",
+                                          figures.roc_pr(focus_results, focus, ctx.palette)))
     else:
-        roc.paragraphs.append(f"The focus cohort {s.focus_cohort} was not built (see the cohort table).")
-    sections.append(roc)
+        section.paragraphs.append(f"The focus cohort {s.focus_cohort} was not built (see the cohort table).")
+    return section
 
-    trunc = Section("truncation", f"Sensitivity: trajectory length — {r.truncation_cohort or s.focus_cohort}",
-                    paragraphs=[
+
+def _truncation(ctx: Context) -> Section:
+    r, s = ctx.data.results, ctx.data.results.settings
+    section = Section("truncation", f"Sensitivity: trajectory length — {r.truncation_cohort or s.focus_cohort}",
+                      paragraphs=[
         "Method: every patient's XML timeline (events strictly before the prediction time) is left-truncated with "
         "vista.timeline.truncate_left to the newest whole timestamps that fit N tokens together with the patient "
         "root (demographics); a baseline then sees only the MEDS rows at or after the first kept timestamp (plus "
@@ -90,51 +200,67 @@ def build_sections(data: ReportData) -> list[Section]:
         "budget, so the curve shows the signal available in the last N tokens of history. Budgets larger than "
         "every timeline give the whole record."])
     if r.truncation:
-        trunc.tables.append(tables.truncation_table(r.truncation))
-        trunc.figures.append(_figure("fig-truncation", "AUROC vs left-truncation budget",
-                                     figures.truncation_plot(r.truncation, r.truncation_cohort or ""), figs))
+        section.tables.append(tables.truncation_table(r.truncation))
+        section.figures.append(ctx.figure("fig-truncation", "AUROC vs left-truncation budget (n test patients in "
+                                          "the legend)", figures.truncation_plot(r.truncation,
+                                                                                 r.truncation_cohort or "",
+                                                                                 ctx.palette)))
     else:
-        trunc.paragraphs.append("No trajectory-length analysis was run (no budget asked, or the focus cohort "
-                                "was not built).")
-    sections.append(trunc)
+        section.paragraphs.append("No trajectory-length analysis was run (no budget asked, or the focus cohort "
+                                  "was not built).")
+    return section
 
-    gap = Section("time-gap", "Sensitivity: time gap between prediction and diagnosis", paragraphs=[
+
+def _time_gap(ctx: Context) -> Section:
+    r, s = ctx.data.results, ctx.data.results.settings
+    section = Section("time-gap", "Sensitivity: time gap between prediction and diagnosis", paragraphs=[
         f"Each cohort in {', '.join(s.gap_cohorts) or '(none)'} is rebuilt with gaps of "
         f"{', '.join(f'{y:g}' for y in s.gap_years) or '(none)'} years (training cases capped at "
         f"{s.gap_train_cases_cap}) and {', '.join(s.gap_models)} refitted on each."])
     if r.gaps:
-        gap.tables.append(tables.gap_table(r.gaps))
-        gap.figures.append(_figure("fig-gap", "AUROC vs gap per cohort", figures.gap_plot(r.gaps), figs))
+        section.tables.append(tables.gap_table(r.gaps))
+        section.figures.append(ctx.figure("fig-gap", "AUROC vs gap, one panel per cohort (labels: cases/controls)",
+                                          figures.gap_plot(r.gaps, ctx.palette)))
     else:
-        gap.paragraphs.append("No time-gap analysis was run.")
-    sections.append(gap)
+        section.paragraphs.append("No time-gap analysis was run.")
+    return section
 
-    strat = Section("stratified", "Stratified results")
+
+def _stratified(ctx: Context) -> Section:
+    r = ctx.data.results
+    section = Section("stratified", "Stratified results", paragraphs=[
+        f"Strata with fewer than {MIN_CASES} cases or controls show 'too few' instead of a confidence interval."])
     for item in r.strata:
-        strat.tables.append(tables.strata_table(item.cohort, item.results))
-        if any(x.auroc is not None for x in item.results):
-            strat.figures.append(_figure(f"fig-strata-{item.cohort}", f"AUROC within strata — {item.cohort}",
-                                         figures.strata_plot(item.results, item.cohort), figs))
+        section.tables.append(tables.strata_table(item.cohort, item.results))
+        if item.results:
+            section.figures.append(ctx.figure(f"fig-strata-{item.cohort}", f"AUROC within strata — {item.cohort} "
+                                              "(labels: cases/controls)",
+                                              figures.strata_plot(item.results, item.cohort, ctx.palette)))
     if not r.strata:
-        strat.paragraphs.append("No stratified cohort was built.")
-    sections.append(strat)
+        section.paragraphs.append("No stratified cohort was built.")
+    return section
 
-    agents = Section("agents", "The agents (LLM) in this report", paragraphs=[_llm_sentence(data)])
+
+def _agents(ctx: Context) -> Section:
+    r, s = ctx.data.results, ctx.data.results.settings
+    section = Section("agents", "The agents (LLM) in this report", paragraphs=[_llm_sentence(ctx.data)])
     if r.agent_request is not None:
         q = r.agent_request
-        agents.paragraphs.append(
+        section.paragraphs.append(
             f"This run assessed a seeded subset of the {q.cohort} test cohort ({q.labels}) with the variants "
             f"{', '.join(q.variants)}, horizon {q.horizon_days} days, preferring patients whose timeline has at most "
             f"{s.agent_max_tokens} tokens (the shortest ones otherwise) so that the embedded model finishes in "
-            "minutes. With so few patients the "
-            "agents' AUROC intervals are wide: they prove the pipeline end to end, not the model's accuracy; give "
-            "larger prediction files (--predictions) for a real comparison.")
-    sections.append(agents)
+            "minutes. With so few patients the agents' AUROC intervals are wide: they prove the pipeline end to end, "
+            "not the model's accuracy; give larger prediction files (--predictions) for a real comparison.")
+    return section
 
-    latency = Section("latency-cost", "Latency and cost profile")
+
+def _latency(ctx: Context) -> Section:
+    r = ctx.data.results
+    section = Section("latency-cost", "Latency and cost profile")
     if r.profiles:
         per_patient = {}
-        for loaded in data.predictions:
+        for loaded in ctx.data.predictions:
             frame = loaded.frame
             if "latency_total_s" not in frame.columns:
                 continue
@@ -142,39 +268,64 @@ def build_sections(data: ReportData) -> list[Section]:
             per_patient[loaded.name] = (fresh["timeline_tokens"].to_numpy().astype(np.float64),
                                         fresh["n_chunks"].to_numpy().astype(np.float64),
                                         fresh["latency_total_s"].to_numpy().astype(np.float64))
-        latency.tables += [tables.profile_table(r.profiles), tables.stage_table(r.profiles),
+        section.tables += [tables.profile_table(r.profiles), tables.stage_table(r.profiles),
                            tables.length_table(r.profiles)]
-        latency.figures.append(_figure("fig-latency", "Runtime per patient by EHR length and per stage",
-                                       figures.latency_plot(r.profiles, per_patient), figs))
+        section.figures.append(ctx.figure("fig-latency", "Runtime per patient by EHR length and per stage (n: "
+                                          "profiled patients)", figures.latency_plot(r.profiles, per_patient,
+                                                                                     ctx.palette)))
         for p in r.profiles:
-            latency.paragraphs += [f"{p.name}: {note}" for note in p.notes]
+            section.paragraphs += [f"{p.name}: {note}" for note in p.notes]
     else:
-        latency.paragraphs.append("No prediction file with the agents' usage and latency columns (jobs.predict output) "
-                                  "was given or produced.")
+        section.paragraphs.append("No prediction file with the agents' usage and latency columns (jobs.predict "
+                                  "output) was given or produced.")
     if r.agent_roles:
-        latency.tables.append(tables.agent_table(r.agent_roles))
-    sections.append(latency)
+        section.tables.append(tables.agent_table(r.agent_roles))
+    return section
 
-    select = Section("model-selection", "Model selection: AUROC vs runtime vs cost")
+
+def _selection(ctx: Context) -> Section:
+    r = ctx.data.results
+    section = Section("model-selection", "Model selection: AUROC vs runtime vs cost")
     if r.selection:
-        select.tables.append(tables.selection_table(r.selection))
-        select.figures.append(_figure("fig-selection", "AUROC vs median runtime (marker area ∝ median cost; dashed: "
-                                      "Pareto front)", figures.selection_plot(r.selection), figs))
+        section.tables.append(tables.selection_table(r.selection))
+        section.figures.append(ctx.figure("fig-selection", "AUROC vs median runtime (marker area ∝ median cost; "
+                                          "dashed: Pareto front; hollow: too few patients, never on the front)",
+                                          figures.selection_plot(r.selection, ctx.palette)))
     else:
-        select.paragraphs.append("No profiled and evaluated LLM run to compare.")
-    sections.append(select)
+        section.paragraphs.append("No profiled and evaluated LLM run to compare.")
+    return section
 
-    sections.append(Section("realism", "Are the baselines' AUROCs realistic?", paragraphs=[r.realism.paragraph],
-                            css_class="verdict"))
 
+def _realism(ctx: Context) -> Section:
+    return Section("realism", "Are the baselines' AUROCs realistic?",
+                   paragraphs=[ctx.data.results.realism.paragraph], css_class="verdict")
+
+
+def _provenance(ctx: Context) -> Section:
+    r = ctx.data.results
     timings = Table("table-timings", "Where the time went", ["step", "seconds"],
                     [[t.step, f"{t.seconds:.1f}"] for t in r.timings] + [["total", f"{r.total_seconds:.1f}"]])
-    sections.append(Section("provenance", "Commands and settings", paragraphs=[
+    return Section("provenance", "Commands and settings", paragraphs=[
         "Every number above was computed by this run. These commands produced them (the first reproduces the whole "
-        "report; the others are what it ran for the agents):"], code=[*r.commands,
-        s.model_dump_json(indent=1)], tables=[timings]))
-    assert tuple(x.id for x in sections) == SECTION_IDS
-    return sections
+        "report; the others are what it ran for the agents):"], code=list(r.commands),
+        tables=[timings, tables.settings_table(r.settings)])
+
+
+CORE_SECTIONS: tuple[Callable[[Context], Section], ...] = (
+    _overview, _characteristics, _record_length, _auroc, _paired, _auprc, _models, _roc_pr, _truncation, _time_gap,
+    _stratified, _agents, _latency, _selection, _realism, _provenance)
+
+
+def build_sections(data: ReportData, extra: Sequence[Section] = ()) -> list[Section]:
+    """The core sections in `SECTION_IDS` order, with ``extra`` sections before the last (commands and settings)."""
+    ctx = Context(data, report_palette(data), data.results.settings.out / "figures")
+    core = [build(ctx) for build in CORE_SECTIONS]
+    assert tuple(x.id for x in core) == SECTION_IDS
+    ids = [x.id for x in [*core, *extra]]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise ValueError(f"report sections with the same id: {repeated}")
+    return [*core[:-1], *extra, core[-1]]
 
 
 def write_report(data: ReportData, sections: list[Section]) -> tuple[Path, Path]:
@@ -182,6 +333,7 @@ def write_report(data: ReportData, sections: list[Section]) -> tuple[Path, Path]
     out = data.results.settings.out
     html_path, json_path = out / "report.html", out / "results.json"
     html_path.write_text(render_html("TrajOnco benchmark reproduction", sections,
-                                     subtitle=f"Command: {data.results.commands[0]}."), encoding="utf-8")
+                                     subtitle=f"Command: {data.results.commands[0]}.", notices=notices(data)),
+                         encoding="utf-8")
     json_path.write_text(data.results.model_dump_json(indent=1), encoding="utf-8")
     return html_path, json_path

@@ -1,15 +1,21 @@
 """The report's tables, formatted from result models (every cell is a number the run computed).
 
 >>> from baselines import Interval
->>> ci(Interval(value=0.7912, lower=0.75, upper=0.83, level=0.95, n_resamples=10, method="percentile", seed=0))
+>>> i = Interval(value=0.7912, lower=0.75, upper=0.83, level=0.95, n_resamples=10, method="percentile", seed=0)
+>>> ci(i)
 '0.791 (0.750–0.830)'
+>>> ci_n(i, 43, 43), ci_n(i, 2, 2)
+('0.791 (0.750–0.830) n=43/43', '0.791 (0.750–0.830) n=2/2 too few')
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pydantic import BaseModel
+
 from baselines import Interval, StratumResult
+from baselines.metrics import MIN_CASES, too_few
 from benchmarks.report.html import Table
 from benchmarks.report.profile import AgentRole, RunProfile, SelectionPoint
 from benchmarks.report.results import (
@@ -19,6 +25,7 @@ from benchmarks.report.results import (
     GapPoint,
     GroupCharacteristics,
     ModelResult,
+    PairedComparison,
     TruncationPoint,
     UnscoredRun,
 )
@@ -29,6 +36,11 @@ def ci(interval: Interval | None) -> str:
     if interval is None:
         return "–"
     return f"{interval.value:.3f} ({interval.lower:.3f}–{interval.upper:.3f})"
+
+
+def ci_n(interval: Interval | None, n_positive: int, n_negative: int) -> str:
+    """`ci` followed by the cases/controls it stands on, and "too few" below `baselines.metrics.MIN_CASES`."""
+    return f"{ci(interval)} n={n_positive}/{n_negative}" + (" too few" if too_few(n_positive, n_negative) else "")
 
 
 def _share(count: int, n: int) -> str:
@@ -61,19 +73,71 @@ def _characteristics_row(cohort: str, role: str, g: GroupCharacteristics, ethnic
 
 
 def metric_table(results: Sequence[ModelResult], cohorts: Sequence[str], metric: str, table_id: str) -> Table:
-    """AUROC or AUPRC with 95% CI: one row per cohort, one column per model."""
+    """AUROC or AUPRC with 95% CI and n (cases/controls) in every cell: one row per cohort, one column per model."""
     models = list(dict.fromkeys(r.model for r in results))
-    cell = {(r.cohort, r.model): getattr(r.evaluation, metric) for r in results}
+    by = {(r.cohort, r.model): r for r in results}
     n = {r.cohort: (r.evaluation.n_positive, r.evaluation.n_negative) for r in results if r.kind == "baseline"}
-    rows = [[c, f"{n[c][0]} / {n[c][1]}" if c in n else "–", *(ci(cell.get((c, m))) for m in models)]
-            for c in cohorts]
+
+    def cell(cohort: str, model: str) -> str:
+        r = by.get((cohort, model))
+        return "–" if r is None else ci_n(getattr(r.evaluation, metric), r.evaluation.n_positive,
+                                          r.evaluation.n_negative)
+
+    rows = [[c, f"{n[c][0]} / {n[c][1]}" if c in n else "–", *(cell(c, m) for m in models)] for c in cohorts]
     label = metric.upper()
-    note = ("95% CIs: stratified bootstrap (cases and controls resampled separately). Prediction-file models are "
-            "evaluated on the rows they scored (see their n in the model table).")
+    note = ("95% CIs: stratified bootstrap (cases and controls resampled separately); n = cases/controls the value "
+            f"stands on. 'too few': fewer than {MIN_CASES} cases or controls — not comparable with the other columns "
+            "(see the paired comparison for the agents against the baselines on the same patients). Record-length "
+            "columns score each patient by the length of the record alone.")
     if metric == "auprc":
         note += " Under 1:1 matching the chance level of AUPRC is 0.5."
     return Table(table_id, f"{label} (95% CI) on the test cohorts", ["cohort", "cases / controls", *models], rows,
                  note=note)
+
+
+def paired_table(comparisons: Sequence[PairedComparison]) -> Table:
+    """Each agent run against each comparator on the agent's own patients, with the paired difference."""
+    rows = []
+    for c in comparisons:
+        d = c.difference
+        rows.append([c.cohort, c.agent, c.comparator, c.comparator_kind.replace("_", " "),
+                     f"{c.n_cases} / {c.n_controls}", f"{c.agent_auroc:.3f}",
+                     "–" if c.comparator_auroc is None else f"{c.comparator_auroc:.3f}",
+                     "–" if c.comparator_auroc_whole is None else f"{c.comparator_auroc_whole:.3f}",
+                     "–" if d is None else f"{d.value:+.3f} ({d.lower:+.3f} to {d.upper:+.3f})",
+                     "; ".join(x for x in (f"too few (< {MIN_CASES} cases or controls)" if c.too_few else "",
+                                           c.note or "") if x)])
+    return Table("table-paired", "Agents vs baselines on the same patients (AUROC; difference with paired 95% CI)",
+                 ["cohort", "agent run", "comparator", "comparator kind", "cases / controls", "agent AUROC",
+                  "comparator AUROC, same patients", "comparator AUROC, whole test cohort",
+                  "difference agent − comparator", "note"], rows,
+                 note="The comparator is re-scored on exactly the patients the agent run scored; the CI of the "
+                      "difference resamples the same cases and controls for both models (paired, stratified "
+                      "percentile bootstrap). A CI that contains 0 means no detectable difference.")
+
+
+def record_length_table(results: Sequence[ModelResult], cohorts: Sequence[str],
+                        characteristics: Sequence[CohortCharacteristics]) -> Table:
+    """Per cohort: AUROC of the token count and of the visit count alone, beside the best baseline and Table 1."""
+    lengths = list(dict.fromkeys(r.model for r in results if r.kind == "record_length"))
+    by = {(r.cohort, r.model): r for r in results}
+    table1 = {c.cohort: c for c in characteristics}
+    rows = []
+    for cohort in cohorts:
+        baselines = [r for r in results if r.cohort == cohort and r.kind == "baseline"]
+        best = max(baselines, key=lambda r: r.evaluation.auroc.value, default=None)
+        c = table1.get(cohort)
+        rows.append([cohort, *(ci_n(r.evaluation.auroc, r.evaluation.n_positive, r.evaluation.n_negative)
+                               if r is not None else "–" for r in (by.get((cohort, m)) for m in lengths)),
+                     f"{best.model} {ci(best.evaluation.auroc)}" if best else "–",
+                     f"{c.cases.xml_tokens.text(thousands=True)} vs {c.controls.xml_tokens.text(thousands=True)}"
+                     if c else "–",
+                     f"{c.cases.ehr_span_years.text()} vs {c.controls.ehr_span_years.text()}" if c else "–"])
+    return Table("table-record-length", "Record-length baselines: AUROC of the record's length alone",
+                 ["cohort", *lengths, "best baseline", "XML tokens, cases vs controls", "EHR span y, cases vs controls"],
+                 rows, note="XML tokens: the Table 1 sample of each role; visits: distinct visit days before the "
+                            "prediction time, every test patient. An AUROC well above 0.5 here is utilisation "
+                            "signal that every model can exploit without reading the clinical content.")
 
 
 def model_table(results: Sequence[ModelResult]) -> Table:
@@ -82,14 +146,16 @@ def model_table(results: Sequence[ModelResult]) -> Table:
     for r in results:
         e = r.evaluation
         youden = e.at_youden
-        rows.append([r.cohort, r.model, r.kind, r.llm_model or "–", str(e.n), str(e.n_missing + e.n_failed),
-                     ci(e.auroc), ci(e.auprc), f"{youden.sensitivity:.2f}" if youden.sensitivity is not None else "–",
+        rows.append([r.cohort, r.model, r.kind.replace("_", " "), r.llm_model or "–", str(e.n),
+                     f"{e.n_positive} / {e.n_negative}", str(e.n_missing + e.n_failed), ci(e.auroc), ci(e.auprc),
+                     f"{youden.sensitivity:.2f}" if youden.sensitivity is not None else "–",
                      f"{youden.specificity:.2f}" if youden.specificity is not None else "–",
                      f"{e.calibration.brier_score:.3f}" if e.calibration else "–",
                      f"{r.seconds:.1f}" if r.kind == "baseline" else "–",
                      "; ".join(e.notes) or ""])
     return Table("table-models", "Every model run (LLM = the model that produced a prediction file's scores)",
-                 ["cohort", "model", "kind", "LLM", "rows scored", "rows without score", "AUROC", "AUPRC",
+                 ["cohort", "model", "kind", "LLM", "rows scored", "cases / controls", "rows without score", "AUROC",
+                  "AUPRC",
                   "sensitivity @Youden", "specificity @Youden", "Brier", "fit + score s", "notes"], rows)
 
 
@@ -139,12 +205,14 @@ def gap_table(points: Sequence[GapPoint]) -> Table:
 
 
 def strata_table(cohort: str, results: Sequence[StratumResult]) -> Table:
-    rows = [[r.stratifier, r.stratum, r.model, str(r.n_positive), str(r.n_negative), ci(r.auroc), ci(r.auprc),
-             r.note or ""] for r in results]
+    rows = [[r.stratifier, r.stratum, r.model, str(r.n_positive), str(r.n_negative),
+             ci(r.auroc) if r.auroc else "too few", ci(r.auprc) if r.auprc else "too few", r.note or ""]
+            for r in results]
     return Table(f"table-strata-{cohort}", f"Stratified results — {cohort}",
                  ["stratifier", "stratum", "model", "cases", "controls", "AUROC", "AUPRC", "note"], rows,
                  note="Visit frequency: distinct visit days in the 5 years before the prediction time, in quartiles "
-                      "over the cohort. Controls take the cancer (and screening group) of their matched case.")
+                      "over the cohort. Controls take the cancer (and screening group) of their matched case. "
+                      f"Strata with fewer than {MIN_CASES} cases or controls show 'too few' instead of a CI.")
 
 
 def _q(quantiles, digits: int = 1) -> str:
@@ -190,12 +258,35 @@ def agent_table(roles: Sequence[AgentRole]) -> Table:
 
 
 def selection_table(points: Sequence[SelectionPoint]) -> Table:
-    rows = [[p.name, p.llm_model or "–", p.variant or "–", f"{p.auroc:.3f}", f"{p.median_runtime_s:.3g}",
-             f"{p.median_cost_usd:.5f}", "yes" if p.on_pareto_front else "no"] for p in points]
+    rows = [[p.name, p.llm_model or "–", p.variant or "–", f"{p.auroc:.3f}", f"{p.n_positive} / {p.n_negative}",
+             f"{p.median_runtime_s:.3g}", f"{p.median_cost_usd:.5f}",
+             "no (too few patients)" if p.too_few else "yes" if p.on_pareto_front else "no"] for p in points]
     return Table("table-selection", "Model selection: AUROC vs median runtime vs median cost per patient",
-                 ["run", "LLM", "variant", "AUROC", "median runtime s", "median cost $", "Pareto front"], rows,
+                 ["run", "LLM", "variant", "AUROC", "cases / controls", "median runtime s", "median cost $",
+                  "Pareto front"], rows,
                  note="A run is on the Pareto front when no other run has a higher-or-equal AUROC, a lower-or-equal "
                       "runtime and a lower-or-equal cost, with at least one strictly better. Agents: median wall time "
                       "and cost per patient from their prediction files; baselines (focus cohort): fit + scoring "
-                      "time divided by the rows they scored, no token cost. Agents' AUROCs on a handful of "
-                      "patients carry wide uncertainty (see their n in the model table).")
+                      "time divided by the rows they scored, no token cost. Runs with fewer than "
+                      f"{MIN_CASES} cases or controls are listed but never on the front: their AUROC is too "
+                      "uncertain to beat another run.")
+
+
+def settings_table(settings: BaseModel) -> Table:
+    """Every setting as one short row (tuples comma-separated), for a collapsible block instead of raw JSON.
+
+    >>> from benchmarks.report.settings import ReportSettings
+    >>> rows = settings_table(ReportSettings(out="out/r", cohorts=("lung",))).rows
+    >>> ["cohorts", "lung"] in rows and ["out", "out/r"] in rows
+    True
+    """
+    rows = []
+    for name, value in settings.model_dump(mode="json").items():
+        if isinstance(value, list):
+            text = ", ".join(str(v) if not isinstance(v, dict) else " ".join(f"{k}={w}" for k, w in v.items())
+                             for v in value) or "(none)"
+        else:
+            text = "–" if value is None or value == "" else str(value)
+        rows.append([name, text])
+    return Table("table-settings", "Report settings (results.json holds them too)", ["setting", "value"], rows,
+                 collapsed=True)

@@ -10,13 +10,22 @@ from trajonco.agents.memory import LongTermMemory, MemoryEvent
 from trajonco.agents.preprocessor import FilterOutcome, filter_and_rechunk
 from trajonco.agents.prompts import PromptContext
 from trajonco.agents.results import AgentError, AnyCancerResult, PatientResult, Variant
-from trajonco.agents.schemas import COMPACT_LIMITS, STANDARD_LIMITS, ManagerOutput, PreprocessorOutput, RiskLevel, WorkerOutput
+from trajonco.agents.schemas import (
+    COMPACT_LIMITS,
+    STANDARD_LIMITS,
+    AnyCancerManagerOutput,
+    ManagerOutput,
+    PreprocessorOutput,
+    RiskLevel,
+    WorkerOutput,
+)
 from trajonco.agents.single_agent import SingleAgentOutcome, run_single_agent
 
 __all__ = [
     "COMPACT_LIMITS",
     "STANDARD_LIMITS",
     "AgentError",
+    "AnyCancerManagerOutput",
     "AnyCancerResult",
     "ChainOutcome",
     "FilterOutcome",

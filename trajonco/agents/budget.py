@@ -1,7 +1,8 @@
 """Prompt budgets: how many input tokens a call may use, and fitting a list of lines into what is left.
 
-Counts use cl100k_base (`vista.tokens`); a model with another tokenizer may count more, so only a share
-(``safety``) of the context window is planned for, minus the tokens reserved for the answer.
+Counts use the budget's ``encoding`` (`vista.tokens`: o200k_base for GPT-4o/4.1-class models, cl100k_base
+otherwise); a model with another tokenizer may count more, so only a share (``safety``) of the context window
+is planned for, minus the tokens reserved for the answer.
 
 >>> b = ContextBudget(context_tokens=8192, output_tokens=1024, safety=0.85)
 >>> b.input_tokens
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vista.tokens import count_tokens_batch
+from vista.tokens import DEFAULT_ENCODING, count_tokens, count_tokens_batch
 
 
 class BudgetError(ValueError):
@@ -30,18 +31,23 @@ class ContextBudget:
     context_tokens: int
     output_tokens: int
     safety: float = 0.85
+    encoding: str = DEFAULT_ENCODING
 
     @property
     def input_tokens(self) -> int:
-        """Tokens (cl100k) a prompt may use."""
+        """Tokens (in ``encoding``) a prompt may use."""
         return int(self.context_tokens * self.safety) - self.output_tokens
 
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` in the budget's encoding."""
+        return count_tokens(text, self.encoding)
 
-def oldest_to_drop(lines: Sequence[str], available: int) -> int:
+
+def oldest_to_drop(lines: Sequence[str], available: int, encoding: str = DEFAULT_ENCODING) -> int:
     """How many of the oldest (first) lines to drop so the rest sum to at most ``available`` tokens."""
     if not lines:
         return 0
-    counts = count_tokens_batch(list(lines)).tolist()
+    counts = count_tokens_batch(list(lines), encoding).tolist()
     used = 0
     start = len(lines)
     while start > 0 and used + counts[start - 1] <= available:

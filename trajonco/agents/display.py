@@ -24,7 +24,9 @@ def result_json(result: PatientResult | AnyCancerResult) -> str:
 
 
 def _headline(result: PatientResult) -> Text:
-    cancer = CANCERS[result.cancer].display_name
+    cancer = CANCERS[result.cancer].display_name if result.cancer in CANCERS else f"{result.cancer} cancer"
+    if result.likely_cancer is not None:
+        cancer += f" (most likely: {CANCERS[result.likely_cancer].display_name})"
     score = "—" if result.risk_score is None else f"{result.risk_score}/10"
     text = Text.assemble(
         (f"subject {result.subject_id}", "bold"), f" · {cancer} within {horizon_text(result.horizon_days)} of ",
@@ -103,10 +105,16 @@ def render_result(result: PatientResult) -> Group:
 
 
 def render_any_cancer(result: AnyCancerResult) -> Group:
-    """The rich renderable of an any-cancer result: the pooled score and the per-cancer scores."""
+    """The rich renderable of an any-cancer result: the chain's whole result, or the pooled and per-cancer scores."""
     score = "—" if result.risk_score is None else f"{result.risk_score}/10"
-    head = Text.assemble((f"subject {result.subject_id}", "bold"), " · any cancer · risk ", (score, "bold"),
-                         f" · strongest: {result.strongest_cancer or '—'} · {result.status}")
+    named = "most likely" if result.mode == "chain" else "strongest"
+    head = Text.assemble((f"subject {result.subject_id}", "bold"), f" · any cancer ({result.mode}) · risk ", (score, "bold"),
+                         f" · {named}: {result.strongest_cancer or '—'} · {result.status}")
+    if result.mode == "chain":
+        parts = [head, *(render_result(r) for r in result.results)]
+        if result.skipped:
+            parts.append(Text(f"not considered (sex): {', '.join(result.skipped)}"))
+        return Group(*parts)
     table = Table(title="per cancer")
     table.add_column("cancer")
     table.add_column("risk")

@@ -16,7 +16,6 @@ from trajonco.agents.memory import LongTermMemory, MemoryEvent, render_events
 from trajonco.agents.prompts import PromptContext, render_pair
 from trajonco.agents.results import Stage
 from trajonco.agents.schemas import ExtractedEvent, ManagerOutput, WorkerOutput
-from vista.tokens import count_tokens
 from vista.llm import LLMGateway
 
 
@@ -46,13 +45,13 @@ def manager_prompts(
     left_out = 0
     if budget is not None:
         system, user = render_pair("manager", ctx, final_worker_output=worker_json, memory_events="", memory_note=" (older events left out)")
-        available = budget.input_tokens - count_tokens(system) - count_tokens(user)
+        available = budget.input_tokens - budget.count(system) - budget.count(user)
         if available < 0:
             raise BudgetError(
                 f"subject {subject_id}: the manager prompt needs {budget.input_tokens - available} tokens without memory, "
                 f"more than the {budget.input_tokens} planned for a {budget.context_tokens}-token context"
             )
-        left_out = oldest_to_drop(lines, available)
+        left_out = oldest_to_drop(lines, available, budget.encoding)
     note = f" (the {left_out} oldest events were left out to fit the context)" if left_out else ""
     system, user = render_pair(
         "manager", ctx, final_worker_output=worker_json, memory_events=render_events(memory[left_out:]), memory_note=note

@@ -1,4 +1,4 @@
-"""The typed result of one patient's assessment (and of the any-cancer max pooling), ready for JSON.
+"""The typed result of one patient's assessment (and of the any-cancer assessment: one chain, or max pooling), ready for JSON.
 
 ``probability`` is ``risk_score / 10``: a monotone, probability-like ranking score in (0, 1] for AUROC/AUPRC and for
 MEDS-DEV's ``predicted_boolean_probability`` column. It is not calibrated: a 7 does not mean a 70 % chance.
@@ -110,10 +110,10 @@ Status = Literal["ok", "partial", "failed"]
 
 
 class PatientResult(_Frozen):
-    """Everything one assessment produced for one patient and one cancer."""
+    """Everything one assessment produced for one patient and one cancer (or "any" for the any-cancer chain)."""
 
     subject_id: int
-    cancer: str
+    cancer: str = Field(description="the cancer assessed; 'any' for the any-cancer chain")
     variant: Variant
     model: str = Field(description="the model that answered")
     prediction_time: datetime
@@ -121,6 +121,8 @@ class PatientResult(_Frozen):
     status: Status = Field(description="ok: every call succeeded; partial: some failed but a score exists; failed: no score")
     risk_score: int | None = Field(description="final risk 1-10 (None only when status is failed)")
     probability: float | None = Field(description="risk_score / 10: a ranking score, not a calibrated probability")
+    likely_cancer: str | None = Field(None, description="any-cancer chain: the cancer type the manager (or single "
+                                      "agent) named as the most likely; None for a single-cancer assessment")
     risk_trajectory: tuple[ChunkRisk, ...] = ()
     summary: str | None = Field(None, description="the manager's (or single agent's) narrative of risk evolution")
     reasoning: str | None = None
@@ -144,16 +146,29 @@ class CancerScore(_Frozen):
     status: Status
 
 
+AnyCancerMode = Literal["chain", "max"]
+
+
 class AnyCancerResult(_Frozen):
-    """The any-cancer assessment: the per-cancer results and their maximum ("max pooling")."""
+    """The any-cancer assessment. ``chain`` (the paper's): one assessment whose prompts ask for the strongest signal
+    of any cancer, its manager naming the most likely type; ``max``: one assessment per cancer, max-pooled."""
 
     subject_id: int
+    mode: AnyCancerMode = Field("max", description="chain: one chain for any cancer; max: the maximum over per-cancer chains")
     status: Status
-    risk_score: int | None = Field(description="max of the per-cancer scores")
+    risk_score: int | None = Field(description="chain: the chain's score; max: the max of the per-cancer scores")
     probability: float | None = Field(description="risk_score / 10")
-    strongest_cancer: str | None = Field(description="the cancer with the highest score (first in catalog order on ties)")
-    tied_cancers: tuple[str, ...] = Field((), description="every cancer sharing the highest score")
-    scores: tuple[CancerScore, ...]
-    skipped: tuple[str, ...] = Field((), description="cancers not assessed because they cannot occur with the patient's sex")
-    results: tuple[PatientResult, ...]
+    strongest_cancer: str | None = Field(description="chain: the cancer the chain named; max: the cancer with the highest "
+                                         "score (first in catalog order on ties)")
+    tied_cancers: tuple[str, ...] = Field((), description="max: every cancer sharing the highest score")
+    scores: tuple[CancerScore, ...] = Field(description="max: one per cancer assessed; chain: none (one score for all)")
+    skipped: tuple[str, ...] = Field((), description="cancers not considered because they cannot occur with the patient's sex")
+    results: tuple[PatientResult, ...] = Field(description="chain: the one assessment (cancer 'any'); max: one per cancer")
     latency_total: float
+
+    def representative(self) -> PatientResult | None:
+        """The assessment whose narrative, events and trajectory stand for the whole: the chain's one result, or
+        the max pooling's strongest cancer (None when nothing scored)."""
+        if self.mode == "chain":
+            return self.results[0] if self.results else None
+        return next((r for r in self.results if r.cancer == self.strongest_cancer), None)

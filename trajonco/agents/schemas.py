@@ -19,6 +19,8 @@ the answer budget fails validation, so `fit_limits` shrinks bounds until the lon
 
 >>> max(worst_case_chars(m) for m in (models.worker, models.manager, models.preprocessor))
 1004
+>>> worst_case_chars(models.any_manager) <= worst_case_chars(models.manager)  # it also names the cancer
+True
 >>> fit_limits(COMPACT_LIMITS, max_tokens=1024) is COMPACT_LIMITS
 True
 >>> fitted = fit_limits(COMPACT_LIMITS, max_tokens=600)
@@ -33,10 +35,12 @@ from dataclasses import dataclass, fields, replace
 from datetime import date
 from enum import StrEnum
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
+
+from trajonco.cancers import CANCERS
 
 EVENT_ID_PATTERN = r"^e[0-9]{1,9}$"
 EventId = Annotated[str, StringConstraints(pattern=EVENT_ID_PATTERN, max_length=10)]
@@ -82,6 +86,21 @@ class ManagerOutput(_Strict):
     risk_score: int = Field(ge=1, le=10, description="risk of a diagnosis within the horizon, 1 (lowest) to 10 (highest)")
 
 
+CancerKey = Literal[tuple(CANCERS)]  # type: ignore[valid-type]
+"""The key of one of the 15 cancers (`trajonco.cancers.CANCERS`)."""
+
+
+class AnyCancerManagerOutput(ManagerOutput):
+    """The any-cancer chain's final answer (the paper's any-cancer variant): the manager's answer plus the cancer
+    type with the strongest signal; the score is the risk of any cancer."""
+
+    likely_cancer: CancerKey = Field(description="key of the cancer type with the strongest signal in the record")
+
+
+LIKELY_CANCER_CHARS = len(',"likely_cancer":""') + max(map(len, CANCERS))
+"""Characters the any-cancer manager's extra field adds to its answer at most."""
+
+
 class PreprocessorOutput(_Strict):
     """A two-stage preprocessor's answer: which events of its chunk are relevant to the cancer."""
 
@@ -124,6 +143,11 @@ class OutputModels:
     worker: type[WorkerOutput]
     manager: type[ManagerOutput]
     preprocessor: type[PreprocessorOutput]
+    any_manager: type[AnyCancerManagerOutput]  # the manager (and single agent) of the any-cancer chain
+
+    def for_any_cancer(self) -> OutputModels:
+        """These models with the any-cancer manager answering for the manager (and the single agent)."""
+        return replace(self, manager=self.any_manager)
 
 
 def _tightened(base: type[BaseModel], prefix: str, **overrides: int | tuple[int, type[BaseModel]]) -> Any:
@@ -145,14 +169,14 @@ _LIMITS_OF: dict[type[BaseModel], OutputLimits] = {}
 def output_models(limits: OutputLimits) -> OutputModels:
     """The agents' response models bounded by ``limits`` (the same classes for the same limits)."""
     models = _build_models(limits)
-    for model in (models.worker, models.manager, models.preprocessor):
+    for model in (models.worker, models.manager, models.preprocessor, models.any_manager):
         _LIMITS_OF.setdefault(model, limits)
     return models
 
 
 def _build_models(limits: OutputLimits) -> OutputModels:
     if limits == STANDARD_LIMITS:
-        return OutputModels(limits, WorkerOutput, ManagerOutput, PreprocessorOutput)
+        return OutputModels(limits, WorkerOutput, ManagerOutput, PreprocessorOutput, AnyCancerManagerOutput)
     prefix = "".join(part.title() for part in limits.name.split("-"))
     event = _tightened(ExtractedEvent, prefix, description=limits.event_chars, event_ids=limits.ids_per_event)
     worker = _tightened(WorkerOutput, prefix, updated_summary=limits.summary_chars, temporal_analysis=limits.temporal_chars,
@@ -161,7 +185,11 @@ def _build_models(limits: OutputLimits) -> OutputModels:
                          risk_reasoning=limits.reasoning_chars, final_events=(limits.manager_events, event))
     preprocessor = _tightened(PreprocessorOutput, prefix, relevant_event_ids=limits.preprocessor_ids,
                               rationale=limits.rationale_chars)
-    return OutputModels(limits, worker, manager, preprocessor)
+    # the cancer field's length comes off the narrative, so the any-cancer answer is never longer than the manager's
+    any_manager = _tightened(AnyCancerManagerOutput, prefix,
+                             risk_evolution_summary=max(1, limits.summary_chars - LIKELY_CANCER_CHARS),
+                             risk_reasoning=limits.reasoning_chars, final_events=(limits.manager_events, event))
+    return OutputModels(limits, worker, manager, preprocessor, any_manager)
 
 
 def worst_case_chars(model: type[BaseModel]) -> int:

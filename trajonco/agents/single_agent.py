@@ -16,7 +16,6 @@ from trajonco.agents.prompts import PromptContext, render_pair
 from trajonco.agents.results import Stage
 from trajonco.agents.schemas import ManagerOutput
 from vista.timeline import Timeline, TimelineError, truncate_left
-from vista.tokens import count_tokens
 from vista.llm import LLMGateway
 
 
@@ -45,7 +44,7 @@ def fit_timeline(ctx: PromptContext, timeline: Timeline, budget: ContextBudget |
         return timeline, None
     note = " (left-truncated: its oldest events are not shown)"
     system, user = render_pair("single_agent", ctx, timeline_xml="", truncation_note=note)
-    available = budget.input_tokens - count_tokens(system) - count_tokens(user)
+    available = budget.input_tokens - budget.count(system) - budget.count(user)
     try:
         kept = truncate_left(timeline, available) if available > 0 else None
     except TimelineError:

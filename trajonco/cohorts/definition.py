@@ -258,6 +258,10 @@ def builtin_names() -> list[str]:
     return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
 
 
+BUILTIN_ALIASES = {"myeloma": "multiple_myeloma"}
+"""Other spellings of built-in names (the synthetic generator's summary says ``myeloma``)."""
+
+
 def load_definition(name_or_path: str | Path) -> CohortDefinition:
     """Load a built-in definition by name ('lung', 'any_cancer') or a TOML file by path."""
     raw, source = _load_raw(name_or_path, base=Path.cwd(), chain=())
@@ -290,7 +294,8 @@ def _read_toml(ref: str | Path, base: Path) -> tuple[dict[str, Any], str, Path]:
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise CohortDefinitionError(f"{path}: not valid TOML ({exc})") from None
     names = builtin_names()
-    if str(ref) not in names:
+    ref = BUILTIN_ALIASES.get(str(ref), str(ref))
+    if ref not in names:
         raise CohortDefinitionError(f"unknown cohort definition {str(ref)!r}; built-ins: {', '.join(names)}")
     text = resources.files(BUILTIN_PACKAGE).joinpath(f"{ref}.toml").read_text(encoding="utf-8")
     return tomllib.loads(text), f"built-in definition {ref!r}", base

@@ -1,7 +1,8 @@
 """VISTA display generation: the tumor-board variables and a summary note, from the TOA timeline and the MEDS Graph.
 
-`build_display` fills demographics from the graph's structured data (origin "structured") and every other variable
-from the timeline's events and episodes, a few variables per LLM call (origin "llm"; a failed call leaves
+`build_display` fills demographics, height/weight and medications from the graph's structured data (origin
+"structured") and every other variable from the timeline's events and episodes (a view fitted to the model's context
+window, `vista.toa.timeline_view`), a few variables per LLM call (origin "llm"; a failed call leaves
 "Not available" with origin "failed"); every cited timeline id is checked and mapped to the MEDS Graph events it
 rests on. `DisplayStore` persists ``<root>/display/<sid>.json`` keyed by a content hash so an unchanged patient
 costs no call; `render_display` / `display_markdown` show a display to people.
@@ -20,12 +21,11 @@ from vista.display.model import (
 )
 from vista.display.render import display_markdown, render_display
 from vista.display.store import DisplayStore
-from vista.display.structured import STRUCTURED_VARIABLES, demographics_value
-from vista.display.timeline_view import TimelineView, timeline_view
+from vista.display.structured import STRUCTURED_VARIABLES, demographics_value, height_weight_value, medications_value
 
 __all__ = [
     "Comparison", "DEFAULT_GROUP_SIZE", "DisplayBuild", "DisplayConfig", "DisplayError", "DisplayStats", "DisplayStore",
-    "STRUCTURED_VARIABLES", "TimelineView", "TumorBoardDisplay", "VariableSpec", "VariableValue", "build_display",
-    "demographics_value", "display_hash", "display_markdown", "generate_display", "load_variables", "render_display",
-    "timeline_view",
+    "STRUCTURED_VARIABLES", "TumorBoardDisplay", "VariableSpec", "VariableValue", "build_display",
+    "demographics_value", "display_hash", "display_markdown", "generate_display", "height_weight_value",
+    "load_variables", "medications_value", "render_display",
 ]

@@ -1,7 +1,8 @@
 """The answer shapes asked of the model: one field per variable of a group (value + cited timeline ids), the note.
 
-The models are generated per group (field names are the variable keys, via aliases so any key is safe) and bounded
-everywhere — value length, number and shape of cited ids — so the embedded small model emits valid JSON under the
+The models are generated per group (field names are the variable keys, via aliases so any key is safe) by one
+factory shared with the RAG baseline (`group_answer_model` with a `CitationStyle`: timeline ids here, graph ids
+there) and bounded everywhere — value length, number and shape of cited ids — so the embedded small model emits valid JSON under the
 schema. Nothing from an answer reaches a display before `vista.display.generate` has checked every cited id.
 
 >>> from vista.display.model import load_variables
@@ -16,6 +17,7 @@ schema. Nothing from an answer reaches a display before `vista.display.generate`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Annotated
 
@@ -57,22 +59,51 @@ def field_name(index: int) -> str:
     return f"v{index}"
 
 
-@lru_cache(maxsize=256)
-def variable_answer_model(value_max_chars: int, max_cited: int) -> type[VariableAnswer]:
-    return create_model(  # type: ignore[call-overload]
-        "VariableAnswer", __base__=VariableAnswer,
-        value=(str, Field(min_length=1, max_length=value_max_chars,
-                          description=f"Short answer; '{NOT_DOCUMENTED}' when the timeline is silent.")),
-        timeline_refs=(list[TimelineRef], Field(max_length=max_cited, description="Ids of the supporting events.")))
+@dataclass(frozen=True, slots=True)
+class CitationStyle:
+    """How one method's answers cite evidence: the field name, the id pattern and the classes the models extend.
+
+    VISTA cites timeline ids (``t<k>``, `TIMELINE_CITATIONS`); the RAG baseline cites graph ids (``e<k>``,
+    `vista.rag.answers.SOURCE_CITATIONS`). Both build their answer models with `variable_answer_model` and
+    `group_answer_model`, so the two methods ask the model for the same shape with the same bounds."""
+
+    field: str
+    pattern: str
+    max_id_chars: int
+    refs_description: str
+    silent_source: str = "timeline"
+    item_base: type[BaseModel] = BaseModel
+    group_base: type[BaseModel] = BaseModel
+    group_name: str = "VariablesAnswer"
+
+
+TIMELINE_CITATIONS = CitationStyle(field="timeline_refs", pattern=r"^t[0-9]{1,6}$", max_id_chars=8,
+                                   refs_description="Ids of the supporting events.", silent_source="timeline",
+                                   item_base=VariableAnswer, group_base=VariablesAnswer,
+                                   group_name="VariablesAnswer")
 
 
 @lru_cache(maxsize=256)
-def group_answer_model(specs: tuple[VariableSpec, ...], *, value_max_chars: int,
-                       max_cited: int) -> type[VariablesAnswer]:
-    """The answer model of one group of variables (memoised: the gateway caches schemas per class)."""
-    item = variable_answer_model(value_max_chars, max_cited)
+def variable_answer_model(value_max_chars: int, max_cited: int,
+                          style: CitationStyle = TIMELINE_CITATIONS) -> type[BaseModel]:
+    """One variable's answer (value + cited ids in ``style``), bounded for constrained decoding."""
+    ref = Annotated[str, Field(min_length=2, max_length=style.max_id_chars, pattern=style.pattern)]
+    fields = {
+        "value": (str, Field(min_length=1, max_length=value_max_chars,
+                             description=f"Short answer; '{NOT_DOCUMENTED}' when the {style.silent_source} is silent.")),
+        style.field: (list[ref], Field(max_length=max_cited, description=style.refs_description)),
+    }
+    return create_model(style.item_base.__name__, __base__=style.item_base, **fields)  # type: ignore[call-overload]
+
+
+@lru_cache(maxsize=256)
+def group_answer_model(specs: tuple[VariableSpec, ...], *, value_max_chars: int, max_cited: int,
+                       style: CitationStyle = TIMELINE_CITATIONS) -> type[BaseModel]:
+    """The answer model of one group of variables (memoised: the gateway caches schemas per class): one
+    `variable_answer_model` field per variable, under the variable's key."""
+    item = variable_answer_model(value_max_chars, max_cited, style)
     fields = {field_name(k): (item, Field(alias=spec.key, description=spec.question)) for k, spec in enumerate(specs)}
-    return create_model("VariablesAnswer", __base__=VariablesAnswer, **fields)  # type: ignore[call-overload]
+    return create_model(style.group_name, __base__=style.group_base, **fields)  # type: ignore[call-overload]
 
 
 @lru_cache(maxsize=32)

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 DEFAULT_GROUP_SIZE = 3
 """Variables per LLM call. Measured on the embedded SmolLM2-135M (8k context) over a 130-event timeline cut to
-12k characters (≈5.3k SmolLM2 prompt tokens per call): groups of 3 gave 6 valid calls, no re-ask, ≤157 answer
+12k characters (≈5.3k SmolLM2 prompt tokens per call; the view is now fitted to the context window instead): groups of 3 gave 6 valid calls, no re-ask, ≤157 answer
 tokens; groups of 5 made the model loop until the 1024-token cap (a truncated answer, a re-ask, 2k answer tokens)."""
 
 
@@ -20,10 +20,16 @@ class DisplayConfig(BaseModel):
     variables: Path | None = Field(default=None,
                                    description="Variable definitions TOML; None = the packaged thoracic list.")
     group_size: int = Field(default=DEFAULT_GROUP_SIZE, ge=1, le=32, description="Variables asked for in one LLM call.")
-    max_events: int = Field(default=120, ge=1, description="Most timeline events shown in one call (episode "
-                            "anchors first, then the most recent).")
-    max_chars: int = Field(default=12_000, ge=500, description="Most characters of rendered timeline shown in one "
-                           "call (12k ≈ 5.3k SmolLM2 tokens, so a call fits the embedded model's 8k context).")
+    max_events: int | None = Field(default=None, ge=1, description="Most timeline events shown in one call (None: no "
+                                   "cap besides the context window). When cut, tumor-board facts (diagnosis, "
+                                   "histology, stage, biomarkers) are kept first, then episode anchors, background "
+                                   "facts and the most recent events (`vista.toa.timeline_view`).")
+    max_chars: int | None = Field(default=None, ge=500, description="Most characters of rendered timeline shown in "
+                                  "one call; None fits the model's context window (tokens left after the prompt and "
+                                  "the answer; the whole timeline when the window is unknown or ≥64k tokens).")
+    token_ratio: float | None = Field(default=None, gt=0, le=4, description="Model tokens per counted (tiktoken "
+                                      "cl100k) token when fitting the view; None: 1.3 for the embedded SmolLM2 (its "
+                                      "tokenizer splits digits, so dated lines cost more), 1.0 otherwise.")
     summary_note: bool = Field(default=True, description="Make one more call for the summary note.")
     value_max_chars: int = Field(default=200, ge=20, le=2000,
                                  description="Longest value a model may write (schema maxLength).")

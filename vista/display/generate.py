@@ -1,16 +1,19 @@
 """Build one patient's tumor-board display (method "vista") from its MEDS Graph and TOA timeline.
 
-Structured variables (demographics) are computed from the graph; every other variable is asked of the model a
-group at a time (groups run concurrently; the gateway bounds how many are in flight) over the rendered timeline
-and episodes. Each cited ``t<k>`` is checked: ids the timeline lacks, or that the call was not shown, are dropped
-and counted; a value's ``source_refs`` are the union of its cited events' ``source_event_refs`` (graph ``e<k>``
-ids), so every value traces to MEDS rows. A failed call leaves its variables "Not available" (origin "failed",
-with the error) and the display is still produced. A last call writes the summary note.
+Structured variables (demographics, height/weight, medications) are computed from the graph; every other variable
+is asked of the model a group at a time (groups run concurrently; the gateway bounds how many are in flight) over
+the rendered timeline and episodes, cut to what the model's context window holds next to the prompt and the answer
+(`view_budget`; tumor-board facts are kept first, see `vista.toa.timeline_view`). Each cited ``t<k>`` is checked:
+ids the timeline lacks, or that the call was not shown, are dropped and counted; a value's ``source_refs`` are the
+union of its cited events' ``source_event_refs`` (graph ``e<k>`` ids), so every value traces to MEDS rows. A
+failed call leaves its variables "Not available" (origin "failed", with the error) and the display is still
+produced. A last call writes the summary note (over its own fitted view, as the filled sheet takes room too).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -27,15 +30,23 @@ from vista.display.config import DisplayConfig
 from vista.display.hashing import display_hash
 from vista.display.model import DisplayError, TumorBoardDisplay, VariableSpec, VariableValue, load_variables
 from vista.display.structured import STRUCTURED_VARIABLES
-from vista.display.timeline_view import TimelineView, timeline_view
 from vista.graph import PatientGraph
-from vista.llm import LLMCallFailed, LLMGateway, LLMResult
+from vista.llm import LLMCallFailed, LLMGateway, LLMResult, Message
+from vista.toa.chunks import ChunkBudget
 from vista.toa.model import PatientTimeline, TimelineEvent
+from vista.toa.timeline_view import TimelineView, fitted_view_budget, timeline_view
+from vista.tokens import count_tokens
 
 log = logging.getLogger(__name__)
 
 VARIABLES_AGENT = "display_variables"
 SUMMARY_AGENT = "display_summary"
+FRAMING_TOKENS = 300
+"""Tokens kept free beyond the counted prompt: chat-template framing, the schema when sent in the prompt is counted
+separately (`_prompt_tokens`)."""
+EMBEDDED_TOKEN_RATIO = 1.3
+"""SmolLM2 tokens per cl100k token on timeline text (12k characters: 4.7k cl100k tokens, ≈5.3k SmolLM2 tokens,
+rounded up for safety)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,14 +131,48 @@ async def ask_group(gateway: LLMGateway, subject_id: int, group: tuple[VariableS
     return values, dropped, result
 
 
+def _prompt_tokens(gateway: LLMGateway, messages: list[Message], answer_model) -> int:
+    """Tokens of ``messages`` without the timeline (plus the schema when the gateway puts it in the prompt)."""
+    used = sum(count_tokens(m.content) for m in messages) + FRAMING_TOKENS
+    if gateway.config.schema_mode == "none" or gateway.config.schema_in_prompt:
+        used += count_tokens(json.dumps(gateway.schema_for(answer_model)))
+    return used
+
+
+def view_budget(gateway: LLMGateway, config: DisplayConfig, prompt_tokens: int) -> ChunkBudget | None:
+    """How much timeline one call may show: ``config.max_chars`` when set, else the model's context window minus
+    the prompt and the answer, in counted tokens (None: the whole timeline — unknown or very large window)."""
+    if config.max_chars is not None:
+        return ChunkBudget(limit=config.max_chars, unit="chars")
+    ratio = config.token_ratio or (EMBEDDED_TOKEN_RATIO if gateway.config.backend == "embedded" else 1.0)
+    context = gateway.context_tokens
+    answer = config.max_tokens or gateway.config.max_tokens
+    budget = fitted_view_budget(context, answer_tokens=answer, prompt_tokens=prompt_tokens)
+    if budget is None or ratio == 1.0:
+        return budget
+    return ChunkBudget(limit=max(1, int(budget.limit / ratio)), unit="tokens")
+
+
+def variables_view(timeline: PatientTimeline, groups: list[tuple[VariableSpec, ...]], gateway: LLMGateway,
+                   config: DisplayConfig) -> TimelineView:
+    """The one view every group's call shows (the same text, so a prefix cache reads it once), fitted to the
+    largest group's prompt."""
+    prompt = max((_prompt_tokens(gateway, variables_messages(g, ""), group_answer_model(
+        g, value_max_chars=config.value_max_chars, max_cited=config.max_cited)) for g in groups), default=0)
+    return timeline_view(timeline, config.max_events, budget=view_budget(gateway, config, prompt))
+
+
 async def generate_display(graph: PatientGraph, timeline: PatientTimeline, gateway: LLMGateway,
                            config: DisplayConfig = DisplayConfig()) -> DisplayBuild:
     """The display and the build's counts (dropped citations, failed calls)."""
     check_inputs(graph, timeline)
     specs = load_variables(config.variables)
-    view = timeline_view(timeline, config.max_events, config.max_chars)
     events = {e.event_id: e for e in timeline.events}
     groups = plan_groups(specs, config.group_size)
+    view = variables_view(timeline, groups, gateway, config)
+    if view.omitted:
+        log.info("subject %s: display calls show %d of %d timeline events (context window)", graph.subject_id,
+                 len(view.shown_ids), len(timeline.events))
     answered = await asyncio.gather(*(ask_group(gateway, graph.subject_id, g, view, events, config) for g in groups))
     by_key = {spec.key: STRUCTURED_VARIABLES[spec.key](graph) for spec in specs if spec.key in STRUCTURED_VARIABLES}
     for values, _, _ in answered:
@@ -138,8 +183,11 @@ async def generate_display(graph: PatientGraph, timeline: PatientTimeline, gatew
     failed = sum(1 for values_, _, r in answered if values_ and values_[0].origin == "failed")
     note, note_refs, summary_error = "", (), None
     if config.summary_note:
+        summary_model = summary_answer_model(config.summary_max_chars)
+        prompt = _prompt_tokens(gateway, summary_messages(specs, values, ""), summary_model)
+        view = timeline_view(timeline, config.max_events, budget=view_budget(gateway, config, prompt))
         result, summary_error = await _call(gateway, summary_messages(specs, values, view.text),
-                                            summary_answer_model(config.summary_max_chars), agent=SUMMARY_AGENT,
+                                            summary_model, agent=SUMMARY_AGENT,
                                             subject_id=graph.subject_id, max_tokens=config.max_tokens)
         if result is not None:
             results.append(result)

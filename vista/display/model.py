@@ -42,6 +42,15 @@ class VariableSpec(BaseModel):
     question: str = Field(min_length=1, description="What the variable holds, as asked of the model.")
     comparison: Comparison
     scored: bool = True
+    section: Literal["patient", "tumor_board"] = Field(
+        default="tumor_board", description="patient: the patient-information panel (demographics, height/weight, "
+        "allergies, prior conditions, medications), reported apart from the headline accuracy; tumor_board: the "
+        "cancer variables the headline accuracy is made of.")
+
+    @property
+    def headline(self) -> bool:
+        """Part of the headline accuracy: scored and a tumor-board variable (patient information is reported apart)."""
+        return self.scored and self.section == "tumor_board"
 
 
 class VariableValue(BaseModel):
@@ -77,6 +86,18 @@ class TumorBoardDisplay(BaseModel):
     completion_tokens: int = Field(default=0, ge=0)
     dropped_refs: int = Field(default=0, ge=0, description="Cited ids the model invented or was not shown (dropped).")
     summary_error: str | None = Field(default=None, description="Why the summary note is missing, when its call failed.")
+    graph_hash: str | None = Field(default=None, description="Version of the MEDS Graph it was built from "
+                                   "(`vista.toa.refs.graph_version`); reads that resolve its refs check it.")
+    ref_fingerprints: dict[str, str] = Field(default_factory=dict, description="Cited graph id -> digest of that event "
+                                             "when it was built (`vista.toa.refs.ref_fingerprint`).")
+
+    def incomplete_reason(self) -> str | None:
+        """Why the display is incomplete (variables whose call failed, a failed summary note), or None."""
+        failed = [v.key for v in self.values if v.origin == "failed"]
+        parts = [f"{len(failed)} variable(s) not answered ({', '.join(failed[:5])})"] if failed else []
+        if self.summary_error is not None:
+            parts.append(f"summary note call failed ({self.summary_error[:160]})")
+        return "; ".join(parts) or None
 
     def value_of(self, key: str) -> VariableValue:
         """The value of variable ``key`` (KeyError naming the key when absent)."""
@@ -90,8 +111,10 @@ def load_variables(path: str | Path | None = None) -> tuple[VariableSpec, ...]:
     """The variable definitions from ``path`` (default: the packaged thoracic-oncology list).
 
     >>> specs = load_variables()
-    >>> len(specs), sum(spec.scored for spec in specs)
-    (16, 15)
+    >>> len(specs), sum(spec.scored for spec in specs), sum(spec.headline for spec in specs)
+    (20, 19, 14)
+    >>> [spec.key for spec in specs if spec.section == "patient"]
+    ['demographics', 'height_weight', 'allergies', 'prior_conditions', 'medications']
     """
     source = str(path) if path is not None else f"vista/display/{VARIABLES_FILE}"
     try:

@@ -8,6 +8,8 @@
 >>> print(display_markdown(d))
 ### Tumor board display: subject 3 (vista, model m)
 <BLANKLINE>
+**INCOMPLETE display: 1 variable(s) not answered (stage)**
+<BLANKLINE>
 | Variable | Value | Cited |
 |---|---|---|
 | Histology | Adenocarcinoma | t2 → e11 |
@@ -78,7 +80,20 @@ def render_display(display: TumorBoardDisplay, timeline: PatientTimeline | None 
                   "completion tokens", style="dim")
     note = display.summary_note or "(no summary note)"
     refs = f"\n[{', '.join(display.summary_refs)}]" if display.summary_refs else ""
-    return Group(table, Panel(Text(note + refs), title="Summary note", expand=False), footer)
+    gaps = incomplete_lines(display, timeline)
+    warning = [Text("\n".join(gaps), style="bold red")] if gaps else []
+    return Group(*warning, table, Panel(Text(note + refs), title="Summary note", expand=False), footer)
+
+
+def incomplete_lines(display: TumorBoardDisplay, timeline: PatientTimeline | None = None) -> list[str]:
+    """``INCOMPLETE: …`` lines for a display (or the timeline under it) some of whose calls failed (none when
+    complete): a reader must never take a partial display for a complete one."""
+    lines = []
+    if (gaps := display.incomplete_reason()) is not None:
+        lines.append(f"INCOMPLETE display: {gaps}")
+    if timeline is not None and (gaps := timeline.incomplete_reason()) is not None:
+        lines.append(f"INCOMPLETE timeline: {gaps}")
+    return lines
 
 
 def _cell(text: str) -> str:
@@ -88,8 +103,9 @@ def _cell(text: str) -> str:
 def display_markdown(display: TumorBoardDisplay, *, variables: Sequence[VariableSpec] | None = None) -> str:
     """The display as Markdown: a heading, a variable table, the summary note with its cited ids, the call counts."""
     labels = _labels(variables)
-    lines = [f"### Tumor board display: subject {display.subject_id} ({display.method}, model {display.model})", "",
-             "| Variable | Value | Cited |", "|---|---|---|"]
+    lines = [f"### Tumor board display: subject {display.subject_id} ({display.method}, model {display.model})", ""]
+    lines += [f"**{line}**" for line in incomplete_lines(display)] + ([""] if display.incomplete_reason() else [])
+    lines += ["| Variable | Value | Cited |", "|---|---|---|"]
     lines += [f"| {_cell(labels.get(v.key, v.key))} | {_cell(_value_text(v))} | {_cell(_cited(v, None))} |"
               for v in display.values]
     if display.summary_note:

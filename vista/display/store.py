@@ -1,7 +1,20 @@
 """Persist displays next to the graphs (``<root>/display/<sid>.json``); skip patients whose content hash is unchanged.
 
 Re-running an unchanged patient reads the stored display back and makes no LLM call: the display returned then
-says ``calls=0`` and no tokens (what this run cost), its values and note are those stored.
+says ``calls=0`` and no tokens (what this run cost), its values and note are those stored. The hash
+(`vista.display.hashing.display_hash`) covers the graph's version, the timeline, the variables, the prompts, the
+config and the model-side settings (model, decoding parameters, schema mode, endpoint), so changing any of them
+builds the display again.
+
+Two more rules keep the store honest:
+
+- **Incomplete displays are never served as complete.** A stored display with values the model could not give
+  (``origin="failed"``) or a failed summary note (`display_gaps`) is not current: the next request builds it again
+  (the response cache answers the calls that succeeded). One still incomplete after that is stored as it is, and
+  its failed values show as failed wherever it is rendered.
+- **Refs are read only against the graph they were made from.** The display records the graph's version and a
+  digest of every cited graph event; `DisplayStore.load` with the patient's graph refuses one built from another
+  version (`vista.toa.refs.check_provenance`).
 """
 
 from __future__ import annotations
@@ -18,8 +31,24 @@ from vista.display.model import DisplayError, TumorBoardDisplay
 from vista.graph import PatientGraph
 from vista.llm import LLMGateway
 from vista.toa.model import PatientTimeline
+from vista.toa.refs import check_provenance, graph_version, ref_fingerprints
 
 DISPLAY_DIR = "display"
+
+
+def display_gaps(display: TumorBoardDisplay, config: DisplayConfig = DisplayConfig()) -> str | None:
+    """Why ``display`` is incomplete (variables whose call failed, a failed summary note when ``config`` asks for
+    one), or None when complete."""
+    if not config.summary_note and display.summary_error is not None:
+        display = display.model_copy(update={"summary_error": None})
+    return display.incomplete_reason()
+
+
+def stamped(display: TumorBoardDisplay, graph: PatientGraph) -> TumorBoardDisplay:
+    """``display`` with the graph's version and the digests of the graph events it cites."""
+    refs = [r for v in display.values for r in v.source_refs] + list(display.summary_refs)
+    return display.model_copy(update={"graph_hash": graph_version(graph),
+                                      "ref_fingerprints": ref_fingerprints(graph, refs)})
 
 
 class DisplayStore:
@@ -32,8 +61,12 @@ class DisplayStore:
     def path_of(self, subject_id: int) -> Path:
         return self.directory / f"{subject_id}.json"
 
-    def load(self, subject_id: int) -> TumorBoardDisplay:
-        """The stored display of ``subject_id`` (`DisplayError` naming the file, subject and field when unusable)."""
+    def load(self, subject_id: int, graph: PatientGraph | None = None) -> TumorBoardDisplay:
+        """The stored display of ``subject_id`` (`DisplayError` naming the file, subject and field when unusable).
+
+        With ``graph`` (the patient's current graph) the display's refs are checked to have been made against that
+        graph: `vista.toa.errors.StaleProvenanceError` naming the patient and what changed otherwise.
+        """
         path = self.path_of(subject_id)
         try:
             display = TumorBoardDisplay.model_validate_json(path.read_bytes())
@@ -45,6 +78,10 @@ class DisplayStore:
             raise DisplayError(f"{path}: subject {subject_id}: field {field}: {first['msg']}") from None
         if display.subject_id != subject_id:
             raise DisplayError(f"{path}: subject {subject_id}: field subject_id holds {display.subject_id}")
+        if graph is not None:
+            check_provenance(graph, what=f"the stored display {path}", graph_hash=display.graph_hash,
+                             fingerprints=display.ref_fingerprints,
+                             rebuild=f"rebuild it with `vista display --store {self.root} --subject {subject_id}`")
         return display
 
     def save(self, display: TumorBoardDisplay) -> Path:
@@ -58,19 +95,27 @@ class DisplayStore:
 
     def is_current(self, graph: PatientGraph, timeline: PatientTimeline, gateway: LLMGateway,
                    config: DisplayConfig = DisplayConfig()) -> TumorBoardDisplay | None:
-        """The stored display if its content hash matches what a build would produce now, else None."""
+        """The stored display if a build now would give the same one: same content hash, built from this version of
+        the graph, and complete (`display_gaps`); else None."""
         if not self.path_of(graph.subject_id).exists():
             return None
         stored = self.load(graph.subject_id)
+        if stored.graph_hash != graph_version(graph) or display_gaps(stored, config) is not None:
+            return None
         return stored if stored.content_hash == display_hash(graph, timeline, gateway, config) else None
 
     async def build(self, graph: PatientGraph, timeline: PatientTimeline, gateway: LLMGateway,
                     config: DisplayConfig = DisplayConfig()) -> tuple[TumorBoardDisplay, bool]:
         """(the patient's display, True if it was built now / False if the stored one was current — then with
-        ``calls=0`` and zero tokens, since serving it cost nothing)."""
+        ``calls=0`` and zero tokens, since serving it cost nothing). A timeline built from another version of the
+        graph is refused (`StaleProvenanceError`): the display would cite rows the timeline never saw."""
+        if timeline.graph_hash is not None:
+            check_provenance(graph, what=f"the timeline given for the display of {self.path_of(graph.subject_id)}",
+                             graph_hash=timeline.graph_hash, fingerprints=timeline.ref_fingerprints,
+                             rebuild="rebuild the timeline first (`vista timeline`)")
         current = self.is_current(graph, timeline, gateway, config)
         if current is not None:
             return current.model_copy(update={"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}), False
-        display = await build_display(graph, timeline, gateway, config)
+        display = stamped(await build_display(graph, timeline, gateway, config), graph)
         self.save(display)
         return display, True

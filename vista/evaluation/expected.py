@@ -4,7 +4,9 @@ Each variable has one rule (`RULES`) turning the truth, as of a date, into an `E
 judge with a rubric hint, plus what a deterministic scorer needs (accepted dates, a set of normalized items). Facts
 dated after ``as_of`` are left out, so a display built from a record cut at ``as_of`` is held to what it could see.
 A variable the truth cannot settle is returned unscorable with the reason (e.g. code status: the generator writes
-no DNR/DNI orders; demographics: the oncology record holds none unless `Demographics` are given), never dropped.
+no DNR/DNI orders; demographics: the oncology record holds none unless `Demographics` are given; allergies,
+comorbidities, medications, height/weight: not in the oncology record — clinician references can score them),
+never dropped.
 
 >>> import json
 >>> truth = OncologyRecord.model_validate(json.loads(EXAMPLE_TRUTH))
@@ -28,30 +30,11 @@ import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from vista.display import Comparison, VariableSpec
+from vista.display import VariableSpec
+from vista.evaluation.answer import Expected
 from vista.evaluation.normalize import NOT_DOCUMENTED, normalize_site
 from vista.records import Demographics
 from vista.synth.ground_truth import OncologyRecord, TreatmentLineTruth
-
-
-class Expected(BaseModel):
-    """The reference answer of one variable for one patient, or why there is none."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    key: str
-    comparison: Comparison
-    scorable: bool
-    reference: str = Field(default="", description="The reference answer in words ('Not documented' when the truth "
-                           "has nothing up to as_of); empty when unscorable.")
-    rubric_hint: str = Field(default="", description="What matters when comparing an answer with the reference.")
-    reason: str | None = Field(default=None, description="Why the variable is unscorable.")
-    documented: bool = Field(default=True, description="False when the right answer is that the record is silent.")
-    accepted_dates: tuple[dt.date, ...] = Field(default=(), description="date comparison: any of these is right.")
-    items: tuple[str, ...] | None = Field(default=None, description="set comparison: the normalized items (() = none).")
-    truth_refs: tuple[str, ...] = Field(default=(), description="Event ids the ground truth ties the facts to.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,13 +257,22 @@ def _code_status(f: _Facts, spec: VariableSpec) -> Expected:
                        "cannot settle the code status")
 
 
+def _not_in_generator(what: str) -> _Rule:
+    def rule(f: _Facts, spec: VariableSpec) -> Expected:
+        return _unscorable(spec, f"the generator's oncology record holds no {what}; score this variable with "
+                           "clinician reference answers (vista.evaluation.references)")
+    return rule
+
+
 RULES: Mapping[str, _Rule] = {
     "demographics": _demographics, "smoking_history": _smoking, "primary_site": _primary_site,
     "diagnosis_date": _diagnosis_date, "histology": _histology, "stage": _stage, "biomarkers": _biomarkers,
     "metastatic_sites": _metastatic_sites, "treatment_history": _treatment_history,
     "current_therapy": _current_therapy, "surgery": _surgery, "radiation": _radiation,
     "performance_status": _performance_status, "latest_imaging": _latest_imaging, "progression": _progression,
-    "code_status": _code_status,
+    "code_status": _code_status, "height_weight": _not_in_generator("height or weight"),
+    "allergies": _not_in_generator("allergies"), "prior_conditions": _not_in_generator("comorbidities"),
+    "medications": _not_in_generator("medication list"),
 }
 """The rule per variable key; a key without a rule is reported unscorable."""
 

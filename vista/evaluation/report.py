@@ -2,9 +2,11 @@
 
 Accuracy is the share of evaluations scoring at least ``threshold`` (8 of 10 by default); the mean score is shown
 beside it. Both carry 95% CIs from the patient bootstrap. Evaluations that could not be scored are counted, never
-dropped: a display value whose call failed scores 0 (the method failed), a judge call that failed and a variable
-the truth cannot settle are left out of the accuracy and counted in their own columns. `to_table` (rich) and
-`to_markdown` put VISTA and RAG side by side and name the LLM that wrote each method's displays and the judge LLM.
+dropped: a display value whose call failed scores 0 (the method failed), a judge call that failed scores 0 too
+(counted as wrong, in its own column — a failing judge cannot raise the accuracy), and a variable the truth cannot
+settle is left out of the accuracy and counted as unscorable. The headline (OVERALL) is over the scored tumor-board
+variables; the patient-information variables are summed up apart. `to_table` (rich) and `to_markdown` put VISTA and
+RAG side by side and name the LLM that wrote each method's displays, the judge LLM and where the truth came from.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ class ItemScore(_Model):
     key: str
     comparison: Comparison
     scorer: Scorer = Field(description="exact/date/set/judge: how it was scored; display_failed: the display's call "
-                           "failed (score 0); judge_failed: the judge call failed; unscorable: the truth cannot settle it")
+                           "failed (score 0); judge_failed: the judge call failed (score 0, counted as wrong); "
+                           "unscorable: the truth cannot settle it")
     score: int | None = Field(default=None, ge=0, le=10)
     correct: bool | None = Field(default=None, description="score >= threshold (None when not scored)")
     rationale: str = ""
@@ -57,7 +60,9 @@ class VariableResult(_Model):
     key: str
     label: str
     comparison: Comparison
-    scored: bool = Field(description="part of the overall accuracy (the variable spec's `scored`)")
+    scored: bool = Field(description="the variable spec's `scored`")
+    section: Literal["patient", "tumor_board"] = Field(default="tumor_board", description="tumor_board variables "
+                                                       "make the headline; patient information is reported apart")
     n_patients: int
     n_evaluated: int
     n_correct: int
@@ -70,7 +75,7 @@ class VariableResult(_Model):
 
 
 class MethodResult(_Model):
-    """One method's overall results over the scored variables."""
+    """One method's overall results over a set of variables (the headline: the scored tumor-board variables)."""
 
     method: str
     display_models: tuple[str, ...] = Field(description="the LLM(s) named by the method's displays")
@@ -93,13 +98,19 @@ class EvaluationReport(_Model):
 
     judge_model: str
     judge_backend: str
+    judge_endpoint: str = Field(default="", description="who answered the judge calls (base URL or model file)")
+    judge_is_display_model: bool = Field(default=False, description="the judge also wrote displays (warned: the "
+                                         "paper judges with a different, stronger model)")
+    truth_sources: tuple[str, ...] = Field(default=(), description="where the reference answers came from")
     threshold: int = Field(ge=0, le=10)
     level: float
     n_resamples: int
     seed: int
-    methods: tuple[MethodResult, ...]
+    methods: tuple[MethodResult, ...] = Field(description="the headline: scored tumor-board variables, per method")
     variables: tuple[VariableResult, ...]
-    difference: Interval | None = Field(default=None, description="accuracy of the first method minus the second "
+    patient_info: tuple[MethodResult, ...] = Field(default=(), description="the scored patient-information "
+                                                   "variables per method, reported apart from the headline")
+    difference: Interval | None = Field(default=None, description="headline accuracy of the first method minus the second "
                                         "(vista − rag) over the patients both have, resampled together")
     difference_methods: tuple[str, ...] = ()
     judge_calls: int = Field(default=0, ge=0, description="distinct judge questions asked (identical ones once)")
@@ -126,9 +137,20 @@ class EvaluationReport(_Model):
         lines = [f"{m.method.upper()} displays written by: {', '.join(m.display_models) or 'no model'} "
                  f"({m.n_patients} patients; {m.display_calls} calls, {m.display_prompt_tokens} prompt + "
                  f"{m.display_completion_tokens} completion tokens)" for m in self.methods]
-        lines.append(f"Judge: {self.judge_model} ({self.judge_backend}, {self.judge_calls} calls); "
+        endpoint = f", {self.judge_endpoint}" if self.judge_endpoint and self.judge_endpoint != self.judge_backend else ""
+        lines.append(f"Judge: {self.judge_model} ({self.judge_backend}{endpoint}, {self.judge_calls} calls); "
                      f"correct = score >= {self.threshold}/10; "
                      f"{self.level:.0%} CIs by bootstrap over patients ({self.n_resamples} resamples, seed {self.seed})")
+        if self.judge_is_display_model:
+            lines.append(f"WARNING: the judge {self.judge_model} also wrote the displays (the paper judges with a "
+                         "different, stronger model)")
+        failures = sum(m.judge_failures for m in (*self.methods, *self.patient_info))
+        if failures:
+            lines.append(f"{failures} judge call(s) failed; each is counted as a wrong answer (score 0)")
+        if self.truth_sources:
+            lines.append(f"Truth: {'; '.join(self.truth_sources)}")
+        lines.append("OVERALL = scored tumor-board variables; patient information (demographics etc.) is reported "
+                     "apart: demographics are copied from the same structured data as their reference")
         if self.difference is not None:
             a, b = self.difference_methods
             lines.append(f"Accuracy difference {a} - {b}: {_fmt(self.difference)}")
@@ -138,9 +160,9 @@ class EvaluationReport(_Model):
         if result is None:
             return ["-", "-", "-", "-"]
         notes = [f"{n} {what}" for n, what in ((result.display_failures, "display failed"),
-                                                (result.judge_failures, "judge failed"),
+                                                (result.judge_failures, "judge failed (counted wrong)"),
                                                 (result.unscorable, "unscorable")) if n]
-        possible = result.n_evaluated + result.judge_failures + result.unscorable
+        possible = result.n_evaluated + result.unscorable
         return [_fmt(result.accuracy), _fmt(result.mean_score, scale=1), f"{result.n_evaluated}/{possible}",
                 "; ".join(notes) or "-"]
 
@@ -151,9 +173,13 @@ class EvaluationReport(_Model):
         for key in keys:
             found = {v.method: v for v in self.variables if v.key == key}
             first = next(iter(found.values()))
-            label = f"{first.label} [{first.comparison.value}]" + ("" if first.scored else " (not scored)")
+            label = f"{first.label} [{first.comparison.value}]" + ("" if first.scored else " (not scored)") + \
+                (" (patient info)" if first.section == "patient" else "")
             rows.append((label, [c for name in names for c in self._cells(found.get(name))]))
-        rows.append(("OVERALL (scored variables)", [c for m in self.methods for c in self._cells(m)]))
+        if self.patient_info:
+            found = {m.method: m for m in self.patient_info}
+            rows.append(("PATIENT INFORMATION (apart)", [c for name in names for c in self._cells(found.get(name))]))
+        rows.append(("OVERALL (scored tumor-board variables)", [c for m in self.methods for c in self._cells(m)]))
         return rows
 
     def to_table(self) -> Group:
@@ -164,8 +190,9 @@ class EvaluationReport(_Model):
             for col in COLUMNS:
                 table.add_column(f"{name.upper()} {col}", justify="right" if col != "not scored" else "left")
         rows = self._rows()
+        last_variable = len(rows) - 2 - bool(self.patient_info)
         for k, (label, cells) in enumerate(rows):  # Text cells: brackets are content, not rich markup
-            table.add_row(Text(label), *(Text(c) for c in cells), end_section=k == len(rows) - 2)
+            table.add_row(Text(label), *(Text(c) for c in cells), end_section=k == last_variable)
         return Group(*(Text(line) for line in self.header_lines()), table)
 
     def to_markdown(self) -> str:

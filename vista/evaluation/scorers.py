@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from vista.display import Comparison
-from vista.evaluation.expected import Expected
+from vista.evaluation.answer import Expected
 from vista.evaluation.normalize import find_dates, normalize_text, says_nothing, split_sites
 
 RIGHT, WRONG = 10, 0

@@ -1,4 +1,8 @@
-"""The ground truth one evaluation needs per patient, and reading it from a synthetic dataset.
+"""The generator's ground truth as the evaluation's truth (the other source: clinician answers, `references`).
+
+Any truth the evaluation accepts has a ``subject_id`` and an ``expected(specs)`` giving each variable's `Expected`
+answer (`vista.evaluation.answer.TruthSource`); this module adapts the synthetic generator's records to it, so nothing else in
+`vista.evaluation.evaluate` depends on `vista.synth`.
 
 `TruthCase` bundles the generator's `OncologyRecord` with what it lacks (the patient's demographics) and the date
 the display's record was cut at. `load_oncology_truths` reads ``<dataset>/ground_truth/oncology.jsonl``, naming
@@ -9,13 +13,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from vista.display import VariableSpec
 from vista.evaluation.errors import EvaluationError
+from vista.evaluation.answer import Expected
+from vista.evaluation.expected import expected_values
 from vista.records import Demographics
 from vista.synth.ground_truth import OncologyRecord
 
@@ -34,6 +41,10 @@ class TruthCase:
     @property
     def subject_id(self) -> int:
         return self.record.subject_id
+
+    def expected(self, specs: Sequence[VariableSpec]) -> dict[str, Expected]:
+        """The reference answer of every variable (`expected_values` as of ``as_of``)."""
+        return expected_values(self.record, specs, self.as_of, demographics=self.demographics)
 
 
 def load_oncology_truths(dataset_root: str | Path, subject_ids: Iterable[int] | None = None) -> dict[int, OncologyRecord]:

@@ -169,7 +169,7 @@ def read_graph(path: str | os.PathLike) -> PatientGraph:
         owner, _, name = names.get(data.get("key", ""), ":").partition(":")
         if owner == "graph":
             graph_attrs[name] = data.text or ""
-    info = _info(path, graph_attrs)
+    info = graph_info(path, graph_attrs)
 
     columns: dict[str, list] = {name: [] for name in ATTRIBUTE_COLUMNS}
     ids: list[str] = []
@@ -241,7 +241,8 @@ def read_graph(path: str | os.PathLike) -> PatientGraph:
     return PatientGraph(info, nodes, edges)
 
 
-def _info(path: Path, attrs: dict[str, str]) -> PatientInfo:
+def graph_info(path: Path, attrs: dict[str, str]) -> PatientInfo:
+    """The `PatientInfo` in a graph's attributes as text (GraphML graph data, or the columnar copy's metadata)."""
     def day(name: str) -> date | None:
         raw = attrs.get(name)
         try:

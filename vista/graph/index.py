@@ -61,3 +61,17 @@ def index_table(graph: PatientGraph) -> pa.Table:
         "row": nodes.column("row"),
         "title": nodes.column("title"),
     }, schema=INDEX_SCHEMA)
+
+
+TASK_INDEX_SCHEMA = pa.schema([pa.field("task", pa.string(), nullable=False),
+                               pa.field("prediction_time", pa.timestamp("us")), *INDEX_SCHEMA])
+"""Rows of a graph store's index parts: `INDEX_SCHEMA` led by the graph's task (the subject id for a whole record,
+``<subject>_<time>`` for a record cut at a prediction time) and that prediction time (null: the whole record)."""
+
+
+def task_index_table(graph: PatientGraph, task: str, prediction_time=None) -> pa.Table:
+    """`index_table` of ``graph`` led by its task's name and prediction time (`TASK_INDEX_SCHEMA`)."""
+    nodes = index_table(graph)
+    n = nodes.num_rows
+    return pa.table([pa.array([task] * n, pa.string()), pa.array([prediction_time] * n, pa.timestamp("us")),
+                     *nodes.columns], schema=TASK_INDEX_SCHEMA)

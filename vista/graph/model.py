@@ -4,7 +4,10 @@ Nodes (one row each, in this order): the patient; its patient-level events (stat
 encounters (one per ``ENCOUNTER//`` row, one per visit id no ``ENCOUNTER//`` row carries, plus a per-day
 pseudo-encounter for events outside every visit) in start order; its clinical events (every other source row, notes included) in (time, row) order; the sections
 of the notes; the codes used (with their catalog ancestors). A source event's node id is its event id (``e<k>``),
-so provenance (`RowRef`) and the TOA layer's ``source_event_refs`` resolve with one dictionary lookup.
+so provenance (`RowRef`) and the TOA layer's ``source_event_refs`` resolve with one dictionary lookup. The id is
+positional (row ``first_row + k``), so a ref means something only with the graph version it was made against
+(`PatientInfo.content_hash`): stored timelines and displays record it and every read checks it — see
+`vista.toa.refs` for why ids are versioned rather than content-derived.
 
 Edges (typed, directed): patient ─has_encounter→ encounter ─has_event→ event (patient ─has_event→ patient-level
 event); every source event ─has_code→ code ─is_a→ parent code; note ─has_section→ section ─mentions→ code;

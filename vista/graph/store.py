@@ -1,21 +1,36 @@
-"""`GraphStore`: a cohort's MEDS Graphs in one directory, built once and rebuilt only when a patient's rows change.
+"""`GraphStore`: a cohort's MEDS Graphs in one directory — the one layout `vista graph` and `jobs.build_graphs` write
+and every ``vista`` command (``ask``, ``source``, ``display``, ``evaluate``, ``timeline``) opens.
 
 Layout::
 
-    <root>/patients/<subject_id>.graphml   one GraphML file per patient (written atomically)
-    <root>/manifest.parquet                subject_id, content_hash, file, nodes, edges, source, built_at, index_part
-    <root>/index/part-<stamp>-<id>.parquet the node index (see `vista.graph.index`), one part per checkpoint
+    <root>/graphs/<bucket>/<task>.graphml      the graph as GraphML (the exchange format; written atomically)
+    <root>/graphs/<bucket>/<task>.nodes.arrow  its columnar copy (`vista.graph.columnar`), what `load` reads
+    <root>/graphs/<bucket>/<task>.edges.arrow
+    <root>/index/part-<stamp>-<id>.parquet     node index rows (`vista.graph.index.TASK_INDEX_SCHEMA`), one part
+                                               per checkpoint (or per job batch); never rewritten
+    <root>/manifest/part-<seq>-<id>.parquet    manifest rows (`MANIFEST_SCHEMA`), one part per checkpoint, appended;
+                                               a later row of a task supersedes earlier ones
+    <root>/toa/<subject>.json, <root>/display/<subject>.json   timelines and displays (`vista.toa`, `vista.display`)
 
-A patient is skipped when the manifest holds the same **content hash** — a digest of everything its graph is built
-from: the rows (ids, times, codes, values, texts, provenance, units), demographics, stated encounters, the catalog
-entries of its codes and their ancestors, the build settings and the graph format version — and its file exists.
-Every ``checkpoint_every`` built patients and at the end (also when a build stops on an error, so an interrupted run
-resumes where it stopped), the index rows of the graphs built since the last checkpoint are written as one new part
-and then the manifest, which names each graph's part (both atomically). No part is ever rewritten, so a checkpoint
-costs the same at the 100,000th patient as at the first (rewriting one whole index file made a build quadratic). A
-rebuilt graph's rows in an older part are stale: `GraphStore.scan_index` keeps only the rows of the part the
-manifest names, and a part no graph points to any more is deleted. One writer per store. (A store written before
-the index was partitioned, with one ``index.parquet``, is read as a store whose graphs all point to that file.)
+A **task** is one graph: a patient's whole record (task name = the subject id; what ``subject_ids``/``load`` list
+and open) or, in a label-driven job, the record cut at a prediction time (``<subject>_<time>``; `load_task`).
+``<bucket>`` is the task's key modulo 100 (two digits) so no directory grows past a few thousand files.
+
+A graph is rewritten only when its **content hash** changed — a digest of everything it is built from: the rows (ids,
+times, codes, values, texts, provenance, units), demographics, stated encounters, the catalog entries of its codes
+and their ancestors, the build settings and the graph format version. The hash travels in the columnar copy's
+metadata, so a writer without the manifest (a job's actor) can tell too (`persist_graph`).
+
+Writes are append-only, so a checkpoint costs the same at the 100,000th patient as at the first (rewriting one whole
+index file, then one whole manifest, made a build quadratic): every ``checkpoint_every`` built patients and at the
+end (also when a build stops on an error, so an interrupted run resumes where it stopped), the index rows of the
+graphs built since the last checkpoint are written as one new part, then one manifest part naming them. When more
+than `MAX_MANIFEST_PARTS` manifest parts pile up they are merged into one (amortized: a merge every 64 checkpoints).
+A rebuilt graph's rows in an older index part are stale: `GraphStore.scan_index` keeps only the rows of the part
+the manifest names, and a part no graph points to any more is deleted. One writer per store (a job's actors write
+graph files and index parts; only its driver writes the manifest, after they finished). Stores of the former layout
+(``patients/<sid>.graphml``, one ``manifest.parquet``, perhaps one ``index.parquet``) are still read; their
+graphs load from GraphML until rebuilt.
 
 >>> import tempfile
 >>> from datetime import datetime
@@ -24,8 +39,8 @@ the index was partitioned, with one ``index.parquet``, is read as a store whose 
 >>> store = GraphStore(tempfile.mkdtemp())
 >>> store.build_records([rec], CodeCatalog()).built, store.build_records([rec], CodeCatalog()).skipped
 (1, 1)
->>> store.load(7).events_in_order(), store.subject_ids()
-([], [7])
+>>> store.load(7).events_in_order(), store.subject_ids(), store.file_of(7)
+([], [7], 'graphs/07/7.graphml')
 """
 
 from __future__ import annotations
@@ -33,21 +48,24 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import time
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from vista.graph.build import DEFAULT_CONFIG, GraphConfig, GraphSource, build_graph, source_from_record
-from vista.graph.errors import GraphFileError
+from vista.graph.columnar import columnar_paths, read_columnar, read_columnar_metadata, write_columnar
+from vista.graph.errors import GraphFileError, GraphInputError
 from vista.graph.graphml import read_graph, write_graph
-from vista.graph.index import INDEX_SCHEMA, index_table
+from vista.graph.index import TASK_INDEX_SCHEMA, task_index_table
 from vista.graph.model import PatientGraph, attributes_text
 from vista.graph.xml_input import source_from_xml
 from vista.meds.reader import MedsDataset
@@ -59,13 +77,20 @@ logger = logging.getLogger(__name__)
 GRAPH_FORMAT_VERSION = "vista.graph/2"
 """Part of every content hash: bump it when the graph built from the same rows changes, to rebuild every store."""
 
-PATIENTS_DIR = "patients"
-MANIFEST_FILE = "manifest.parquet"
+BUCKETS = 100
+GRAPHS_DIR = "graphs"
 INDEX_DIR = "index"
+MANIFEST_DIR = "manifest"
+MAX_MANIFEST_PARTS = 64
+MANIFEST_FILE = "manifest.parquet"
+"""The single manifest file of stores of the former layout (still read; new stores write ``manifest/`` parts)."""
 LEGACY_INDEX_FILE = "index.parquet"
 """The single index file of stores written before the index was partitioned (still read)."""
+LEGACY_PATIENTS_DIR = "patients"
 MANIFEST_SCHEMA = pa.schema([
+    pa.field("task", pa.string(), nullable=False),
     pa.field("subject_id", pa.int64(), nullable=False),
+    pa.field("prediction_time", pa.timestamp("us")),
     pa.field("content_hash", pa.string(), nullable=False),
     pa.field("file", pa.string(), nullable=False),
     pa.field("nodes", pa.int64(), nullable=False),
@@ -74,6 +99,7 @@ MANIFEST_SCHEMA = pa.schema([
     pa.field("built_at", pa.timestamp("us"), nullable=False),
     pa.field("index_part", pa.string(), nullable=False),
 ])
+_PART_NAME = re.compile(r"part-(\d+)-[0-9a-f]+\.parquet$")
 
 
 def content_hash(source: GraphSource, config: GraphConfig = DEFAULT_CONFIG) -> str:
@@ -117,6 +143,26 @@ def content_hash(source: GraphSource, config: GraphConfig = DEFAULT_CONFIG) -> s
     return digest.hexdigest()
 
 
+def is_graph_store(root: str | os.PathLike) -> bool:
+    """True when ``root`` holds a graph store manifest (either layout)."""
+    root = Path(root)
+    return (root / MANIFEST_FILE).is_file() or any((root / MANIFEST_DIR).glob("part-*.parquet"))
+
+
+def bucket_of(key: int) -> str:
+    """The two-digit folder of a task key (the subject id, or an XML task's file key)."""
+    return f"{key % BUCKETS:02d}"
+
+
+def graph_file(task: str, key: int) -> str:
+    """Where a task's GraphML lives, relative to the store root (its columnar copy sits beside it).
+
+    >>> graph_file("7", 7), graph_file("7_20210301T000000", 7)
+    ('graphs/07/7.graphml', 'graphs/07/7_20210301T000000.graphml')
+    """
+    return f"{GRAPHS_DIR}/{bucket_of(key)}/{task}.graphml"
+
+
 @dataclass(frozen=True, slots=True)
 class StoreReport:
     """What one build call did."""
@@ -128,14 +174,191 @@ class StoreReport:
 
 
 @dataclass(frozen=True, slots=True)
-class _Entry:
+class StoreEntry:
+    """One manifest row: a task's graph, its file (relative to the root) and the index part holding its rows."""
+
+    task: str
+    subject_id: int
+    prediction_time: datetime | None
     content_hash: str
     file: str
     nodes: int
     edges: int
     source: str
     built_at: datetime
-    index_part: str  # the index file holding the graph's rows, relative to the store root
+    index_part: str
+
+
+_ENTRY_FIELDS = tuple(f.name for f in fields(StoreEntry))
+
+
+@dataclass(frozen=True, slots=True)
+class GraphFacts:
+    """What a stored graph's columnar copy says about it (its ``extra`` metadata)."""
+
+    content_hash: str
+    subject_id: int
+    source: str
+    n_nodes: int
+    n_edges: int
+    n_events: int
+    n_encounters: int
+
+
+@dataclass(frozen=True, slots=True)
+class GraphOutcome:
+    """One persisted graph: its facts, GraphML file (relative to the root), whether it was written now, its index
+    rows (`TASK_INDEX_SCHEMA`) and the graph (None when unchanged on disk and not asked for)."""
+
+    facts: GraphFacts
+    file: str
+    rebuilt: bool
+    index: pa.Table
+    graph: PatientGraph | None
+
+    def entry(self, task: str, prediction_time: datetime | None, index_part: str) -> StoreEntry:
+        """The manifest row of this graph once its index rows are in ``index_part``."""
+        f = self.facts
+        return StoreEntry(task, f.subject_id, prediction_time, f.content_hash, self.file, f.n_nodes, f.n_edges,
+                          f.source, datetime.now().replace(microsecond=0), index_part)
+
+
+def stored_facts(root: str | os.PathLike, file: str) -> GraphFacts | None:
+    """The facts of the graph stored at ``file`` (relative to ``root``), or None: no complete columnar copy there,
+    or one this version did not write (the graph is then rebuilt)."""
+    path = Path(root) / file
+    try:
+        facts = GraphFacts(**read_columnar_metadata(path))
+    except (GraphFileError, TypeError):
+        return None
+    return facts if path.is_file() and columnar_paths(path)[1].is_file() else None
+
+
+def _facts(graph: PatientGraph, index: pa.Table, digest: str) -> GraphFacts:
+    return GraphFacts(
+        content_hash=digest, subject_id=graph.subject_id, source=graph.info.source, n_nodes=graph.n_nodes,
+        n_edges=graph.n_edges, n_events=index.num_rows - index.column("row").null_count,
+        n_encounters=int(pc.sum(pc.equal(index.column("type"), "encounter")).as_py() or 0),
+    )
+
+
+def _build(source: GraphSource, config: GraphConfig, digest: str, xml_file: Path | None) -> PatientGraph:
+    try:
+        graph = build_graph(source, config=config)
+    except GraphInputError as exc:
+        if xml_file is None or exc.source == str(xml_file):
+            raise
+        # an XML file that states its MEDS rows: the build names the shard; say which file as well
+        raise GraphInputError(f"{xml_file} (rows of {exc.source})", exc.problem, patient=exc.patient, field=exc.field,
+                              element=exc.element) from None
+    return PatientGraph(replace(graph.info, content_hash=digest), graph.nodes, graph.edges)
+
+
+def persist_graph(root: str | os.PathLike, source: GraphSource, *, task: str | None = None, key: int | None = None,
+                  prediction_time: datetime | None = None, config: GraphConfig = DEFAULT_CONFIG,
+                  need_graph: bool = False, xml_file: Path | None = None, digest: str | None = None) -> GraphOutcome:
+    """Build and write one task's graph (GraphML, then its columnar copy carrying the facts), or reuse the stored
+    one when its content hash is the same; either way return its index rows. The manifest is not touched: the
+    caller registers the outcome (`GraphOutcome.entry`) once the index rows are in a part (`write_index_part`).
+
+    ``task``/``key`` default to the source's subject id (a whole record); ``xml_file`` names the XML file in
+    errors about rows it points to. Safe to call from many processes at once for different tasks.
+    """
+    root = Path(root)
+    task = task if task is not None else str(source.subject_id)
+    file = graph_file(task, key if key is not None else source.subject_id)
+    digest = digest or content_hash(source, config)
+    stored = stored_facts(root, file)
+    if stored is not None and stored.content_hash == digest:
+        graph = read_columnar(root / file)
+        return GraphOutcome(stored, file, False, task_index_table(graph, task, prediction_time),
+                            graph if need_graph else None)
+    graph = _build(source, config, digest, xml_file)
+    index = task_index_table(graph, task, prediction_time)
+    facts = _facts(graph, index, digest)
+    write_graph(graph, root / file)
+    write_columnar(graph, root / file, extra={f: getattr(facts, f) for f in GraphFacts.__slots__})
+    return GraphOutcome(facts, file, True, index, graph)
+
+
+def write_index_part(root: str | os.PathLike, tables: Iterable[pa.Table]) -> str:
+    """One new index part holding ``tables`` (`TASK_INDEX_SCHEMA` rows), atomically; its path relative to ``root``."""
+    part = f"{INDEX_DIR}/part-{datetime.now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:12]}.parquet"
+    tables = list(tables)
+    table = pa.concat_tables(tables) if tables else TASK_INDEX_SCHEMA.empty_table()
+    with atomic_path(Path(root) / part) as tmp:
+        pq.write_table(table, tmp, compression="zstd", row_group_size=128 * 1024)
+    return part
+
+
+# ---------------------------------------------------------------------------------------------- the manifest
+def _manifest_parts(root: Path) -> list[tuple[int, Path]]:
+    found = []
+    for path in (root / MANIFEST_DIR).glob("part-*.parquet"):
+        match = _PART_NAME.search(path.name)
+        if match:
+            found.append((int(match.group(1)), path))
+    return sorted(found)
+
+
+def _legacy_rows(table: pa.Table) -> pa.Table:
+    """Manifest rows of the former single-file layout in `MANIFEST_SCHEMA` (task = subject id, whole records)."""
+    if "index_part" not in table.column_names:  # written before the index was partitioned
+        table = table.append_column("index_part", pa.array([LEGACY_INDEX_FILE] * table.num_rows, pa.string()))
+    if "task" not in table.column_names:
+        table = table.append_column("task", pc.cast(table.column("subject_id"), pa.string()))
+    if "prediction_time" not in table.column_names:
+        table = table.append_column("prediction_time", pa.nulls(table.num_rows, pa.timestamp("us")))
+    return table
+
+
+def read_manifest(root: str | os.PathLike) -> dict[str, StoreEntry]:
+    """Every task of the store at ``root`` (the newest row of each), in manifest order."""
+    root = Path(root)
+    paths = ([root / MANIFEST_FILE] if (root / MANIFEST_FILE).is_file() else []) + [p for _, p in _manifest_parts(root)]
+    entries: dict[str, StoreEntry] = {}
+    for path in paths:
+        try:
+            rows = _legacy_rows(pq.read_table(path)).select(list(_ENTRY_FIELDS)).to_pylist()
+        except (OSError, pa.ArrowException, KeyError) as exc:
+            raise GraphFileError(f"{path}: unreadable graph store manifest ({type(exc).__name__}: {exc})") from None
+        for row in rows:
+            entries[row["task"]] = StoreEntry(**row)
+    return entries
+
+
+def _entries_table(entries: Iterable[StoreEntry]) -> pa.Table:
+    rows = list(entries)
+    return pa.table({name: [getattr(e, name) for e in rows] for name in _ENTRY_FIELDS}, schema=MANIFEST_SCHEMA)
+
+
+def append_manifest(root: str | os.PathLike, entries: Iterable[StoreEntry], *, everything: dict[str, StoreEntry]) -> None:
+    """Append one manifest part with ``entries``; merge all parts into one when there are too many (``everything``:
+    the store's whole manifest after this append)."""
+    root = Path(root)
+    entries = list(entries)
+    if not entries:
+        return
+    parts = _manifest_parts(root)
+    seq = parts[-1][0] + 1 if parts else 1
+    if len(parts) + 1 > MAX_MANIFEST_PARTS or (root / MANIFEST_FILE).is_file():
+        entries = list(everything.values())  # one merged part replaces the others (and the former single file)
+    path = root / MANIFEST_DIR / f"part-{seq:08d}-{uuid.uuid4().hex[:8]}.parquet"
+    with atomic_path(path) as tmp:
+        pq.write_table(_entries_table(sorted(entries, key=lambda e: e.task)), tmp)
+    if len(entries) == len(everything) and (parts or (root / MANIFEST_FILE).is_file()):
+        for _, old in parts:
+            old.unlink(missing_ok=True)
+        (root / MANIFEST_FILE).unlink(missing_ok=True)
+
+
+def remove_unused_parts(root: str | os.PathLike, entries: Iterable[StoreEntry]) -> None:
+    """Delete the index parts no manifest entry points to (call only when no writer is adding parts)."""
+    root = Path(root)
+    used = {entry.index_part for entry in entries}
+    for path in [*(root / INDEX_DIR).glob("part-*.parquet"), root / LEGACY_INDEX_FILE]:
+        if path.is_file() and str(path.relative_to(root)) not in used:
+            path.unlink(missing_ok=True)
 
 
 class GraphStore:
@@ -147,78 +370,105 @@ class GraphStore:
         self.root = Path(root)
         self.config = config
         self.checkpoint_every = checkpoint_every
-        self._manifest = self._read_manifest()
-        self._pending: dict[int, pa.Table] = {}
+        self._entries = read_manifest(self.root)
+        self._subjects = {e.subject_id: e.task for e in self._entries.values() if e.prediction_time is None}
+        self._pending: dict[int, GraphOutcome] = {}  # by subject: built since the last checkpoint
+        self._unwritten: list[StoreEntry] = []  # manifest rows not written yet
 
     # ------------------------------------------------------------------------------------------ reading
-    def _read_manifest(self) -> dict[int, _Entry]:
-        path = self.root / MANIFEST_FILE
-        if not path.exists():
-            return {}
-        try:
-            table = pq.read_table(path)
-            if "index_part" not in table.column_names:  # written before the index was partitioned
-                table = table.append_column("index_part", pa.array([LEGACY_INDEX_FILE] * table.num_rows, pa.string()))
-            rows = table.select(MANIFEST_SCHEMA.names).to_pylist()
-        except (OSError, pa.ArrowException, KeyError) as exc:
-            raise GraphFileError(f"{path}: unreadable graph store manifest ({type(exc).__name__}: {exc})") from None
-        return {row.pop("subject_id"): _Entry(**row) for row in rows}
-
     def subject_ids(self) -> list[int]:
-        """Subjects with a graph in the store, sorted."""
-        return sorted(self._manifest)
+        """Subjects with a whole-record graph in the store, sorted."""
+        return sorted(self._subjects)
+
+    def tasks(self) -> list[str]:
+        """Every graph of the store by task name (whole records and records cut at a prediction time), sorted."""
+        return sorted(self._entries)
 
     def __contains__(self, subject_id: object) -> bool:
-        return subject_id in self._manifest
+        return subject_id in self._subjects
 
     def __len__(self) -> int:
-        return len(self._manifest)
+        return len(self._subjects)
+
+    def entry(self, subject_id: int) -> StoreEntry:
+        """The manifest row of ``subject_id``'s whole-record graph (KeyError naming the store if it has none)."""
+        if subject_id not in self._subjects:
+            raise KeyError(f"{self.root}: no graph for subject {subject_id}")
+        return self._entries[self._subjects[subject_id]]
+
+    def file_of(self, subject_id: int) -> str:
+        """The subject's GraphML file, relative to the root."""
+        return self.entry(subject_id).file
 
     def path_of(self, subject_id: int) -> Path:
-        return self.root / PATIENTS_DIR / f"{subject_id}.graphml"
+        """The subject's GraphML file (where a new build would write it, when the store has none yet)."""
+        task = self._subjects.get(subject_id)
+        return self.root / (self._entries[task].file if task is not None else graph_file(str(subject_id), subject_id))
 
     def content_hash_of(self, subject_id: int) -> str | None:
-        entry = self._manifest.get(subject_id)
-        return entry.content_hash if entry else None
+        task = self._subjects.get(subject_id)
+        return self._entries[task].content_hash if task is not None else None
 
     def load(self, subject_id: int) -> PatientGraph:
-        """The stored graph of ``subject_id`` (KeyError naming the store if it has none)."""
-        if subject_id not in self._manifest:
-            raise KeyError(f"{self.root}: no graph for subject {subject_id}")
-        return read_graph(self.root / self._manifest[subject_id].file)
+        """The stored graph of ``subject_id``, from its columnar copy (GraphML when it has none, as in stores of
+        the former layout); KeyError naming the store if it has none."""
+        return self._load(self.entry(subject_id))
+
+    def load_task(self, task: str) -> PatientGraph:
+        """The stored graph of a task by name (e.g. ``7_20210301T000000``)."""
+        if task not in self._entries:
+            raise KeyError(f"{self.root}: no graph for task {task}")
+        return self._load(self._entries[task])
+
+    def load_graphml(self, subject_id: int) -> PatientGraph:
+        """The stored graph of ``subject_id`` read from its GraphML file (the exchange copy; slower)."""
+        return read_graph(self.root / self.entry(subject_id).file)
+
+    def _load(self, entry: StoreEntry) -> PatientGraph:
+        path = self.root / entry.file
+        if columnar_paths(path)[0].is_file():
+            return read_columnar(path)
+        return read_graph(path)
 
     def manifest(self) -> pl.DataFrame:
-        rows = [{"subject_id": sid, **{f: getattr(e, f) for f in _Entry.__slots__}} for sid, e in sorted(self._manifest.items())]
-        return pl.from_arrow(pa.Table.from_pylist(rows, schema=MANIFEST_SCHEMA))
+        """The manifest (`MANIFEST_SCHEMA`) of the subjects' whole-record graphs, by subject."""
+        return pl.from_arrow(_entries_table(self._entries[self._subjects[s]] for s in sorted(self._subjects)))
 
-    def scan_index(self) -> pl.LazyFrame:
-        """The node index of the whole cohort as a polars LazyFrame over its parts (empty when nothing was built).
+    def scan_index(self, *, all_tasks: bool = False) -> pl.LazyFrame:
+        """The node index (`TASK_INDEX_SCHEMA`) as a polars LazyFrame over its parts (empty when nothing was built):
+        the subjects' whole-record graphs, or with ``all_tasks`` every graph (label tasks' cut records too).
 
-        Rows come part by part (each part in subject order). When a part holds rows of graphs rebuilt since (its
-        row count exceeds the nodes of the graphs the manifest points to it), only the current rows are kept.
+        Rows come part by part. When a part holds rows of other graphs (rebuilt since, or not selected), only the
+        current rows are kept.
         """
-        parts: dict[str, list[int]] = {}
+        chosen = list(self._entries.values()) if all_tasks else [self._entries[t] for t in self._subjects.values()]
+        parts: dict[str, list[str]] = {}
         nodes: dict[str, int] = {}
-        for sid, entry in self._manifest.items():
-            if not entry.index_part:  # built, its rows not written yet (see `flush`)
-                continue
-            parts.setdefault(entry.index_part, []).append(sid)
+        for entry in chosen:
+            parts.setdefault(entry.index_part, []).append(entry.task)
             nodes[entry.index_part] = nodes.get(entry.index_part, 0) + entry.nodes
         if not parts:
-            return pl.from_arrow(INDEX_SCHEMA.empty_table()).lazy()
+            return pl.from_arrow(TASK_INDEX_SCHEMA.empty_table()).lazy()
         paths = {part: str(self.root / part) for part in sorted(parts)}
         try:
-            stale = any(pq.read_metadata(path).num_rows != nodes[part] for part, path in paths.items())
+            footers = {part: pq.read_metadata(path) for part, path in paths.items()}
         except (OSError, pa.ArrowException) as exc:
             raise GraphFileError(f"{self.root}: unreadable node index part ({type(exc).__name__}: {exc})") from None
+        stale = any(footer.num_rows != nodes[part] for part, footer in footers.items())
+        legacy = any("task" not in footer.schema.names for footer in footers.values())  # parts of the former layout
+        scan = pl.scan_parquet(list(paths.values()), include_file_paths="_part", **(
+            {"missing_columns": "insert", "schema": pl.from_arrow(TASK_INDEX_SCHEMA.empty_table()).schema}
+            if legacy else {}))
+        if legacy:
+            scan = scan.with_columns(pl.coalesce("task", pl.col("subject_id").cast(pl.String)).alias("task"),
+                                     pl.col("prediction_time").cast(pl.Datetime("us")))
+        scan = scan.select(*TASK_INDEX_SCHEMA.names, "_part")
         if not stale:
-            return pl.scan_parquet(list(paths.values()))
-        current = pl.DataFrame({"subject_id": [sid for part in parts for sid in parts[part]],
+            return scan.drop("_part")
+        current = pl.DataFrame({"task": [task for part in parts for task in parts[part]],
                                 "_part": [paths[part] for part in parts for _ in parts[part]]},
-                               schema={"subject_id": pl.Int64, "_part": pl.String})
-        return (pl.scan_parquet(list(paths.values()), include_file_paths="_part")
-                .join(current.lazy(), on=["subject_id", "_part"], how="semi", maintain_order="left")
-                .drop("_part"))
+                               schema={"task": pl.String, "_part": pl.String})
+        return scan.join(current.lazy(), on=["task", "_part"], how="semi", maintain_order="left").drop("_part")
 
     # ------------------------------------------------------------------------------------------ building
     def build(self, sources: Iterable[GraphSource]) -> StoreReport:
@@ -227,16 +477,20 @@ class GraphStore:
         built = skipped = nodes = 0
         try:
             for source in sources:
+                task = self._subjects.get(source.subject_id, str(source.subject_id))
+                entry = self._entries.get(task)
                 digest = content_hash(source, self.config)
-                entry = self._manifest.get(source.subject_id)
-                if entry is not None and entry.content_hash == digest and (self.root / entry.file).exists():
+                if entry is not None and self._is_current(entry, digest):
                     skipped += 1
                     continue
-                graph = build_graph(source, config=self.config)
-                graph = PatientGraph(replace(graph.info, content_hash=digest), graph.nodes, graph.edges)
-                self._store(graph, digest)
-                built += 1
-                nodes += graph.n_nodes
+                outcome = persist_graph(self.root, source, task=str(source.subject_id), config=self.config,
+                                        digest=digest)
+                self._pending[source.subject_id] = outcome
+                if outcome.rebuilt:
+                    built += 1
+                    nodes += outcome.facts.n_nodes
+                else:  # on disk from a build cut short before its checkpoint: only its rows are written
+                    skipped += 1
                 if len(self._pending) >= self.checkpoint_every:
                     self.flush()
         finally:
@@ -244,6 +498,12 @@ class GraphStore:
         report = StoreReport(built, skipped, nodes, time.perf_counter() - started)
         logger.info("%s: built %d graphs, skipped %d unchanged, in %.2f s", self.root, built, skipped, report.seconds)
         return report
+
+    def _is_current(self, entry: StoreEntry, digest: str) -> bool:
+        if entry.content_hash != digest:
+            return False
+        path = self.root / entry.file
+        return path.is_file() and all(p.is_file() for p in columnar_paths(path))
 
     def build_records(self, records: Iterable[PatientRecord], catalog: CodeCatalog) -> StoreReport:
         """`build` over MEDS patient records described by ``catalog``."""
@@ -257,52 +517,43 @@ class GraphStore:
         """`build` over patient XML files (any shape `vista.graph.xml_input` reads, ``<eventstream>`` included)."""
         return self.build(_xml_sources(paths, catalog))
 
-    def _store(self, graph: PatientGraph, digest: str) -> None:
-        path = write_graph(graph, self.path_of(graph.subject_id))
-        # index_part is set when the graph's rows are written (flush); until then the entry is not in the manifest file
-        self._manifest[graph.subject_id] = _Entry(digest, str(path.relative_to(self.root)), graph.n_nodes, graph.n_edges,
-                                                  graph.info.source, datetime.now().replace(microsecond=0), "")
-        self._pending[graph.subject_id] = index_table(graph)
-
     def flush(self) -> None:
-        """Write the index rows of the graphs built since the last flush as a new part, then the manifest (both
-        atomically), then delete the parts no graph points to any more."""
+        """Write the index rows of the graphs built since the last flush as a new part, then one manifest part
+        naming it (both atomically), then delete the index parts no graph points to any more."""
         if not self._pending:
             return
-        part = self._write_index(self._pending)
-        for sid in self._pending:
-            self._manifest[sid] = replace(self._manifest[sid], index_part=part)
-        self._write_manifest()
+        pending = {sid: self._pending[sid] for sid in sorted(self._pending)}
+        part = self._write_index({sid: outcome.index for sid, outcome in pending.items()})
+        self.register([outcome.entry(str(sid), None, part) for sid, outcome in pending.items()])
         self._pending.clear()
-        self._remove_unused_parts()
 
     def _write_index(self, pending: dict[int, pa.Table]) -> str:
-        """One new part with the rows of ``pending`` (in subject order); its path relative to the root."""
-        part = f"{INDEX_DIR}/part-{datetime.now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}.parquet"
-        table = pa.concat_tables([pending[sid] for sid in sorted(pending)])
-        with atomic_path(self.root / part) as tmp:
-            pq.write_table(table, tmp, compression="zstd")
-        return part
+        """One new part with the index rows of ``pending`` (in subject order); its path relative to the root."""
+        return write_index_part(self.root, pending.values())
 
     def _write_manifest(self) -> None:
-        written = {sid: e for sid, e in self._manifest.items() if e.index_part}  # not those still pending
-        columns = {"subject_id": sorted(written)}
-        for name in _Entry.__slots__:
-            columns[name] = [getattr(written[sid], name) for sid in columns["subject_id"]]
-        with atomic_path(self.root / MANIFEST_FILE) as tmp:
-            pq.write_table(pa.table(columns, schema=MANIFEST_SCHEMA), tmp)
+        """Append the manifest rows not written yet as one part."""
+        append_manifest(self.root, self._unwritten, everything=self._entries)
+        self._unwritten = []
 
-    def _remove_unused_parts(self) -> None:
-        used = {entry.index_part for entry in self._manifest.values()}
-        candidates = [*(self.root / INDEX_DIR).glob("part-*.parquet"), self.root / LEGACY_INDEX_FILE]
-        for path in candidates:
-            if path.is_file() and str(path.relative_to(self.root)) not in used:
-                path.unlink(missing_ok=True)
+    def register(self, entries: Iterable[StoreEntry]) -> int:
+        """Add (or supersede) manifest rows — e.g. of the graphs a job's actors wrote — appending one manifest part
+        with those that differ from the current ones; then delete unused index parts. Returns how many changed."""
+        changed = []
+        for entry in entries:
+            old = self._entries.get(entry.task)
+            if old is None or replace(old, built_at=entry.built_at) != entry:
+                changed.append(entry)
+            self._entries[entry.task] = entry
+            if entry.prediction_time is None:
+                self._subjects[entry.subject_id] = entry.task
+        self._unwritten += changed
+        self._write_manifest()
+        remove_unused_parts(self.root, self._entries.values())
+        return len(changed)
 
 
 def _xml_sources(paths: Iterable[str | os.PathLike], catalog: CodeCatalog | None) -> Iterator[GraphSource]:
-    from vista.graph.errors import GraphInputError
-
     for path in paths:
         try:
             data = Path(path).read_bytes()

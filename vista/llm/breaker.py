@@ -43,6 +43,7 @@ class AttemptReport:
     status: int | None = None  # HTTP status of the failure, when there was one
     retry_after_s: float | None = None  # the cool-down the endpoint asked for (429/503 Retry-After)
     tokens_used: int | None = None  # prompt + completion tokens the request really cost (None: unknown)
+    completion_tokens: int | None = None  # of which completion tokens (priced apart; None: unknown)
     message: str = ""  # the failure's message (for the breaker's line)
 
     @property

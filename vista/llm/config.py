@@ -61,7 +61,9 @@ class LLMConfig(BaseModel):
     )
     schema_mode: SchemaMode = Field(
         "json_schema",
-        description="How the response schema is sent: 'json_schema' (OpenAI strict structured outputs, vLLM, llama.cpp), "
+        description="How the response schema is sent: 'json_schema' (the full bounded schema, strict: vLLM, llama.cpp), "
+        "'openai_strict' (OpenAI strict structured outputs: a copy without the keywords strict mode rejects, such as "
+        "maxLength; the bounds are written into the descriptions and enforced by local validation), "
         "'json_object' (older llama.cpp/llama-cpp-python servers: {'type':'json_object','schema':...}) "
         "or 'none' (schema only in the prompt, for endpoints without constrained decoding).",
     )

@@ -115,10 +115,11 @@ def build_backend(config: LLMConfig) -> Backend:
     return OpenAIBackend(base_url=config.base_url, api_key=config.api_key(), api_key_env=config.api_key_env, model=config.model)
 
 
-def _default_token_counter(text: str) -> int:
-    from vista.tokens import count_tokens  # imported lazily: only needed when a server reports no usage
+def _default_token_counter(text: str, model: str | None = None) -> int:
+    """Tokens of ``text`` in ``model``'s encoding (o200k for GPT-4o/4.1-class models, else cl100k)."""
+    from vista.tokens import DEFAULT_ENCODING, count_tokens, model_encoding  # lazily: only needed without reported usage
 
-    return count_tokens(text)
+    return count_tokens(text, model_encoding(model) if model else DEFAULT_ENCODING)
 
 
 class LLMGateway:
@@ -141,14 +142,16 @@ class LLMGateway:
         clock: Clock | None = None,
         token_counter: Callable[[str], int] | None = None,
         limiter: Limiter | None = None,
+        warn_unpriced: bool = True,
     ):
         self.config = config or LLMConfig()
+        self._warn_unpriced = warn_unpriced  # a job's driver warns once instead of every actor
         self.backend = backend if backend is not None else build_backend(self.config)
         self.job_id = job_id
         self.ledger = ledger if ledger is not None else UsageLedger()
         self.prices = prices if prices is not None else PriceTable.load(self.config.prices_path)
         self._clock = clock or SystemClock()
-        self._count = token_counter or _default_token_counter
+        self._count = token_counter or functools.partial(_default_token_counter, model=self.config.model)
         self._rng = random.Random(self.config.seed)
         self._budget = RequestBudget(BudgetLimits(max_in_flight=self.config.max_concurrency, requests_per_s=self.config.qps),
                                      clock=self._clock)
@@ -364,9 +367,9 @@ class LLMGateway:
                 except BackendError as exc:
                     failure = exc
                 else:
-                    used = self._account(request, reply, stats)
+                    used, completion = self._account(request, reply, stats)
                     value, problem = parse_answer(reply.content, response_model)
-                    report = AttemptReport(answer_valid=value is not None, tokens_used=used,
+                    report = AttemptReport(answer_valid=value is not None, tokens_used=used, completion_tokens=completion,
                                            message=problem[:300] if value is None else "")
                     return reply, value, problem
                 report = AttemptReport(error_kind=failure.kind, status=failure.status,
@@ -418,8 +421,8 @@ class LLMGateway:
         return sum(self._count(m.content) for m in request.messages) + request.max_tokens
 
     # ------------------------------------------------------------------- usage
-    def _account(self, request: ChatRequest, reply: ChatReply, stats: _CallStats) -> int:
-        """Add one answer's tokens to the call's; returns them (prompt + completion)."""
+    def _account(self, request: ChatRequest, reply: ChatReply, stats: _CallStats) -> tuple[int, int]:
+        """Add one answer's tokens to the call's; returns them (prompt + completion) and the completion part."""
         if reply.prompt_tokens is not None:
             prompt = reply.prompt_tokens
         else:
@@ -433,7 +436,7 @@ class LLMGateway:
         stats.prompt_tokens += prompt
         stats.completion_tokens += completion
         stats.cached_prompt_tokens += reply.cached_prompt_tokens or 0
-        return prompt + completion
+        return prompt + completion, completion
 
     def _cost(self, stats: _CallStats) -> float | None:
         cost = self.prices.cost(
@@ -442,7 +445,7 @@ class LLMGateway:
             completion_tokens=stats.completion_tokens,
             cached_prompt_tokens=stats.cached_prompt_tokens,
         )
-        if cost is None and self.config.model not in self._unpriced_warned:
+        if cost is None and self._warn_unpriced and self.config.model not in self._unpriced_warned:
             self._unpriced_warned.add(self.config.model)
             log.warning("model %r has no price in the price table: its calls are recorded with cost None", self.config.model)
         return cost

@@ -17,6 +17,14 @@ titles dropped) and, by default, refuses models that leave a string or array unb
 ...     notes: list[str]
 >>> unbounded_paths(response_schema(Loose, require_bounds=False))
 ['notes', 'notes[]']
+
+OpenAI's strict mode accepts only a subset of JSON Schema (no ``maxLength``/``minLength`` and, on some models,
+no ``pattern``, ``format``, ``maxItems`` or numeric bounds). ``schema_mode="openai_strict"`` sends `strict_schema`:
+a copy keeping only the portable keywords, every bound it removes restated in the field's description (so the
+model still sees it); the answer is then held to the full bounds by local validation (the pydantic model).
+
+>>> strict_schema(response_schema(Risk))["properties"]["reasons"]
+{'items': {'type': 'string', 'description': '(at most 80 characters)'}, 'type': 'array', 'description': '(at most 3 items)'}
 """
 
 
@@ -29,12 +37,20 @@ from pydantic import BaseModel
 
 from vista.llm.errors import SchemaError
 
-SchemaMode = Literal["json_schema", "json_object", "none"]
+SchemaMode = Literal["json_schema", "openai_strict", "json_object", "none"]
 JSONSchema = dict[str, object]
 
 # String formats whose values have a fixed, short shape: a bound as good as maxLength.
 _BOUNDED_FORMATS = frozenset({"date", "date-time", "time", "uuid", "duration"})
 _DROPPED_KEYS = frozenset({"title", "default", "examples"})
+STRICT_KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf",
+                             "description"})
+"""Keywords every OpenAI strict-mode model accepts; `strict_schema` removes the others."""
+_BOUND_WORDS = {
+    "maxLength": "at most {} characters", "minLength": "at least {} characters", "maxItems": "at most {} items",
+    "minItems": "at least {} items", "maximum": "at most {}", "minimum": "at least {}", "pattern": "matching {}",
+    "format": "in {} format",
+}
 
 
 def schema_name(model: type[BaseModel]) -> str:
@@ -117,6 +133,39 @@ def _collect_unbounded(node: object, path: str, found: list[str]) -> None:
         _collect_unbounded(sub, f"{path}[{i}]", found)
 
 
+def strict_schema(schema: JSONSchema) -> JSONSchema:
+    """A copy of a `response_schema` for OpenAI strict mode: only `STRICT_KEYWORDS` kept, each removed bound
+    (length, items, numeric range, pattern, format) written into the description; objects stay closed and
+    fully required. The answer must still be validated against the full schema (the gateway does, with pydantic).
+    """
+    return _strict(schema)
+
+
+def _strict(node: object) -> object:
+    if isinstance(node, list):
+        return [_strict(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, object] = {}
+    notes: list[str] = []
+    for key, value in node.items():
+        if key == "properties":
+            out[key] = {name: _strict(sub) for name, sub in value.items()}
+        elif key in ("items", "anyOf"):
+            out[key] = _strict(value)
+        elif key in STRICT_KEYWORDS:
+            out[key] = value
+        elif key in _BOUND_WORDS:
+            notes.append(_BOUND_WORDS[key].format(value))
+    if "properties" in out:
+        out["additionalProperties"] = False
+        out["required"] = list(out["properties"])  # type: ignore[arg-type]
+    if notes:
+        text = f"({', '.join(notes)})"
+        out["description"] = f"{out['description']} {text}" if out.get("description") else text
+    return out
+
+
 def response_format(schema: JSONSchema, mode: SchemaMode, name: str) -> dict[str, object] | None:
     """The ``response_format`` request field for ``mode`` (None when the schema travels in the prompt only).
 
@@ -125,11 +174,13 @@ def response_format(schema: JSONSchema, mode: SchemaMode, name: str) -> dict[str
     """
     if mode == "json_schema":
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+    if mode == "openai_strict":
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": strict_schema(schema), "strict": True}}
     if mode == "json_object":
         return {"type": "json_object", "schema": schema}
     if mode == "none":
         return None
-    raise SchemaError(f"unknown schema_mode {mode!r} (expected json_schema, json_object or none)")
+    raise SchemaError(f"unknown schema_mode {mode!r} (expected json_schema, openai_strict, json_object or none)")
 
 
 def schema_instructions(schema: JSONSchema) -> str:

@@ -1,7 +1,7 @@
 """Answer a question about one patient from its TOA timeline and episodes; optionally verify it against the sources.
 
 `ask` makes one call: the model reads the timeline (grouped by episode, ``t<k>`` ids; never the raw record; cut to
-the model's context window by `vista.display.timeline_view`, which keeps episode anchors and then the newest events)
+the model's context window by `vista.toa.timeline_view`, which keeps the tumor-board facts, episode anchors and then the newest events)
 and returns an `AnswerDraft`. Cited ids that are not events shown to it are dropped and counted; the kept ones bring their
 graph ``source_event_refs``. With ``verify=True`` a second call reads the opened source events behind the cited
 events (`open_sources`, no model call) and says whether they support the answer — the paper's "traverse to the
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 
-from vista.display.timeline_view import TimelineView, timeline_view
+from vista.toa.timeline_view import TimelineView, timeline_view
 from vista.graph import PatientGraph
 from vista.llm import CallRecord, LLMGateway, Message, system, user
 from vista.query.errors import ContextTooLongError, QueryError
@@ -31,6 +31,7 @@ from vista.query.model import (
 from vista.query.render import event_line, source_lines
 from vista.query.sources import open_sources, source_refs_of
 from vista.toa import PatientTimeline, TimelineEvent
+from vista.toa.refs import check_provenance
 from vista.tokens import count_tokens
 
 ANSWER_AGENT = "query_answer"
@@ -74,7 +75,7 @@ def _answer_room(gateway: LLMGateway, max_tokens: int | None) -> int:
 
 
 def fitted_view(question: str, timeline: PatientTimeline, gateway: LLMGateway, config: QueryConfig) -> TimelineView:
-    """The timeline view (`vista.display.timeline_view`: episode anchors first, then the newest events) that fits the
+    """The timeline view (`vista.toa.timeline_view`: tumor-board facts and episode anchors first, then the newest events) that fits the
     model's context window with room for the answer; `ContextTooLongError` when not even the framing fits."""
     max_chars = config.max_timeline_chars
     context = gateway.context_tokens
@@ -163,13 +164,17 @@ async def ask(question: str, timeline: PatientTimeline, graph: PatientGraph, gat
                          f"(at most {QUESTION_MAX_CHARS})")
     if timeline.subject_id != graph.subject_id:
         raise QueryError(f"the timeline is of subject {timeline.subject_id} but the graph of subject {graph.subject_id}")
+    check_provenance(graph, what="the timeline the question is asked of", graph_hash=timeline.graph_hash,
+                     fingerprints=timeline.ref_fingerprints,
+                     rebuild=f"rebuild it (`vista timeline --subject {graph.subject_id}`) before asking")
     view = fitted_view(question, timeline, gateway, config)
     messages = answer_messages(question, view.text)
     shape = answer_draft_model(config.answer_chars, config.max_citations)
     result = await gateway.complete(messages, shape, agent=ANSWER_AGENT, patient_id=graph.subject_id,
                                     max_tokens=config.max_tokens)
     common = {"subject_id": graph.subject_id, "question": question, "model": gateway.config.model,
-              "timeline_hash": timeline.content_hash, "events_shown": len(view.shown_ids), "events_omitted": view.omitted}
+              "timeline_hash": timeline.content_hash, "events_shown": len(view.shown_ids), "events_omitted": view.omitted,
+              "timeline_incomplete": timeline.incomplete_reason(), "graph_hash": timeline.graph_hash}
     if not result.ok:
         return QueryAnswer(**common, status="failed", answer="", confidence=None, cited=(), source_refs=(),
                            usage=QueryUsage.of([result.usage]), error=f"{result.error.kind.value}: {result.error.message}")

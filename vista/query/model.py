@@ -175,6 +175,10 @@ class QueryAnswer(_Frozen):
     timeline_hash: str = Field(description="Content hash of the timeline the answer was read from.")
     events_shown: int = Field(ge=0, description="Timeline events the model was shown.")
     events_omitted: int = Field(default=0, ge=0, description="Timeline events left out to fit the context window.")
+    graph_hash: str | None = Field(default=None, description="Version of the MEDS Graph the timeline's refs (and so "
+                                   "``source_refs``) were made against (`vista.toa.refs.graph_version`).")
+    timeline_incomplete: str | None = Field(default=None, description="Why the timeline read is incomplete (some of "
+                                            "its extraction calls failed), when it is: the answer may miss facts.")
     error: str | None = None
 
     @property

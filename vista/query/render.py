@@ -2,7 +2,7 @@
 
 A timeline is printed grouped by episode, one line per event led by its ``t<k>`` id (``with_refs`` adds the graph
 ids behind each event); source events are one line each (notes add their text lines, each led by the note's id, so
-a cited line can always be traced). (The answering model reads the timeline through `vista.display.timeline_view`,
+a cited line can always be traced). (The answering model reads the timeline through `vista.toa.timeline_view`,
 which cuts it to the context window.)
 
 >>> import datetime as dt
@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vista.query.model import QueryAnswer, SourceEvent
+from vista.query.sources import version_tag
 from vista.toa import Episode, PatientTimeline, TimelineEvent
 
 _KIND_LABEL = {"baseline": "baseline", "diagnosis": "diagnosis", "treatment_line": "treatment line",
@@ -47,6 +48,10 @@ def timeline_lines(timeline: PatientTimeline, *, with_refs: bool = False) -> lis
     by_id = {e.event_id: e for e in timeline.events}
     lines = [f"Patient {timeline.subject_id}: oncology timeline (profile {timeline.profile}), "
              f"{len(timeline.events)} events in {len(timeline.episodes)} episodes."]
+    gaps = timeline.incomplete_reason()
+    if gaps:
+        lines.append(f"INCOMPLETE: {gaps}; events from those parts of the record are missing "
+                     "(the next `vista timeline` run asks again).")
     placed: set[str] = set()
     for episode in timeline.episodes:
         lines.append("")
@@ -102,6 +107,8 @@ def answer_text(answer: QueryAnswer, *, store: str | None = None) -> str:
     lines = [f"Q: {answer.question}", f"A ({answer.status.replace('_', ' ')}{confidence}): {answer.answer or '-'}"]
     if answer.error:
         lines.append(f"Error: {answer.error}")
+    if answer.timeline_incomplete:
+        lines.append(f"Warning: the timeline is INCOMPLETE ({answer.timeline_incomplete}); the answer may miss facts")
     if answer.cited:
         lines.append("Cited timeline events:")
         lines.extend("  " + event_line(e, with_refs=True) for e in answer.cited)
@@ -125,5 +132,7 @@ def answer_text(answer: QueryAnswer, *, store: str | None = None) -> str:
                  f"{usage.completion_tokens} completion tokens, {cost}, {usage.latency_s:.2f} s")
     if answer.source_refs:
         where = f" --store {store}" if store else ""
-        lines.append(f"Open the sources: vista source{where} --subject {answer.subject_id} {' '.join(answer.source_refs)}")
+        pin = f" {version_tag(answer.graph_hash)}" if answer.graph_hash else ""
+        lines.append(f"Open the sources: vista source{where} --subject {answer.subject_id}{pin} "
+                     f"{' '.join(answer.source_refs)}")
     return "\n".join(lines)

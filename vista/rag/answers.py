@@ -1,7 +1,7 @@
 """The answer shape asked of the model by the RAG baseline: one field per variable (value + cited graph event ids).
 
-It mirrors VISTA's group answer (`vista.display.answers.group_answer_model`) field for field, with graph ids
-(``e<k>``) in place of timeline ids, and the same bounds, so both methods ask the model for the same thing.
+It is made by VISTA's answer factory (`vista.display.answers.group_answer_model`) with a different `CitationStyle`:
+graph ids (``e<k>``) in place of timeline ids, the same bounds, so both methods ask the model for the same thing.
 
 >>> from vista.display import load_variables
 >>> from vista.llm import response_schema
@@ -15,16 +15,15 @@ It mirrors VISTA's group answer (`vista.display.answers.group_answer_model`) fie
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field
 
 from vista.display import VariableSpec
-from vista.display.answers import NOT_DOCUMENTED, field_name
+from vista.display.answers import CitationStyle, group_answer_model, variable_answer_model
 
 SourceRef = Annotated[str, Field(min_length=2, max_length=8, pattern=r"^e[0-9]{1,7}$")]
-"""A MEDS Graph event id as the model must write it (the pattern also steers constrained decoding)."""
+"""A MEDS Graph event id as the model must write it."""
 
 
 class _Answer(BaseModel):
@@ -42,18 +41,18 @@ class RagAnswer(_Answer):
     """Base of a group's answer: one `RagVariableAnswer` per variable, under the variable's key."""
 
 
-@lru_cache(maxsize=256)
+SOURCE_CITATIONS = CitationStyle(field="source_refs", pattern=r"^e[0-9]{1,7}$", max_id_chars=8,
+                                 refs_description="Ids of the supporting record lines.", silent_source="excerpts",
+                                 item_base=RagVariableAnswer, group_base=RagAnswer, group_name="RagAnswer")
+"""The RAG baseline cites MEDS Graph event ids (the pattern also steers constrained decoding)."""
+
+
 def rag_variable_model(value_max_chars: int, max_cited: int) -> type[RagVariableAnswer]:
-    return create_model(  # type: ignore[call-overload]
-        "RagVariableAnswer", __base__=RagVariableAnswer,
-        value=(str, Field(min_length=1, max_length=value_max_chars,
-                          description=f"Short answer; '{NOT_DOCUMENTED}' when the excerpts are silent.")),
-        source_refs=(list[SourceRef], Field(max_length=max_cited, description="Ids of the supporting record lines.")))
+    return variable_answer_model(value_max_chars, max_cited, SOURCE_CITATIONS)  # type: ignore[return-value]
 
 
-@lru_cache(maxsize=256)
 def rag_answer_model(specs: tuple[VariableSpec, ...], *, value_max_chars: int, max_cited: int) -> type[RagAnswer]:
-    """The answer model of one group of variables (memoised: the gateway caches schemas per class)."""
-    item = rag_variable_model(value_max_chars, max_cited)
-    fields = {field_name(k): (item, Field(alias=spec.key, description=spec.question)) for k, spec in enumerate(specs)}
-    return create_model("RagAnswer", __base__=RagAnswer, **fields)  # type: ignore[call-overload]
+    """The answer model of one group of variables: VISTA's factory (`vista.display.answers.group_answer_model`)
+    with graph-id citations."""
+    return group_answer_model(specs, value_max_chars=value_max_chars, max_cited=max_cited,  # type: ignore[return-value]
+                              style=SOURCE_CITATIONS)

@@ -19,5 +19,6 @@ Modules: `catalog` (codes), `conditions` (risk factors), `cancers` (the 15 profi
 
 from vista.synth.config import SplitFractions, SynthConfig
 from vista.synth.generator import SynthOutputError, SynthShardError, SynthSummary, generate
+from vista.synth.summary_table import summary_table
 
-__all__ = ["SplitFractions", "SynthConfig", "SynthOutputError", "SynthShardError", "SynthSummary", "generate"]
+__all__ = ["SplitFractions", "SynthConfig", "SynthOutputError", "SynthShardError", "SynthSummary", "generate", "summary_table"]

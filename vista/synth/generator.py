@@ -472,7 +472,7 @@ def _prepare_out_dir(out: Path, overwrite: bool) -> None:
     ours = [out / schema.DATA_DIR, out / "metadata", out / GROUND_TRUTH_DIR]
     existing = [p for p in ours if p.exists() and any(p.iterdir())]
     if existing and not overwrite:
-        raise SynthOutputError(f"{out}: already holds {', '.join(p.name for p in existing)}; pass overwrite=True to replace them")
+        raise SynthOutputError(f"{out}: already holds {', '.join(p.name for p in existing)}; pass --overwrite (overwrite=True) to replace them")
     for p in existing:
         shutil.rmtree(p)
     out.mkdir(parents=True, exist_ok=True)

@@ -2,9 +2,12 @@
 
 Stages (`build_timeline`): `serialize_graph` (text lines with event ids, one block per encounter) → `plan_chunks`
 (encounter-aligned, under a char/token budget) → `extract_all` (parallel sub-agents through the LLM gateway; every
-ref checked against the graph, unknown refs dropped, ref-less events rejected) → `unify` (union-find over shared
-refs) → `radiology_safety_net` (imaging dates from structured data missing within ±3 days are verified and added)
-→ `resolve_ambiguous` (an LLM judge for same-date, same-type events sharing no ref) → `synthesize_episodes` (baseline / diagnosis / treatment lines / post-oncological by date range).
+ref checked against the graph, unknown refs dropped, ref-less events rejected) → `unify` (same type, dates within
+±3 days and a shared specific ref; hub refs such as a recap note never join events) → `radiology_safety_net`
+(imaging studies from structured data — scan and report days clustered — missing within ±3 days are verified and
+added, one event per study) → `resolve_ambiguous` (an LLM judge for the residue: same-type events within the window
+left apart) → `synthesize_episodes` (baseline / diagnostic work-up / treatment lines as regimens / post-oncological,
+by date range).
 `TimelineStore` persists results as ``<store>/toa/<sid>.json`` keyed by a content hash.
 Event types come from a TOML profile (`load_profile`, thoracic oncology by default).
 """
@@ -12,7 +15,7 @@ Event types come from a TOML profile (`load_profile`, thoracic oncology by defau
 from vista.toa.ambiguity import SameEventVerdict, resolve_ambiguous
 from vista.toa.chunks import Chunk, ChunkBudget, plan_chunks
 from vista.toa.episodes import synthesize_episodes
-from vista.toa.errors import ChunkingError, ProfileError, TimelineFileError, TOAError
+from vista.toa.errors import ChunkingError, ProfileError, StaleProvenanceError, TimelineFileError, TOAError
 from vista.toa.extract import ChunkExtraction, extract_all, extract_chunk
 from vista.toa.model import (
     Episode,
@@ -28,7 +31,7 @@ from vista.toa.model import (
 )
 from vista.toa.pipeline import TOAConfig, build_timeline, fitted_budget, plan, timeline_hash
 from vista.toa.profile import EventProfile, EventType, load_profile
-from vista.toa.refs import CheckedEvent, check_event
+from vista.toa.refs import CheckedEvent, check_event, check_provenance, graph_version, ref_fingerprint
 from vista.toa.safety_net import SafetyNetResult, imaging_candidates, is_imaging_code, missing_dates, radiology_safety_net
 from vista.toa.serialize import EncounterBlock, serialize_graph, serialize_text
 from vista.toa.store import TimelineStore
@@ -42,4 +45,5 @@ __all__ = [
     "extract_all", "extract_chunk", "fitted_budget", "extraction_answer_model", "imaging_candidates", "is_imaging_code",
     "load_profile", "missing_dates", "plan", "plan_chunks", "radiology_safety_net", "ref_groups", "serialize_graph",
     "serialize_text", "synthesize_episodes", "timeline_hash", "unify",
+    "StaleProvenanceError", "check_provenance", "graph_version", "ref_fingerprint",
 ]

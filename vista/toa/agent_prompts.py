@@ -27,8 +27,11 @@ def extraction_messages(profile: EventProfile, chunk_text: str) -> list[Message]
             user("Record slice:\n" + chunk_text)]
 
 
-def verification_messages(profile: EventProfile, day: dt.date, lines: list[str]) -> list[Message]:
-    """The per-date imaging verifier's prompt and the lines dated ``day``."""
+def verification_messages(profile: EventProfile, day: dt.date, lines: list[str],
+                          last_day: dt.date | None = None) -> list[Message]:
+    """The imaging verifier's prompt and the lines dated ``day`` (through ``last_day`` for a study whose report
+    came on a later day)."""
     subtypes = ", ".join(profile.subtypes_of(profile.imaging_type))
-    return [system(prompt_text("verify_imaging").format(date=day.isoformat(), subtypes=subtypes)),
-            user(f"Record lines dated {day.isoformat()}:\n" + "\n".join(lines))]
+    dated = day.isoformat() if last_day is None or last_day == day else f"{day.isoformat()} to {last_day.isoformat()}"
+    return [system(prompt_text("verify_imaging").format(date=dated, subtypes=subtypes)),
+            user(f"Record lines dated {dated}:\n" + "\n".join(lines))]

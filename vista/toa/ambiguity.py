@@ -1,7 +1,10 @@
-"""The unifier's LLM step: events with the same date and type but no shared ref are judged by a sub-agent.
+"""The unifier's LLM step: the ambiguous residue — same-type events within the date window that the rules kept
+apart (they share only a hub ref, or no ref) — is judged by a sub-agent.
 
-Union-find over refs merges certain duplicates; what remains ambiguous (`vista.toa.unify.ambiguous_pairs`) is sent,
-one pair per call and at most ``max_pairs`` calls, to a judge that sees both events and their record lines. Pairs
+`vista.toa.unify` merges certain duplicates; what remains ambiguous (`vista.toa.unify.ambiguous_pairs`) is sent,
+one pair per call and at most ``max_pairs`` calls, to a judge that sees both events and their record lines — each
+event's own evidence first, the lines both cite (typically a recap note) after, so a hub cannot crowd out what tells
+the two apart. Pairs
 it calls the same are joined (transitively, by union-find over the confirmed links); pairs it does not judge — over
 the cap, or a failed call — stay listed as ambiguous on the timeline.
 """
@@ -33,9 +36,10 @@ class SameEventVerdict(BaseModel):
     reason: str = Field(max_length=160)
 
 
-def _evidence(graph: PatientGraph, event: TimelineEvent) -> str:
+def _evidence(graph: PatientGraph, event: TimelineEvent, shared: frozenset[str] = frozenset()) -> str:
+    """The event and the record lines it cites (at most `MAX_LINES_PER_EVENT`), refs in ``shared`` last."""
     lines = []
-    for ref in event.source_event_refs:
+    for ref in sorted(event.source_event_refs, key=lambda r: r in shared):
         source = graph.event(ref)
         lines.extend(note_lines(graph, source) if source.type is NodeType.NOTE else [event_line(source)])
     shown = lines[:MAX_LINES_PER_EVENT]
@@ -44,8 +48,9 @@ def _evidence(graph: PatientGraph, event: TimelineEvent) -> str:
 
 async def _judge(gateway: LLMGateway, graph: PatientGraph, a: TimelineEvent, b: TimelineEvent,
                  max_tokens: int | None) -> bool | None:
+    shared = frozenset(a.source_event_refs) & frozenset(b.source_event_refs)
     messages = [system(prompt_text("same_event")),
-                user(f"Event A:\n{_evidence(graph, a)}\n\nEvent B:\n{_evidence(graph, b)}")]
+                user(f"Event A:\n{_evidence(graph, a, shared)}\n\nEvent B:\n{_evidence(graph, b, shared)}")]
     result = await gateway.complete(messages, SameEventVerdict, agent=JUDGE_AGENT, patient_id=graph.subject_id,
                                     max_tokens=max_tokens)
     return result.output.same_event if result.ok else None

@@ -17,3 +17,8 @@ class TimelineFileError(TOAError):
 
 class ChunkingError(TOAError, ValueError):
     """The chunk budget is too small to hold an encounter's header plus any text."""
+
+
+class StaleProvenanceError(TOAError, ValueError):
+    """A stored timeline or display was built from another version of the patient's MEDS Graph: its ``e<k>`` refs
+    would open different rows, so it is refused (the message names the patient, the file and what changed)."""

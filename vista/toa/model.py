@@ -129,4 +129,21 @@ class PatientTimeline(_Frozen):
     rejected: tuple[RejectedEvent, ...]
     stats: ExtractionStats
     ambiguous_pairs: tuple[tuple[str, str], ...] = Field(
-        default=(), description="Same date and type, no shared ref, and not judged (judge off, over the cap, or failed).")
+        default=(), description="Same type within the merge window, left apart by the unifier (only a hub ref or no ref "
+        "shared), and not judged (judge off, over the cap, or failed).")
+    graph_hash: str | None = Field(
+        default=None, description="Content hash of the MEDS Graph it was built from (`vista.toa.refs.graph_version`); "
+        "every read that resolves its refs checks it (None: built before graphs were versioned, so refused).")
+    ref_fingerprints: dict[str, str] = Field(
+        default_factory=dict, description="Cited graph id -> digest of that event's content when it was built, so a "
+        "refusal can name the refs that now open other rows (`vista.toa.refs.ref_fingerprint`).")
+
+    def incomplete_reason(self) -> str | None:
+        """Why the timeline is incomplete (some of its calls failed), or None when every call succeeded."""
+        stats = self.stats
+        parts = []
+        if stats.failed_chunks:
+            parts.append(f"{stats.failed_chunks} of {stats.chunks} chunk extraction call(s) failed")
+        if stats.safety_net_failed:
+            parts.append(f"{stats.safety_net_failed} imaging verification call(s) failed")
+        return "; ".join(parts) or None

@@ -1,7 +1,11 @@
 """Build one patient's TOA: serialize → chunk → parallel extraction → unify → radiology safety net → episodes.
 
 `build_timeline` is the async entry point (one `LLMGateway` shared by every sub-agent); `TOAConfig` holds every
-knob, and `timeline_hash` is the content hash that lets `vista.toa.store` skip an unchanged patient.
+knob, and `timeline_hash` is the content hash that lets `vista.toa.store` skip an unchanged patient. The hash covers
+everything that can change the result: the graph's version and the chunk texts, the config, the profile, every
+prompt, the format version of this code, the gateway settings that change answers (`ANSWER_FIELDS`: model,
+decoding parameters such as temperature, seed and max_tokens, schema mode...) and the endpoint's identity (as the
+response cache keys on it: two servers that both call their model ``local`` are not the same model).
 """
 
 from __future__ import annotations
@@ -21,13 +25,19 @@ from vista.toa.extract import extract_all
 from vista.toa.model import MAX_EVENTS_PER_CHUNK, ExtractionStats, PatientTimeline
 from vista.toa.profile import DEFAULT_PROFILE, EventProfile, load_profile
 from vista.toa.agent_prompts import prompt_text
-from vista.toa.refs import UNKNOWN_REFS_DROPPED
+from vista.toa.refs import UNKNOWN_REFS_DROPPED, graph_version, ref_fingerprints
 from vista.toa.safety_net import radiology_safety_net
 from vista.toa.serialize import serialize_graph
 from vista.toa.ambiguity import resolve_ambiguous
 from vista.toa.unify import ambiguous_pairs, renumber_with_map, unify
 
-TOA_FORMAT_VERSION = "vista.toa/1"
+TOA_FORMAT_VERSION = "vista.toa/2"
+"""Part of every timeline hash: bump it when the same inputs give a different timeline (2: graph-versioned refs,
+decoding settings and endpoint in the hash)."""
+ANSWER_FIELDS = ("backend", "model", "schema_mode", "schema_in_prompt", "temperature", "max_tokens",
+                 "max_tokens_field", "reasoning_effort", "seed", "model_path", "n_ctx", "context_tokens")
+"""`LLMConfig` fields that can change a model's answers (part of the TOA and display hashes); how hard the gateway
+tries (retries, timeouts, concurrency) and where it caches are not."""
 
 
 class TOAConfig(BaseModel):
@@ -82,10 +92,29 @@ def plan(graph: PatientGraph, config: TOAConfig, gateway: LLMGateway | None = No
     return plan_chunks(serialize_graph(graph, start=config.start, end=config.end), fitted_budget(config, context, answer))
 
 
-def timeline_hash(chunks: list[Chunk], config: TOAConfig, profile: EventProfile, model: str) -> str:
-    """sha256 over what determines the result: the chunk texts, config, profile, prompts and model name."""
+def endpoint_identity(gateway: LLMGateway) -> str:
+    """Who answers: the gateway's endpoint identity (base URL; embedded GGUF hash + context size), as the response
+    cache keys on it; for a gateway without one, the configured backend and base URL or model file."""
+    identity = getattr(gateway, "endpoint", None)
+    if isinstance(identity, str) and identity:
+        return identity
+    llm = gateway.config
+    return f"{llm.backend}:{llm.base_url or llm.model_path or 'default'}"
+
+
+def answer_settings(gateway: LLMGateway) -> str:
+    """Canonical text of what, on the model side, determines answers: `ANSWER_FIELDS` of the gateway's config and
+    its endpoint identity (part of the TOA and display hashes)."""
+    fields = gateway.config.model_dump(mode="json", include=set(ANSWER_FIELDS))
+    return json.dumps({"endpoint": endpoint_identity(gateway), **fields}, sort_keys=True)
+
+
+def timeline_hash(chunks: list[Chunk], config: TOAConfig, profile: EventProfile, settings: str,
+                  graph_hash: str) -> str:
+    """sha256 over what determines the result: the format version, the graph's version, the chunk texts, config,
+    profile, prompts and the model-side ``settings`` (`answer_settings`)."""
     digest = hashlib.sha256()
-    parts = [TOA_FORMAT_VERSION, config.model_dump_json(), profile.model_dump_json(), model,
+    parts = [TOA_FORMAT_VERSION, graph_hash, config.model_dump_json(), profile.model_dump_json(), settings,
              prompt_text("extract"), prompt_text("verify_imaging"), prompt_text("same_event"), *(c.text for c in chunks)]
     for part in parts:
         digest.update(json.dumps(part).encode())
@@ -96,7 +125,8 @@ async def build_timeline(graph: PatientGraph, gateway: LLMGateway, config: TOACo
     """Run every TOA stage for one patient and return its timeline (events t0.., episodes, rejections, counts)."""
     profile = load_profile(config.profile)
     chunks = plan(graph, config, gateway)
-    digest = timeline_hash(chunks, config, profile, gateway.config.model)
+    version = graph_version(graph)
+    digest = timeline_hash(chunks, config, profile, answer_settings(gateway), version)
     extractions = await extract_all(gateway, graph, chunks, profile, max_tokens=config.max_tokens,
                                     max_events=config.max_events_per_chunk)
     proposed = [e for x in extractions for e in x.events]
@@ -126,4 +156,5 @@ async def build_timeline(graph: PatientGraph, gateway: LLMGateway, config: TOACo
         safety_net_candidates=candidates, safety_net_added=added, safety_net_failed=failed, judged_merges=judged_merges)
     return PatientTimeline(subject_id=graph.subject_id, profile=profile.name, content_hash=digest, events=tuple(events),
                            episodes=tuple(synthesize_episodes(events, profile)), rejected=tuple(rejected), stats=stats,
-                           ambiguous_pairs=tuple(pairs))
+                           ambiguous_pairs=tuple(pairs), graph_hash=version,
+                           ref_fingerprints=ref_fingerprints(graph, (r for e in events for r in e.source_event_refs)))

@@ -1,11 +1,14 @@
-"""The radiology safety net: imaging dates the structured data proves but the timeline lacks are verified and added.
+"""The radiology safety net: imaging studies the structured data proves but the timeline lacks are verified and added.
 
 Candidates come deterministically from the graph: events whose code is a diagnostic-radiology CPT code (70010–76999,
 77001–77099 guidance/breast/bone density, 78000–78999 nuclear medicine incl. PET) or a ``NOTE//RADIOLOGY`` note.
-A candidate date with no timeline event of the profile's imaging type within ±``window_days`` goes to a per-date
-verifier sub-agent, which sees every line dated that day. A confirmed study is added as an imaging event whose refs
-are the verifier's cited ids that are events of that day — or, when it cites none of them, the candidate rows that
-raised the date (they are the structured evidence the check started from). An unconfirmed date adds nothing.
+Candidate dates are first clustered into **studies** (`study_clusters`): dates within ±``window_days`` of a
+study's first day are that study (the scan on Monday and its report on Wednesday are one CT, not two). A study
+with no timeline event of the profile's imaging type within ±``window_days`` of any of its days goes to a
+verifier sub-agent, which sees every line dated on the study's days. A confirmed study is added as *one* imaging
+event on its first day whose refs are the verifier's cited ids that are events of those days — or, when it cites
+none of them, the candidate rows that raised the study (the structured evidence the check started from). An
+unconfirmed study adds nothing.
 
 >>> [is_imaging_code(c) for c in ("CPT//71250", "CPT//78815", "CPT//77427", "NOTE//RADIOLOGY", "LOINC//718-7")]
 [True, True, False, True, False]
@@ -73,11 +76,45 @@ def missing_dates(candidates: dict[dt.date, Sequence[str]], timeline: Sequence[T
     return [day for day in candidates if not any(abs(day - d) <= window for d in covered)]
 
 
-def day_lines(graph: PatientGraph, day: dt.date) -> tuple[list[str], frozenset[str]]:
-    """Serialized lines of every clinical event dated ``day`` and their ids."""
+@dataclass(frozen=True, slots=True)
+class CandidateStudy:
+    """One imaging study as the structured data shows it: its candidate dates (first = scan day) and their rows."""
+
+    days: tuple[dt.date, ...]
+    refs: tuple[str, ...]
+
+
+def study_clusters(candidates: dict[dt.date, Sequence[str]], window_days: int = 3) -> list[CandidateStudy]:
+    """Candidate dates grouped into studies: a study starts at the earliest date not yet taken and holds every
+    candidate date at most ``window_days`` after it (so a study never spans more than the window).
+
+    >>> import datetime as dt
+    >>> [c.days for c in study_clusters({dt.date(2020, 1, 1): ("e1",), dt.date(2020, 1, 3): ("e2",)}, 3)]
+    [(datetime.date(2020, 1, 1), datetime.date(2020, 1, 3))]
+    """
+    studies: list[CandidateStudy] = []
+    days = sorted(candidates)
+    while days:
+        first = days[0]
+        members = [d for d in days if (d - first).days <= window_days]
+        days = days[len(members):]
+        studies.append(CandidateStudy(tuple(members), tuple(dict.fromkeys(r for d in members for r in candidates[d]))))
+    return studies
+
+
+def missing_studies(studies: Sequence[CandidateStudy], timeline: Sequence[TimelineEvent], imaging_type: str,
+                    window_days: int = 3) -> list[CandidateStudy]:
+    """Studies with no ``imaging_type`` timeline event within ±``window_days`` of any of their days."""
+    covered = set(missing_dates({d: () for s in studies for d in s.days}, timeline, imaging_type, window_days))
+    return [s for s in studies if all(d in covered for d in s.days)]
+
+
+def day_lines(graph: PatientGraph, day: dt.date, last_day: dt.date | None = None) -> tuple[list[str], frozenset[str]]:
+    """Serialized lines of every clinical event dated ``day`` (through ``last_day``) and their ids."""
     lines, ids = [], set()
+    last = last_day or day
     for event in graph.events_in_order():
-        if event.time is not None and event.time.date() == day:
+        if event.time is not None and day <= event.time.date() <= last:
             ids.add(event.event_id)
             lines.extend(note_lines(graph, event) if event.type is NodeType.NOTE else [event_line(event)])
     return lines, frozenset(ids)
@@ -85,6 +122,8 @@ def day_lines(graph: PatientGraph, day: dt.date) -> tuple[list[str], frozenset[s
 
 @dataclass(frozen=True, slots=True)
 class SafetyNetResult:
+    """What one safety-net pass did: studies found, first days of those verified, events added, failures."""
+
     candidates: int
     checked: tuple[dt.date, ...]
     added: tuple[TimelineEvent, ...]
@@ -92,19 +131,21 @@ class SafetyNetResult:
     failed: int
 
 
-async def verify_date(gateway: LLMGateway, graph: PatientGraph, profile: EventProfile, day: dt.date,
-                      candidate_refs: Sequence[str], *, max_tokens: int | None = None) -> TimelineEvent | RejectedEvent | None:
-    """The added imaging event, a rejection record (call failed), or None when the verifier says no study happened."""
-    lines, ids = day_lines(graph, day)
-    result = await gateway.complete(verification_messages(profile, day, lines), ImagingVerdict, agent=VERIFIER_AGENT,
-                                    patient_id=graph.subject_id, max_tokens=max_tokens)
+async def verify_study(gateway: LLMGateway, graph: PatientGraph, profile: EventProfile, study: CandidateStudy, *,
+                       max_tokens: int | None = None) -> TimelineEvent | RejectedEvent | None:
+    """The added imaging event (dated the study's first day), a rejection record (call failed), or None when the
+    verifier says no study happened."""
+    day, last = study.days[0], study.days[-1]
+    lines, ids = day_lines(graph, day, last)
+    result = await gateway.complete(verification_messages(profile, day, lines, last), ImagingVerdict,
+                                    agent=VERIFIER_AGENT, patient_id=graph.subject_id, max_tokens=max_tokens)
     if not result.ok:
         return RejectedEvent(chunk=None, reason=f"imaging verifier failed for {day.isoformat()}: {result.error.kind.value}")
     verdict = result.output
     if not verdict.imaging_performed:
         return None
     cited = tuple(dict.fromkeys(r.strip() for r in verdict.source_event_refs if r.strip() in ids and graph.has_event(r.strip())))
-    refs = cited or tuple(candidate_refs)
+    refs = cited or study.refs
     subtype = verdict.subtype.strip().lower()
     if subtype not in profile.subtypes_of(profile.imaging_type):
         subtype = "other"
@@ -117,11 +158,11 @@ async def radiology_safety_net(gateway: LLMGateway, graph: PatientGraph, profile
                                timeline: Sequence[TimelineEvent], *, window_days: int = 3,
                                max_tokens: int | None = None, start: dt.date | None = None,
                                end: dt.date | None = None) -> SafetyNetResult:
-    """Verify (concurrently, one call per date) the imaging dates (within [start, end]) missing from ``timeline``."""
-    candidates = imaging_candidates(graph, start, end)
-    todo = missing_dates(candidates, timeline, profile.imaging_type, window_days)
-    outcomes = await asyncio.gather(*(verify_date(gateway, graph, profile, d, candidates[d], max_tokens=max_tokens)
-                                      for d in todo))
+    """Verify (concurrently, one call per study) the imaging studies (dates within [start, end]) missing from
+    ``timeline``; ``candidates`` counts studies, ``checked`` holds the first day of each study sent to the verifier."""
+    studies = study_clusters(imaging_candidates(graph, start, end), window_days)
+    todo = missing_studies(studies, timeline, profile.imaging_type, window_days)
+    outcomes = await asyncio.gather(*(verify_study(gateway, graph, profile, s, max_tokens=max_tokens) for s in todo))
     added = tuple(o for o in outcomes if isinstance(o, TimelineEvent))
     rejected = tuple(o for o in outcomes if isinstance(o, RejectedEvent))
-    return SafetyNetResult(len(candidates), tuple(todo), added, rejected, len(rejected))
+    return SafetyNetResult(len(studies), tuple(s.days[0] for s in todo), added, rejected, len(rejected))

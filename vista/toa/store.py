@@ -1,7 +1,19 @@
 """Persist timelines next to the graphs (``<store>/toa/<sid>.json``) and skip patients whose content hash is unchanged.
 
-The hash (`vista.toa.pipeline.timeline_hash`) covers the chunk texts, the config, the profile, the prompts and the
-model name, so a re-run over an unchanged patient reads the file back and makes no LLM call.
+The hash (`vista.toa.pipeline.timeline_hash`) covers the graph's version and chunk texts, the config, the profile,
+the prompts, the format version and the model-side settings (model, decoding parameters, schema mode, endpoint), so
+a re-run over an unchanged patient with unchanged settings reads the file back and makes no LLM call, and any
+change to one of them builds it again.
+
+Two more rules keep the store honest:
+
+- **Incomplete timelines are never served as complete.** A stored timeline some of whose calls failed (chunk
+  extractions, imaging verifications: `PatientTimeline.incomplete_reason`) is not current: the next request runs
+  it again (the response cache answers the calls that succeeded, so only the failed ones are paid for again). A
+  timeline that is still incomplete after that is stored and shown as incomplete (`vista.query.render`).
+- **Refs are read only against the graph they were made from.** `TimelineStore.load` with the patient's graph
+  refuses a timeline built from another version of it (`vista.toa.refs.check_provenance`: `StaleProvenanceError`
+  naming the patient, both versions and the cited refs that changed).
 """
 
 from __future__ import annotations
@@ -15,8 +27,9 @@ from vista.graph import PatientGraph
 from vista.llm import LLMGateway
 from vista.toa.errors import TimelineFileError
 from vista.toa.model import PatientTimeline
-from vista.toa.pipeline import TOAConfig, build_timeline, plan, timeline_hash
+from vista.toa.pipeline import TOAConfig, answer_settings, build_timeline, plan, timeline_hash
 from vista.toa.profile import load_profile
+from vista.toa.refs import check_provenance, graph_version
 
 TOA_DIR = "toa"
 
@@ -31,32 +44,54 @@ class TimelineStore:
     def path_of(self, subject_id: int) -> Path:
         return self.directory / f"{subject_id}.json"
 
-    def load(self, subject_id: int) -> PatientTimeline:
+    def rebuild_hint(self, subject_id: int) -> str:
+        """The command that builds a current timeline for ``subject_id`` (named in refusals)."""
+        return f"rebuild it with `vista timeline --store {self.root} --subject {subject_id}`"
+
+    def load(self, subject_id: int, graph: PatientGraph | None = None) -> PatientTimeline:
+        """The stored timeline of ``subject_id`` (`TimelineFileError` naming file, subject and field when unusable).
+
+        With ``graph`` (the patient's current graph) its refs are checked to have been made against that graph:
+        `StaleProvenanceError` otherwise. Every reader that resolves the timeline's refs passes the graph.
+        """
         path = self.path_of(subject_id)
         try:
-            return PatientTimeline.model_validate_json(path.read_bytes())
+            timeline = PatientTimeline.model_validate_json(path.read_bytes())
         except OSError as exc:
             raise TimelineFileError(f"{path}: cannot read the timeline of subject {subject_id} ({exc.strerror})") from None
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "<root>"
             raise TimelineFileError(f"{path}: subject {subject_id}: field {field}: {first['msg']}") from None
+        if timeline.subject_id != subject_id:
+            raise TimelineFileError(f"{path}: subject {subject_id}: field subject_id holds {timeline.subject_id}")
+        if graph is not None:
+            if graph.subject_id != subject_id:
+                raise ValueError(f"the graph is of subject {graph.subject_id}, not {subject_id}")
+            check_provenance(graph, what=f"the stored timeline {path}", graph_hash=timeline.graph_hash,
+                             fingerprints=timeline.ref_fingerprints, rebuild=self.rebuild_hint(subject_id))
+        return timeline
 
     def save(self, timeline: PatientTimeline) -> Path:
         """Write atomically (temp file then rename)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.path_of(timeline.subject_id)
-        tmp = path.with_suffix(".json.tmp")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text(timeline.model_dump_json(indent=1), encoding="utf-8")
         tmp.replace(path)
         return path
 
     def is_current(self, graph: PatientGraph, gateway: LLMGateway, config: TOAConfig) -> PatientTimeline | None:
-        """The stored timeline if its content hash matches what a build would produce now, else None."""
+        """The stored timeline if a build now would give the same one: same content hash, built from this version
+        of the graph, and complete (no failed call); else None."""
         if not self.path_of(graph.subject_id).exists():
             return None
         stored = self.load(graph.subject_id)
-        expected = timeline_hash(plan(graph, config, gateway), config, load_profile(config.profile), gateway.config.model)
+        version = graph_version(graph)
+        if stored.graph_hash != version or stored.incomplete_reason() is not None:
+            return None
+        expected = timeline_hash(plan(graph, config, gateway), config, load_profile(config.profile),
+                                 answer_settings(gateway), version)
         return stored if stored.content_hash == expected else None
 
     async def build(self, graph: PatientGraph, gateway: LLMGateway, config: TOAConfig = TOAConfig()) -> tuple[PatientTimeline, bool]:

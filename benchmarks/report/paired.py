@@ -1,0 +1,51 @@
+"""Agents against baselines on the same patients: every comparator re-scored on the rows the agent scored.
+
+An agent run usually scores a small subset of a test cohort (the embedded model assesses a handful of patients),
+while the baselines score all of it. Putting the two AUROCs side by side compares different patients. Here each
+baseline (and record-length score) is restricted to the agent's rows (`baselines.evaluation.on_rows_of`) and the
+difference agent − comparator gets a paired, stratified bootstrap CI (`baselines.metrics.paired_auroc_difference`):
+the same resampled patients score both models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from baselines import MetricInputError, ModelScores
+from baselines.evaluation import compare_on_same_rows, on_rows_of
+from baselines.metrics import auroc
+from benchmarks.report.results import ModelResult, PairedComparison
+
+
+def paired_comparisons(cohort: str, agents: Sequence[ModelScores], comparators: Sequence[ModelScores],
+                       results: Sequence[ModelResult], *, n_resamples: int, seed: int) -> list[PairedComparison]:
+    """One `PairedComparison` per (agent run, comparator) of one cohort; ``results`` gives kinds and whole AUROCs.
+
+    A comparator that lacks some of the agent's rows (a record-length score on a sample) is reported with a note
+    instead of a difference, never silently left out.
+    """
+    by_model = {r.model: r for r in results if r.cohort == cohort}
+    out: list[PairedComparison] = []
+    for agent in agents:
+        agent_auroc = auroc(agent.labels, agent.scores)
+        n1, n0 = agent.n_positive, agent.n - agent.n_positive
+        for comparator in comparators:
+            known = by_model.get(comparator.model)
+            common = dict(cohort=cohort, agent=agent.model, comparator=comparator.model,
+                          comparator_kind=known.kind if known else "baseline", n_cases=n1, n_controls=n0,
+                          agent_auroc=agent_auroc,
+                          comparator_auroc_whole=known.evaluation.auroc.value if known else None)
+            try:
+                aligned = on_rows_of(comparator, agent)
+            except MetricInputError as exc:
+                out.append(PairedComparison(**common, comparator_auroc=None,
+                                            note=f"not on the same patients: {exc}"))
+                continue
+            try:
+                paired = compare_on_same_rows(agent, aligned, n_resamples=n_resamples, seed=seed)
+            except MetricInputError as exc:
+                out.append(PairedComparison(**common, comparator_auroc=auroc(aligned.labels, aligned.scores),
+                                            note=str(exc)))
+                continue
+            out.append(PairedComparison(**common, comparator_auroc=paired.auroc_b, difference=paired.difference))
+    return out

@@ -1,0 +1,137 @@
+"""The options of the predict job (`jobs.predict`), apart from the job so that ``--help`` and option mistakes answer
+at once: this module imports only argparse-level code.
+
+>>> args = build_parser().parse_args(["--labels", "l.parquet", "--dataset", "d", "--out", "o", "--cancer", "Lung"])
+>>> args.cancer, args.variant, args.in_flight is None
+('lung', 'one_stage', True)
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from vista.cli import add_profile_option
+from vista.cli_kit import ArgumentParser, HelpFormatter
+
+from jobs.llm_options import add_llm_arguments
+from jobs.manifest import add_manifest_arguments
+from jobs.ray_runtime import add_ray_arguments
+from jobs.resources import add_resource_arguments
+
+RETRY_POLICIES = ("transient", "all", "none")
+
+DESCRIPTION = """\
+Run the TrajOnco agents over a cohort on Ray: one prediction row per patient, resumable without paying twice.
+
+example:
+  trajonco predict --labels out/cohorts/lung/labels/test.parquet --dataset out/synth --out out/predict-lung
+  trajonco predict ... --model gpt-4.1-mini --base-url https://api.openai.com/v1 --in-flight 64 --tokens-per-minute 2000000
+  ray job submit --working-dir . -- python -m jobs.predict --labels ... --dataset s3://bucket/meds --out s3://bucket/run
+"""
+
+EPILOG = """\
+Rerun the same command to resume: patients with a row are skipped, calls already answered come from the cache.
+How the job runs (actors, LLM budget, retries, outputs): docs/cluster.md and the module docstring of jobs.predict.
+"""
+
+
+def cancer_keys() -> str:
+    from trajonco.cancers import CANCERS
+
+    return ", ".join(CANCERS)
+
+
+def cancer_key(text: str) -> str:
+    """A cancer key for ``--cancer`` (display names and spellings such as 'Lung cancer' accepted), or a usage error
+    that lists the keys."""
+    from trajonco.cancers import UnknownCancerError, get_cancer
+
+    try:
+        return get_cancer(text).key
+    except UnknownCancerError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def build_parser(prog: str = "python -m jobs.predict") -> argparse.ArgumentParser:
+    """The job's options (light imports only: ``--help`` answers at once; `jobs.predict` holds the job)."""
+    parser = ArgumentParser(prog=prog, usage="%(prog)s --labels LABELS --dataset DATASET --out OUT [options]",
+                            description=DESCRIPTION, epilog=EPILOG, formatter_class=HelpFormatter)
+    io = parser.add_argument_group("inputs and outputs")
+    io.add_argument("--labels", required=True, type=str, help="MEDS label parquet (subject_id, prediction_time, "
+                    "boolean_value), e.g. COHORT/labels/test.parquet; a path or an s3://… URI (vista.storage)")
+    io.add_argument("--dataset", required=True, type=str, help="MEDS dataset root (data/**/*.parquet, metadata/); a "
+                    "path or an s3://… URI")
+    add_profile_option(io)
+    io.add_argument("--out", required=True, type=str, help="output directory or s3://… prefix; rerunning the same "
+                    "command resumes there")
+    io.add_argument("--threshold", type=float, default=0.5,
+                    help="predicted_boolean_value = risk/10 >= threshold (default 0.5, i.e. risk >= 5)")
+
+    pick = parser.add_argument_group("which patients")
+    chosen = pick.add_mutually_exclusive_group()
+    chosen.add_argument("--limit", type=int, help="only the first N tasks in (subject_id, prediction_time) order")
+    chosen.add_argument("--sample", type=int, help="a random sample of N tasks (seeded by --seed; same N and seed, same tasks)")
+    pick.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
+    pick.add_argument("--retry", choices=RETRY_POLICIES, default=None,
+                      help="which tasks with a row that is not ok run again: transient (default: failures that may "
+                           "pass — rate limit, timeout, server error, connection), all (permanent ones too: bad "
+                           "answers, rejected requests, bad data), none")
+    pick.add_argument("--retry-failed", action="store_true", help="same as --retry all (kept for older commands)")
+    pick.add_argument("--order", choices=["longest", "key"], default="longest",
+                      help="order tasks start in: longest (default: longest estimated chain first) or key "
+                           "(subject_id, prediction_time)")
+
+    model = parser.add_argument_group("assessment")
+    model.add_argument("--variant", choices=["one_stage", "two_stage", "single_agent"], default="one_stage",
+                       help="one_stage: worker chain + manager; two_stage: parallel relevance filters (own actor pool) "
+                            "then the chain; single_agent: the whole timeline in one call (default one_stage)")
+    which = model.add_mutually_exclusive_group()
+    which.add_argument("--cancer", default="lung", type=cancer_key, help=f"cancer to assess: {cancer_keys()} "
+                       "(default lung)")
+    which.add_argument("--any-cancer", action="store_true",
+                       help="predict any cancer the patient's sex allows (how: --any-cancer-mode)")
+    model.add_argument("--any-cancer-mode", choices=["chain", "max"], default="chain",
+                       help="with --any-cancer: chain (default, the paper's): one chain asked for the strongest signal of "
+                            "any cancer, its manager naming the most likely type; max: one chain per cancer (12-15x the "
+                            "cost), the highest score kept")
+    model.add_argument("--horizon-days", type=int, default=365, help="prediction horizon in days (default 365)")
+    model.add_argument("--chunk-tokens", type=int, help="chunk limit l in tokens (default: 16000, at most a fifth of "
+                       "the model's context: 1638 for the embedded model)")
+    model.add_argument("--memory-k", type=int, default=10, help="latest memory events shown to each worker (default 10)")
+    model.add_argument("--cancer-hints", action="store_true", help="add the cancer's known risk factors to the prompts")
+    model.add_argument("--output-limits", choices=["auto", "standard", "compact"], default="auto",
+                       help="bounds of the agents' answers (default auto: compact below a 32k-token context)")
+    model.add_argument("--context-tokens", type=int, help="the model's context window (default: ask the endpoint)")
+    model.add_argument("--answer-budget", choices=["fit", "fixed"], default="fit",
+                       help="max_tokens of each call with standard bounds: fit (default): each agent's worst-case "
+                            "answer from its schema, capped by the model's output limit (the bounds shrink to fit it); "
+                            "fixed: the LLM settings' max_tokens for every call")
+    model.add_argument("--truncate-tokens", type=int, help="left-truncation: the agents see only the newest part of "
+                       "each timeline within N tokens (the paper's trajectory-length sensitivity, 2000-256000; "
+                       "default: the whole timeline)")
+    model.add_argument("--part-numbers", action="store_true", help="say 'Part k of n' when handing a chunk to an "
+                       "agent (off by default: n grows with the record's length, a signal the paper's prompts don't give)")
+
+    add_llm_arguments(parser)
+
+    add_resource_arguments(parser)
+    run = parser.add_argument_group("run")
+    run.add_argument("--patient-timeout", type=float, default=3600.0,
+                     help="seconds after which a patient still running gets an error row (default 3600)")
+    run.add_argument("--stage-timeout", type=float, help="two-stage: seconds to wait for one preprocessor call from "
+                     "the pool (default: the LLM retry budget + request timeout + 30)")
+    run.add_argument("--stall-timeout", type=float, help="stop the job (exit 4) when no patient finishes for this many "
+                     "seconds (default: --patient-timeout + 600, so a slow patient is never mistaken for a stall)")
+    run.add_argument("--startup-timeout", type=float, default=600.0, help="seconds the first patient actors may take "
+                     "to start (resources found, process up) before the job stops (default 600)")
+    run.add_argument("--flush-rows", type=int, default=256, help="rows an actor buffers before writing a part file "
+                     "(default 256)")
+    run.add_argument("--flush-seconds", type=float, default=10.0, help="longest a finished row waits in an actor "
+                     "before it is written (default 10)")
+    run.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines (default 10; 0: "
+                     "only at the end)")
+    add_manifest_arguments(run)
+    add_ray_arguments(parser)
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="debug logging, and Ray's own logs (start-up, warnings, progress bars); quiet by default")
+    return parser
