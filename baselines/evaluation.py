@@ -96,6 +96,24 @@ def on_rows_of(scores: ModelScores, reference: ModelScores) -> ModelScores:
                        scores.scores[at])
 
 
+def on_shared_rows(a: ModelScores, b: ModelScores) -> tuple[ModelScores, ModelScores]:
+    """``a`` and ``b`` both restricted to the rows they both scored (same subject and prediction time), in ``a``'s
+    order — to compare two prediction files (e.g. two LLMs) on the same patients. Raises `MetricInputError` when a
+    shared row is labelled differently.
+
+    >>> t = np.array(["2020-01-01"] * 3, "datetime64[us]")
+    >>> a = ModelScores("gpt", np.array([1, 2, 3]), t, np.array([True, False, True]), np.array([.9, .1, .6]))
+    >>> b = ModelScores("llama", np.array([3, 4]), t[:2], np.array([True, False]), np.array([.5, .2]))
+    >>> [x.subject_ids.tolist() for x in on_shared_rows(a, b)]
+    [[3], [3]]
+    """
+    keys_b = {(int(s), np.datetime64(t, "us")) for s, t in zip(b.subject_ids, b.prediction_times)}
+    keep = np.array([(int(s), np.datetime64(t, "us")) in keys_b for s, t in zip(a.subject_ids, a.prediction_times)],
+                    dtype=bool)
+    shared = ModelScores(a.model, a.subject_ids[keep], a.prediction_times[keep], a.labels[keep], a.scores[keep])
+    return shared, on_rows_of(b, shared)
+
+
 def compare_on_same_rows(a: ModelScores, b: ModelScores, *, n_resamples: int = 2000, seed: int = 0) -> PairedDifference:
     """AUROC(a) − AUROC(b) with a paired bootstrap CI, ``b`` re-scored on the rows ``a`` scored."""
     aligned = on_rows_of(b, a)

@@ -26,6 +26,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from vista.atomic import atomic_path
+
 from baselines.errors import PredictionFileError
 from baselines.features import FeatureMatrix
 from baselines.labels import BOOLEAN_VALUE, PREDICTION_TIME, SUBJECT_ID, check_labels
@@ -100,10 +102,8 @@ def scores_of(model: str, data: FeatureMatrix, scores: np.ndarray) -> ModelScore
 def write_predictions(scores: ModelScores, path: str | Path) -> Path:
     """Write ``scores`` as a MEDS-DEV prediction parquet file (atomically: temp file, then rename)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(scores.to_frame().to_arrow().cast(PREDICTIONS_SCHEMA), tmp)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        pq.write_table(scores.to_frame().to_arrow().cast(PREDICTIONS_SCHEMA), tmp)
     return path
 
 

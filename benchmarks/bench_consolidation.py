@@ -5,7 +5,7 @@ build-graphs job's cohort index).
 **Prediction rows.** ``--patients`` rows are simulated as the actors write them: a seeded `PatientResult` per
 patient with realistically sized text (a 600-2,000 character summary, 300-1,200 characters of reasoning, 2-30
 evidence events with 1-4 MEDS source rows each, one risk step per chunk, chains of 1 to ~90 chunks), turned into
-its row by the job's own `jobs.prediction_rows.row_from_result`/`part_record` and written by the job's own
+its row by the job's own `trajonco.prediction_rows.row_from_result`/`part_record` and written by the job's own
 `jobs.row_parts.PartWriter` (``--rows-per-part`` rows a part file; the job's default is 256, an actor whose
 ``--flush-seconds`` fires first writes smaller ones). A share of the patients (``--retry-share``) first gets a
 transient failure row in run ``r1`` and its ``ok`` row in run ``r2`` (newest row wins), and some keep a transient
@@ -88,7 +88,7 @@ def task_key_of(k: int):
 
 def simulated_result(k: int, rng: random.Random, *, status: str = "ok"):
     """A seeded `PatientResult` of realistic size for task ``k`` (and its `TaskUsage`)."""
-    from jobs.job_gateway import TaskUsage
+    from vista.llm.task_usage import TaskUsage
     from trajonco.agents.results import (AgentError, AgentUsage, ChunkRisk, ChunkStats, EvidenceEvent, Latency,
                                          PatientResult, SourceRow, Variant)
     from trajonco.agents.schemas import RiskLevel
@@ -141,7 +141,7 @@ def old_patient_json(row, result, usage) -> bytes:
 
 def old_row_from_json(data: bytes, source: str):
     """How the old consolidation parsed a per-patient file (jobs.prediction_rows.row_from_json, git 29b602b)."""
-    from jobs.prediction_rows import PredictionRow
+    from trajonco.prediction_rows import PredictionRow
 
     try:
         return PredictionRow.model_validate(json.loads(data)["row"])
@@ -163,7 +163,7 @@ class Simulated:
 
 def _rows(patients: int, seed: int, retry_share: float, left_share: float) -> Iterator[tuple[str, object, object, object]]:
     """(run id, row, result, usage) for every row the actors write, run r1 then run r2 (the retries)."""
-    from jobs.prediction_rows import RowContext, row_from_failure, row_from_result
+    from trajonco.prediction_rows import RowContext, row_from_failure, row_from_result
 
     rng = random.Random(seed)
     contexts = {run: RowContext(cancer="lung", variant="one_stage", model="gpt-4o-mini", run_id=run) for run in ("r1", "r2")}
@@ -199,7 +199,7 @@ def simulate(work: Path, patients: int, rows_per_part: int, *, seed: int, retry_
     import pyarrow.parquet as pq
 
     from jobs.outputs import MarkerStore
-    from jobs.prediction_rows import PART_SCHEMA, part_record
+    from trajonco.prediction_rows import PART_SCHEMA, part_record
     from jobs.row_parts import PartWriter, part_files
 
     started = time.perf_counter()
@@ -278,7 +278,7 @@ def _plan(work: Path, layout: str) -> str:
 
 
 def _consolidate(work: Path, layout: str) -> str:
-    from jobs.prediction_rows import PREDICTION_SCHEMA, rows_to_table
+    from trajonco.prediction_rows import PREDICTION_SCHEMA, rows_to_table
     from jobs.tasks import read_label_tasks, task_keys
 
     keys = task_keys(read_label_tasks(work / "labels.parquet"))
@@ -406,7 +406,7 @@ def legacy_flush(store, pending) -> str:
     import polars as pl
     import pyarrow as pa
 
-    from vista.meds.writer import atomic_path
+    from vista.atomic import atomic_path
 
     fresh = pa.concat_tables(pending.values())
     path = store.root / "index.parquet"

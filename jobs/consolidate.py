@@ -9,8 +9,6 @@ marker file, so each appears once — whichever run computed it.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -20,6 +18,8 @@ from typing import Generic, TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
+
+from vista.atomic import atomic_path
 
 from jobs.outputs import MarkerStore
 from jobs.tasks import TaskKey
@@ -54,11 +54,8 @@ def consolidate(
 ) -> Consolidation[R]:
     """Write the rows of every key that has a marker, in key order, to ``path`` (atomically)."""
     report: Consolidation[R] = Consolidation(Path(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        with pq.ParquetWriter(tmp, schema) as writer:
+    with atomic_path(path) as tmp:
+        with pq.ParquetWriter(str(tmp), schema) as writer:
             pending: list[R] = []
             for key in sorted(keys, key=TaskKey.sort_key):
                 data = store.read(key)
@@ -75,8 +72,4 @@ def consolidate(
             if pending:
                 writer.write_table(to_table(pending))
                 report.rows += len(pending)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return report

@@ -39,9 +39,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jobs.errors import JobInputError
 from jobs.evaluate_options import build_parser
-from jobs.outputs import MarkerStore, atomic_write_text
+from jobs.outputs import MarkerStore
 from jobs.ray_runtime import RayOptions, connect, shutdown
 from jobs.tasks import TaskKey
+from vista.atomic import atomic_write_text
 from vista.display import TumorBoardDisplay
 from vista.evaluation.report import ItemScore
 from vista.llm import LLMConfig
@@ -199,7 +200,7 @@ def check_job_file(out: Path, recorded: dict[str, object]) -> None:
                                 "choose another --out or the same settings")
         return
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(recorded, indent=1))
+    atomic_write_text(path, json.dumps(recorded, indent=1), fsync=True)
 
 
 def run_tasks(settings: EvaluateSettings, todo: list[int], truths: dict[int, object], max_in_flight: int | None,
@@ -294,8 +295,8 @@ def run(args: argparse.Namespace, console=None) -> EvaluateSummary:
     path = None
     if report is not None:
         path = settings.out / "evaluation.json"
-        atomic_write_text(path, report.model_dump_json(indent=1))
-        atomic_write_text(settings.out / "evaluation.md", report.to_markdown())
+        atomic_write_text(path, report.model_dump_json(indent=1), fsync=True)
+        atomic_write_text(settings.out / "evaluation.md", report.to_markdown(), fsync=True)
         console.print(report.to_table())
         console.print(f"wrote {path} and evaluation.md", highlight=False)
     return EvaluateSummary(selected=len(subjects), skipped=len(subjects) - len(todo), done_now=counts["done"],

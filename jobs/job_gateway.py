@@ -1,9 +1,8 @@
 """The gateway the pipeline sees inside a job's actor: the actor's `LLMGateway`, plus per-task usage and routing.
 
-* **Usage per task.** Each call's `CallRecord` (tokens, cost, cache hit, attempts) is added to the `TaskUsage` of
-  the task that made it, found through a context variable, so patients running concurrently in one actor never
-  mix their bills (asyncio copies the variable into every sub-task of a patient). The actor's own ledger keeps no
-  records (`NullLedger`): a long-lived actor serving 10,000 patients must not grow with them.
+* **Usage per task.** Each call's `CallRecord` is added to the `vista.llm.task_usage.TaskUsage` of the task that
+  made it (`record_usage`), so patients running concurrently in one actor never mix their bills. The actor's own
+  ledger keeps no records (`NullLedger`): a long-lived actor serving 10,000 patients must not grow with them.
 * **Routing.** In the two-stage variant, calls of one agent role (the preprocessors) are sent to a separate actor
   pool (`jobs.preprocess_pool`) instead of this actor's model, so one patient's chunks are filtered in parallel
   across the cluster; the answer comes back as the same `LLMResult`, with its usage record.
@@ -19,12 +18,10 @@ made at run time by pydantic's ``create_model`` and are rebuilt from their limit
 
 from __future__ import annotations
 
-import contextvars
 import importlib
 import logging
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel
@@ -32,74 +29,13 @@ from pydantic import BaseModel
 from vista.llm import CallRecord, LLMCallError, LLMConfig, LLMGateway, LLMResult, Message, UsageLedger
 from vista.llm.errors import ErrorKind, LLMEndpointFailure
 from vista.llm.gateway import parse_answer
+from vista.llm.task_usage import NullLedger, record_usage
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from jobs.llm_budget import BudgetRef
     from jobs.preprocess_pool import PreprocessorPool
-
-
-@dataclass(slots=True)
-class TaskUsage:
-    """What one task's LLM calls cost: calls, cache hits, failures, tokens and dollars."""
-
-    calls: int = 0
-    cache_hits: int = 0
-    failed_calls: int = 0
-    attempts: int = 0
-    retries: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    unpriced_calls: int = 0
-    remote_calls: int = 0  # calls answered by another actor pool (the two-stage preprocessors)
-
-    def add(self, record: CallRecord, *, remote: bool = False) -> None:
-        self.calls += 1
-        self.cache_hits += record.cache_hit
-        self.failed_calls += not record.ok
-        self.attempts += record.attempts
-        self.retries += record.retries
-        self.prompt_tokens += record.prompt_tokens
-        self.completion_tokens += record.completion_tokens
-        self.remote_calls += remote
-        if record.cost_usd is None:
-            self.unpriced_calls += 1
-        else:
-            self.cost_usd += record.cost_usd
-
-    def __add__(self, other: TaskUsage) -> TaskUsage:
-        """Field-wise sum (e.g. a task's total over its stages)."""
-        return TaskUsage(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
-
-
-_CURRENT_USAGE: contextvars.ContextVar[TaskUsage | None] = contextvars.ContextVar("jobs_task_usage", default=None)
-
-
-@contextmanager
-def usage_scope() -> Iterator[TaskUsage]:
-    """Attribute every call made inside the block (and its asyncio sub-tasks) to a fresh `TaskUsage`."""
-    usage = TaskUsage()
-    token = _CURRENT_USAGE.set(usage)
-    try:
-        yield usage
-    finally:
-        _CURRENT_USAGE.reset(token)
-
-
-def record_usage(record: CallRecord, *, remote: bool = False) -> None:
-    """Add ``record`` to the current task's usage (no-op outside a `usage_scope`)."""
-    usage = _CURRENT_USAGE.get()
-    if usage is not None:
-        usage.add(record, remote=remote)
-
-
-class NullLedger(UsageLedger):
-    """A ledger that keeps nothing: jobs account usage per task instead (bounded memory in long-lived actors)."""
-
-    def add(self, record: CallRecord) -> None:
-        return None
 
 
 def job_llm_gateway(llm: LLMConfig, *, job_id: str | None, budget: BudgetRef | None = None) -> LLMGateway:

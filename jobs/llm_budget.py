@@ -334,8 +334,8 @@ class JobBudget:
 @contextmanager
 def job_budget(llm: LLMConfig, *, run_id: str, in_flight: int | None, requests_per_s: float | None = None,
                tokens_per_min: int | None = None) -> Iterator[JobBudget | None]:
-    """The job's budget for the duration of the block (None for the embedded model: each actor runs its own model,
-    nothing to share). Inside the block, the job stopped by the budget raises `LLMEndpointFailure` (one line); on
+    """The job's budget for the duration of the block (for the embedded model a counting-only one: each actor runs
+    its own model, so nothing is limited, but calls and tokens are counted as they happen). Inside the block, the job stopped by the budget raises `LLMEndpointFailure` (one line); on
     exit the actor ends and its figures stay in ``budget.final``::
 
         with job_budget(llm, run_id=run_id, in_flight=plan.in_flight, ...) as budget:
@@ -343,11 +343,12 @@ def job_budget(llm: LLMConfig, *, run_id: str, in_flight: int | None, requests_p
             ...run the pipeline...
         summary.llm_budget = budget.final if budget else None
     """
-    if llm.backend == "embedded":
-        yield None
-        return
-    budget = JobBudget.start(run_id=run_id, llm=llm, limits=budget_limits(
-        llm, in_flight=in_flight, requests_per_s=requests_per_s, tokens_per_min=tokens_per_min))
+    if llm.backend == "embedded":  # each actor runs its own model: nothing to limit, but the job's calls, tokens and
+        # time are still counted in one place (the live progress line, the summary); no breaker — as before
+        budget = JobBudget.start(run_id=run_id, llm=llm, limits=budget_limits(llm, in_flight=None), policy=None)
+    else:
+        budget = JobBudget.start(run_id=run_id, llm=llm, limits=budget_limits(
+            llm, in_flight=in_flight, requests_per_s=requests_per_s, tokens_per_min=tokens_per_min))
     try:
         with budget.guard():
             yield budget

@@ -155,14 +155,12 @@ def check_manifest(root: Path | str, job: str, settings: Mapping[str, JsonValue]
     an object-store URI (`vista.storage`)."""
     from vista.storage import resolve
 
-    from jobs.outputs import atomic_write_text
-
     path = resolve(root) / MANIFEST
     code = code or CodeVersion.current(job)
     wanted = {"job": job, "settings": json.loads(json.dumps(dict(settings), sort_keys=True, default=str)),
               "code": asdict(code)}
     if not path.is_file():
-        atomic_write_text(path, json.dumps(wanted, indent=2, sort_keys=True))
+        path.write_text(json.dumps(wanted, indent=2, sort_keys=True))
         return
     try:
         found = json.loads(path.read_text(encoding="utf-8"))
@@ -187,4 +185,4 @@ def check_manifest(root: Path | str, job: str, settings: Mapping[str, JsonValue]
             f"versions in one table: choose another --out, or pass {CODE_FLAG} to continue here anyway"
         )
     history = list(found.get("code_history", [])) + ([recorded] if isinstance(recorded, dict) else [])
-    atomic_write_text(path, json.dumps({**wanted, "code_history": history}, indent=2, sort_keys=True))
+    path.write_text(json.dumps({**wanted, "code_history": history}, indent=2, sort_keys=True))

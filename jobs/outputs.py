@@ -27,7 +27,8 @@ import os
 from pathlib import Path
 from typing import IO, Literal
 
-from vista.storage import Location, is_remote, resolve
+from vista.atomic import atomic_write_bytes
+from vista.storage import is_remote
 
 from jobs.errors import JobError
 from jobs.tasks import TaskKey
@@ -38,16 +39,6 @@ MarkerStatus = Literal["done", "failed"]
 FAILED_SUFFIX = ".failed.json"
 DONE_SUFFIX = ".json"
 BUCKETS = 100
-
-
-def atomic_write_bytes(path: Path | str | Location, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and an atomic rename; on an object
-    store (a URI or a remote `Location`), as one PUT of the whole object (`vista.storage.Location.write_bytes`)."""
-    resolve(path).write_bytes(data)
-
-
-def atomic_write_text(path: Path | str | Location, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 class MarkerStore:
@@ -74,7 +65,7 @@ class MarkerStore:
     def write(self, key: TaskKey, data: bytes, *, failed: bool) -> Path:
         """Write the task's marker atomically and remove the other kind, so each task keeps one marker."""
         path = self.path(key, failed=failed)
-        atomic_write_bytes(path, data)
+        atomic_write_bytes(path, data, fsync=True)
         self.path(key, failed=not failed).unlink(missing_ok=True)
         return path
 

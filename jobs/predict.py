@@ -27,7 +27,7 @@ the filters in the patient actors.
 Resume and retries. A task's newest row in the part files is its output. Restarting the same command after any
 interruption skips tasks that have a row and runs the rest; with the LLM response cache (``<out>/llm_cache`` by
 default) calls already answered cost nothing, so rows an actor had not written when it was killed are redone for
-free. Rows that are not ok carry a retry class (`jobs.prediction_rows.retry_class`): by default the next run runs
+free. Rows that are not ok carry a retry class (`trajonco.prediction_rows.retry_class`): by default the next run runs
 again the tasks whose failure was transient (rate limit, timeout, server error, connection) and keeps those whose
 failure is permanent (bad input, answers that never validated); ``--retry all`` or ``--retry none`` change that.
 Each run ends with ``predictions.parquet`` (one row per task with a row — of this run's selection and of earlier
@@ -59,7 +59,6 @@ from jobs.outputs import OutputLock
 from jobs.patient_loader import coding_profile_for
 from jobs.predict_actor import PredictActor, PredictSettings
 from jobs.predict_options import build_parser
-from jobs.prediction_rows import PREDICTION_SCHEMA
 from jobs.progress import ProgressPrinter, ProgressTracker
 from jobs.ray_runtime import RayOptions, connect, shutdown
 from jobs.resources import ResourcePlan, plan_resources
@@ -77,6 +76,7 @@ from jobs.tasks import (
     schedule,
     task_keys,
 )
+from trajonco.prediction_rows import PREDICTION_SCHEMA
 from vista.cli_kit import check_output_dir
 from vista.llm.prices import PriceTable
 from vista.storage import join, normalize
@@ -107,11 +107,26 @@ def reruns(state: RowState, policy: str) -> bool:
     return policy == "all" or state.retry_class == "transient"
 
 
+def horizon_days(args: argparse.Namespace) -> int:
+    """The prediction horizon: ``--horizon-days``, else the gap of the cohort the labels come from, else 365; a
+    horizon that differs from the cohort's gap is said (the agents would be asked about another window)."""
+    from trajonco.cohorts.manifest import cohort_gap_days
+    from trajonco.pipeline import PipelineConfig
+
+    gap = cohort_gap_days(args.labels)
+    if args.horizon_days is None:
+        return gap if gap is not None else PipelineConfig().horizon_days
+    if gap is not None and gap != args.horizon_days:
+        log.warning("--horizon-days %d differs from the gap of the cohort of %s (%d days): the agents are asked about "
+                    "another window than the labels describe", args.horizon_days, args.labels, gap)
+    return args.horizon_days
+
+
 def build_settings(args: argparse.Namespace, run_id: str) -> PredictSettings:
     from trajonco.pipeline import PipelineConfig
 
     pipeline = PipelineConfig(
-        variant=args.variant, cancer=args.cancer, horizon_days=args.horizon_days, chunk_tokens=args.chunk_tokens,
+        variant=args.variant, cancer=args.cancer, horizon_days=horizon_days(args), chunk_tokens=args.chunk_tokens,
         memory_k=args.memory_k, cancer_hints=args.cancer_hints, output_limits=args.output_limits,
         context_tokens=args.context_tokens, truncate_tokens=args.truncate_tokens, part_numbers=args.part_numbers,
         any_cancer_mode=args.any_cancer_mode, answer_tokens=args.answer_budget,

@@ -10,7 +10,7 @@ done. (Ray Data 2.60 gathers an async generator's rows per call before passing t
 deterministic output order; small blocks keep that wait short, and it delays only the driver's progress count,
 not the next patient nor the row's write.)
 
-Outputs. A finished task's row (`jobs.prediction_rows`: the prediction columns, plus the whole result and usage as
+Outputs. A finished task's row (`trajonco.prediction_rows`: the prediction columns, plus the whole result and usage as
 JSON) goes to the actor's `jobs.row_parts.PartWriter`, which writes a part file when it holds ``flush_rows``
 rows, when the oldest has waited ``flush_s`` seconds (a background task on the actor's event loop), and whenever
 the actor has no task left running — so the last call to finish on an actor has written every row before its own
@@ -33,15 +33,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trajonco.agents.results import AnyCancerResult, PatientResult
 from trajonco.pipeline import PipelineConfig, run_any_cancer, run_patient
+from trajonco.prediction_rows import PART_SCHEMA, PredictionRow, RowContext, part_record, row_from_failure, row_from_result
 from vista.llm import LLMConfig
 from vista.llm.errors import LLMEndpointFailure
+from vista.llm.task_usage import TaskUsage, usage_scope
 from vista.records import PatientRecord
 from vista.storage import normalize
 
-from jobs.job_gateway import JobGateway, TaskUsage, job_llm_gateway, usage_scope
+from jobs.job_gateway import JobGateway, job_llm_gateway
 from jobs.llm_budget import BudgetRef
 from jobs.patient_loader import Loaded, PatientLoader
-from jobs.prediction_rows import PART_SCHEMA, PredictionRow, RowContext, part_record, row_from_failure, row_from_result
 from jobs.preprocess_pool import PreprocessorPool
 from jobs.progress import StatusRow, status_table
 from jobs.row_parts import PartWriter

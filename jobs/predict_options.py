@@ -94,7 +94,8 @@ def build_parser(prog: str = "python -m jobs.predict") -> argparse.ArgumentParse
                        help="with --any-cancer: chain (default, the paper's): one chain asked for the strongest signal of "
                             "any cancer, its manager naming the most likely type; max: one chain per cancer (12-15x the "
                             "cost), the highest score kept")
-    model.add_argument("--horizon-days", type=int, default=365, help="prediction horizon in days (default 365)")
+    model.add_argument("--horizon-days", type=int, help="prediction horizon in days (default: the cohort's gap from "
+                       "COHORT/manifest.json when --labels is a cohort's label file, else 365)")
     model.add_argument("--chunk-tokens", type=int, help="chunk limit l in tokens (default: 16000, at most a fifth of "
                        "the model's context: 1638 for the embedded model)")
     model.add_argument("--memory-k", type=int, default=10, help="latest memory events shown to each worker (default 10)")

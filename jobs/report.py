@@ -7,7 +7,8 @@
 What it does. Generates (or reuses) the synthetic MEDS dataset, builds every cohort, describes it (Table 1),
 fits and scores LR, KNN and XGBoost, runs the sensitivity analyses (trajectory length, time gap) and the
 stratified results, then runs the agents with ``jobs.predict`` (one process per variant) on a small subset of
-the focus cohort (the embedded model by default; any OpenAI-compatible endpoint with --backend openai), scores
+the focus cohort (and the first variant on a few of those patients per truncation budget and per gap,
+``--agent-sensitivity``) (the embedded model by default; any OpenAI-compatible endpoint with --backend openai), scores
 every prediction file (given or produced), profiles latency and cost, and writes OUT/report.html (one
 self-contained file), OUT/results.json (every number) and OUT/figures/*.png. The domain logic lives in
 `benchmarks.report`; this module only maps options onto `ReportSettings` and runs ``jobs.predict`` for the agents.
@@ -49,10 +50,15 @@ SETTING_OPTIONS = {
     "truncation_models": "truncation_models", "gap_years": "gap_years", "gap_cohorts": "gap_cohorts",
     "gap_models": "gap_models", "gap_train_cases_cap": "gap_train_cases_cap", "agent_patients": "agent_patients",
     "agent_variants": "agent_variants", "agent_max_tokens": "agent_max_tokens", "workers": "workers",
+    "agent_sensitivity": "agent_sensitivity", "agent_sensitivity_patients": "agent_sensitivity_patients",
+    "agent_gap_years": "agent_gap_years",
 }
 """Command-line option -> `ReportSettings` field."""
 
-QUICK_AGENTS = {"agent_patients": 4, "agent_variants": ("one_stage",), "agent_max_tokens": 1500}
+QUICK_AGENTS = {"agent_patients": 4, "agent_variants": ("one_stage",), "agent_max_tokens": 1500,
+                "agent_sensitivity_patients": 2}
+QUICK_AGENT_GAP_YEARS = (0.5, 1.0)
+"""Gaps of the agents' quick sensitivity runs (1 year is the lung cohort's own gap: its run is reused)."""
 
 
 def settings_from_args(args: argparse.Namespace, command: str) -> ReportSettings:
@@ -64,6 +70,8 @@ def settings_from_args(args: argparse.Namespace, command: str) -> ReportSettings
     common = {"out": args.out, "predictions": predictions, "usage_ledgers": tuple(args.usage_ledger),
               "command": command}
     if args.quick:
+        if "gap_years" not in given:  # the quick gaps: the agents at the shortest one and the cohort's own (reused)
+            given.setdefault("agent_gap_years", QUICK_AGENT_GAP_YEARS)
         return ReportSettings.quick_defaults(**(QUICK_AGENTS | given | common))
     return ReportSettings(**(given | common))
 
@@ -85,6 +93,8 @@ class PredictJobRunner:
         argv = ["--labels", str(request.labels), "--dataset", str(request.dataset), "--out", str(out),
                 "--variant", variant, "--horizon-days", str(request.horizon_days), "--progress-every", "30"]
         argv += ["--any-cancer"] if request.any_cancer else ["--cancer", str(request.cancer)]
+        if request.truncate_tokens is not None:
+            argv += ["--truncate-tokens", str(request.truncate_tokens)]
         for option in LLM_PASSTHROUGH:
             value = getattr(self.args, option)
             if value is not None:

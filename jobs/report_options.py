@@ -89,6 +89,13 @@ def build_parser(prog: str = "python -m jobs.report") -> argparse.ArgumentParser
                         "0: none)")
     agents.add_argument("--agent-variants", type=_csv, help="variants (default one_stage,two_stage,single_agent)")
     agents.add_argument("--agent-max-tokens", type=int, help="longest timeline admitted to the subset (default 2500)")
+    agents.add_argument("--agent-sensitivity", choices=["all", "truncation", "gap", "none"],
+                        help="run the first variant over the truncation budgets and/or the time gaps, beside the "
+                             "baselines (default all; none: off)")
+    agents.add_argument("--agent-sensitivity-patients", type=int, help="patients of the subset (half cases) in "
+                        "those runs (default: the whole subset; quick 2; 0: off)")
+    agents.add_argument("--agent-gap-years", type=_floats, help="gaps (among --gap-years) at which the agents run "
+                        "(default: every gap; quick 0.5,1)")
     agents.add_argument("--predictions", type=_prediction, action="append", default=[], metavar="[COHORT=]PATH",
                         help="a prediction file to score (repeatable); COHORT defaults to the focus cohort")
     agents.add_argument("--usage-ledger", type=Path, action="append", default=[],

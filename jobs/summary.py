@@ -12,10 +12,9 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
-from vista.storage import join
+from vista.storage import join, resolve
 
 from jobs.llm_budget import LLMBudgetFigures
-from jobs.outputs import atomic_write_text
 from jobs.progress import STATUS_ORDER, ProgressTracker
 
 
@@ -79,8 +78,8 @@ class RunSummary(BaseModel):
     def write(self, root: Path | str) -> None:
         """``summary.json`` and ``runs/<run_id>.json`` under ``root`` (a path or an object-store URI)."""
         text = self.model_dump_json(indent=2)
-        atomic_write_text(join(root, "summary.json"), text)
-        atomic_write_text(join(root, "runs", f"{self.run_id}.json"), text)
+        resolve(join(root, "summary.json")).write_text(text)  # atomic: a rename locally, one PUT on an object store
+        resolve(join(root, "runs", f"{self.run_id}.json")).write_text(text)
 
     def table(self) -> Table:
         table = Table(title=f"{self.job} run {self.run_id}" + ("" if self.complete else " (incomplete)"))

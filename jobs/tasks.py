@@ -3,7 +3,7 @@
 A job's plan is decided once, on the driver, from the task keys alone (two int/timestamp columns, a few MB for
 100,000 patients): which tasks are selected (``--limit`` takes the first N in key order, ``--sample`` a seeded
 random N), which already have an output (skipped) and which are left to run. The same command therefore selects
-the same patients on every restart.
+the same patients on every restart. A task's key is `vista.meds.task_key.TaskKey`.
 
 >>> keys = [TaskKey(s, datetime(2020, 1, 1)) for s in (5, 3, 9, 1)]
 >>> plan = plan_tasks(keys, done={TaskKey(3, datetime(2020, 1, 1)): "ok"}, limit=3)
@@ -13,10 +13,6 @@ the same patients on every restart.
 ...                   rerun=lambda state: state == "transient")  # the retry policy decides per recorded state
 >>> [k.subject_id for k in plan.todo], plan.retried
 ([1, 3, 5], 1)
->>> TaskKey(42, datetime(2019, 3, 5, 9, 30)).name
-'42_20190305T093000'
->>> TaskKey.from_name("42_20190305T093000") == TaskKey(42, datetime(2019, 3, 5, 9, 30)), TaskKey.from_name("7")
-(True, TaskKey(subject_id=7, prediction_time=None))
 """
 
 from __future__ import annotations
@@ -31,6 +27,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from vista.meds.task_key import TaskKey
+
 from jobs.errors import JobInputError
 
 SUBJECT_ID = "subject_id"
@@ -44,42 +42,6 @@ TASK_SCHEMA = pa.schema([
     pa.field(BOOLEAN_VALUE, pa.bool_(), nullable=True),
 ])
 """The columns a task row carries through Ray Data (``prediction_time`` null: the whole record)."""
-
-_TIME_FORMAT = "%Y%m%dT%H%M%S"
-
-
-@dataclass(frozen=True, order=True, slots=True)
-class TaskKey:
-    """One unit of work and of output: a subject at a prediction time (None: every event of the record)."""
-
-    subject_id: int
-    prediction_time: datetime | None = None
-
-    def __post_init__(self) -> None:
-        if self.prediction_time is not None and self.prediction_time.tzinfo is not None:
-            raise ValueError(f"subject {self.subject_id}: prediction_time must be naive (MEDS times are), not {self.prediction_time}")
-
-    def sort_key(self) -> tuple[int, datetime]:
-        return self.subject_id, self.prediction_time or datetime.min
-
-    @property
-    def name(self) -> str:
-        """A file-name-safe, unique, reversible name (``<subject>_<YYYYmmddTHHMMSS>``; microseconds are kept when set)."""
-        if self.prediction_time is None:
-            return str(self.subject_id)
-        stamp = self.prediction_time.strftime(_TIME_FORMAT)
-        if self.prediction_time.microsecond:
-            stamp += f".{self.prediction_time.microsecond:06d}"
-        return f"{self.subject_id}_{stamp}"
-
-    @classmethod
-    def from_name(cls, name: str) -> TaskKey:
-        subject, sep, stamp = name.partition("_")
-        if not sep:
-            return cls(int(subject))
-        main, _, micro = stamp.partition(".")
-        when = datetime.strptime(main, _TIME_FORMAT)
-        return cls(int(subject), when.replace(microsecond=int(micro)) if micro else when)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,10 +28,11 @@ from vista.graph import DEFAULT_CONFIG, GraphInputError, GraphSource
 from vista.graph.store import write_index_part
 from vista.llm import LLMConfig
 from vista.llm.errors import LLMEndpointFailure
+from vista.llm.task_usage import TaskUsage
 from vista.records import PatientRecord
 from vista.toa import TOAConfig
 
-from jobs.job_gateway import JobGateway, TaskUsage, job_llm_gateway
+from jobs.job_gateway import JobGateway, job_llm_gateway
 from jobs.llm_budget import BudgetRef
 from jobs.loop_thread import LoopThread
 from jobs.outputs import MarkerStore

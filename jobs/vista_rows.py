@@ -21,8 +21,8 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from vista.graph import GraphFileError, GraphInputError
+from vista.llm.task_usage import TaskUsage
 
-from jobs.job_gateway import TaskUsage
 
 Stage = Literal["graph", "toa", "display"]
 STAGES: tuple[Stage, ...] = ("graph", "toa", "display")

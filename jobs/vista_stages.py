@@ -18,9 +18,10 @@ from pathlib import Path
 from vista.display import DisplayConfig, DisplayStore, TumorBoardDisplay
 from vista.display.store import display_gaps
 from vista.graph import PatientGraph
+from vista.llm.task_usage import TaskUsage, usage_scope
 from vista.toa import PatientTimeline, TimelineStore, TOAConfig
 
-from jobs.job_gateway import JobGateway, TaskUsage, usage_scope
+from jobs.job_gateway import JobGateway
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,13 @@ echo "timeline of subject $SUBJECT: $(wc -l < "$WORK/timeline_$SUBJECT.xml") lin
 
 echo "== vista graph"
 .venv/bin/vista graph --dataset "$DATASET" --store "$WORK/graphs" --subjects "$SUBJECT"
-test -s "$WORK/graphs/patients/$SUBJECT.graphml" || { echo "no graph written for $SUBJECT" >&2; exit 1; }
+.venv/bin/python - "$WORK/graphs" "$SUBJECT" <<'PY' || { echo "no graph stored for $SUBJECT" >&2; exit 1; }
+import sys
+from vista.graph import GraphStore
+store, subject = GraphStore(sys.argv[1]), int(sys.argv[2])
+graph = store.load(subject)  # from the columnar copy; the GraphML beside it is the exchange format
+assert graph.n_nodes > 0 and store.path_of(subject).suffix == ".graphml" and store.path_of(subject).is_file()
+print(f"graph of {subject}: {graph.n_nodes} nodes, {store.path_of(subject)}")
+PY
 
 echo "ci_omop: OK"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from jobs.prediction_rows import PredictionRow, rows_to_table
+from trajonco.prediction_rows import PredictionRow, rows_to_table
 
 PREDICTION = datetime(2021, 6, 1)
 

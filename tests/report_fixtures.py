@@ -20,6 +20,7 @@ from benchmarks.report.profile import run_profile, selection_view
 from benchmarks.report.realism import realism_verdict
 from benchmarks.report.record_length import TOKENS, VISITS
 from benchmarks.report.reproduce import ReportData, ReportResults, Timing
+from benchmarks.report.agent_sensitivity import score_point
 from benchmarks.report.results import (
     CohortCharacteristics,
     CohortInfo,
@@ -114,6 +115,7 @@ def build_report_data(out: Path, *, llm: str = "smollm2-135m-instruct-q4_1", see
                                   median_kept_tokens=float(b or 9000)) for b in (2000, None)]
     gaps = [GapPoint(cohort="lung", gap_years=y, gap_days=int(365 * y), model="logistic_regression", n_cases=40,
                      n_controls=40, auroc=lung_eval.auroc) for y in (0.5, 1.0)]
+    agent_truncation, agent_gaps = agent_sensitivity_points(out, sources[0].source.path, rng)
     characteristics = [CohortCharacteristics(cohort=c, cases=_group(43, [4000, 6000, 9000], [5, 7, 9]),
                                              controls=_group(43, [1500, 2500, 3500], [3, 4, 6]),
                                              token_sample_per_role=15) for c in ("lung", "any_cancer")]
@@ -122,9 +124,33 @@ def build_report_data(out: Path, *, llm: str = "smollm2-135m-instruct-q4_1", see
                                                  seconds=0.0, subjects=4000),
         cohorts=cohorts, skips=[], characteristics=characteristics, focus_cohort="lung", results=results,
         paired=paired, truncation_cohort="lung", truncation=truncation, gaps=gaps, strata=strata, profiles=profiles,
+        agent_truncation=agent_truncation, agent_gaps=agent_gaps,
         agent_roles=[], selection=selection_view(profiles, [r for r in results if r.kind == "prediction_file"],
                                                  lung_baselines),
         realism=realism_verdict(best, (0.6, 0.9), synthetic=True), agent_request=None,
         commands=[settings.command, "python -m jobs.predict --labels x"], timings=[Timing(step="all", seconds=1.0)],
         total_seconds=1.0)
     return ReportData(results=report, scores=scores, predictions=sources)
+
+
+def agent_sensitivity_points(out: Path, full_run: Path, rng: np.random.Generator):
+    """The one-stage run (2 + 2 patients) at the whole record, a 2,000-token budget (its own file), a 32,000 budget
+    (reusing the whole-record file) and gaps of 0.5 y (1 case + 1 control: no CI) and 1 y (reused)."""
+    labels = pl.read_parquet(full_run).select("subject_id", "prediction_time", "boolean_value")
+    frame = pl.read_parquet(full_run)
+    truncated = out / "agents" / "sensitivity" / "truncate_2000" / "one_stage" / "predictions.parquet"
+    truncated.parent.mkdir(parents=True, exist_ok=True)
+    frame.with_columns(pl.Series("predicted_boolean_probability", rng.uniform(0, 1, frame.height))).write_parquet(
+        truncated)
+    gap = out / "agents" / "sensitivity" / "gap_183d" / "one_stage" / "predictions.parquet"
+    gap.parent.mkdir(parents=True, exist_ok=True)
+    one_each = frame.filter(pl.col("subject_id").is_in([1, 44]))
+    one_each.write_parquet(gap)
+    common = {"cohort": "lung", "n_resamples": RESAMPLES, "seed": 0, "longest_timeline_tokens": 1400}
+    truncation = [score_point(full_run, labels, analysis="truncation", gap_days=365, reused_full_run=True, **common),
+                  score_point(truncated, labels, analysis="truncation", gap_days=365, budget_tokens=2000, **common),
+                  score_point(full_run, labels, analysis="truncation", gap_days=365, budget_tokens=32000,
+                              reused_full_run=True, **common)]
+    gaps = [score_point(gap, one_each.select(labels.columns), analysis="gap", gap_days=183, gap_years=0.5, **common),
+            score_point(full_run, labels, analysis="gap", gap_days=365, gap_years=1.0, reused_full_run=True, **common)]
+    return truncation, gaps

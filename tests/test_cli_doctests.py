@@ -8,7 +8,7 @@ import importlib
 
 import pytest
 
-MODULES = ["vista.cli_kit", "jobs.ray_stderr_filter", "jobs.progress", "jobs.predict_options", "jobs.report_options",
+MODULES = ["vista.cli_kit", "vista.lazy", "jobs.ray_stderr_filter", "jobs.progress", "jobs.predict_options", "jobs.report_options",
            "jobs.build_graphs_options", "vista.synth.summary_table", "trajonco.agents.prompts"]
 
 
@@ -19,11 +19,14 @@ def test_doctests(name):
 
 
 def test_forwarded_options_modules_import_no_heavy_libraries():
-    """``trajonco predict --help`` must answer at once: its options module pulls in no Ray, pyarrow or polars."""
+    """``--help`` must answer at once: the options modules of the jobs and the parsers of both command lines (every
+    sub-command registered) pull in no Ray, data or model library."""
     import subprocess
     import sys
 
     code = ("import sys, jobs.predict_options, jobs.report_options, jobs.build_graphs_options, jobs.evaluate_options; "
-            "print(sorted(m for m in ('ray', 'pyarrow', 'polars', 'sklearn', 'matplotlib') if m in sys.modules))")
+            "import trajonco.cli, vista.cli; trajonco.cli.build_parser(); vista.cli.build_parser(); "
+            "print(sorted(m for m in ('ray', 'pyarrow', 'polars', 'sklearn', 'matplotlib', 'scipy', 'numpy') "
+            "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from benchmarks.bench_vista_eval import main
-from jobs.synthetic_llm import SyntheticLLMServer
+from vista.llm.synthetic_server import SyntheticLLMServer
 
 pytestmark = pytest.mark.slow
 

@@ -16,8 +16,6 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.job_gateway import TaskUsage
-from jobs.prediction_rows import RowContext, row_from_failure, row_from_result, rows_to_table
 from jobs.tasks import TaskKey
 from trajonco.agents.results import ChunkRisk, ChunkStats, EvidenceEvent, Latency, PatientResult, Variant
 from trajonco.agents.schemas import RiskLevel
@@ -25,7 +23,9 @@ from trajonco.insights import (InsightsInputError, InsightsResult, InsightsSetti
                                insights_section, read_run, write_insights)
 from trajonco.insights.cli import add_parser
 from trajonco.insights.transitions import FAILED, NO_RECORD
+from trajonco.prediction_rows import RowContext, row_from_failure, row_from_result, rows_to_table
 from vista.errors import CommandLineError
+from vista.llm.task_usage import TaskUsage
 
 T0 = datetime(2022, 6, 1)
 CONTEXT = RowContext(cancer="lung", variant="one_stage", model="test-llm", run_id="run-1")

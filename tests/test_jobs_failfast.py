@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from jobs.synthetic_llm import SyntheticLLMServer
+from vista.llm.synthetic_server import SyntheticLLMServer
 
 ROOT = Path(__file__).parents[1]
 

@@ -1,6 +1,6 @@
 """The streaming predict job on the session's 2-CPU local head: two-stage with default settings, rows written while
 the slowest patient of their block still runs, the retry policy across runs, reruns with a smaller --limit, and
-the stall watchdog. The LLM is the synthetic endpoint of `jobs.synthetic_llm` on 127.0.0.1 (subclassed here to
+the stall watchdog. The LLM is the synthetic endpoint of `vista.llm.synthetic_server` on 127.0.0.1 (subclassed here to
 fail or slow down the requests about chosen patients)."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from aiohttp import web
 from rich.console import Console
 
 from jobs.row_parts import latest_states, part_files
-from jobs.synthetic_llm import SyntheticLLMServer, prompt_text
 from jobs.tasks import TaskKey
+from vista.llm.synthetic_server import SyntheticLLMServer, prompt_text
 
 pytestmark = pytest.mark.ray
 

@@ -12,12 +12,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from jobs.driver import JobStalled, stream_status
-from jobs.job_gateway import TaskUsage
 from jobs.predict import reruns
-from jobs.prediction_rows import PART_SCHEMA, PREDICTION_SCHEMA, RowContext, part_record, row_from_failure
 from jobs.progress import ProgressTracker, StatusRow, status_table
 from jobs.row_parts import PartWriter, RowState, consolidate_parts, latest_states, part_files, remove_stale_temporaries
 from jobs.tasks import TaskKey, estimate_lengths, plan_tasks, schedule
+from trajonco.prediction_rows import PART_SCHEMA, PREDICTION_SCHEMA, RowContext, part_record, row_from_failure
+from vista.llm.task_usage import TaskUsage
 
 T0 = datetime(2020, 1, 1)
 CONTEXT = RowContext(cancer="lung", variant="one_stage", model="m", run_id="r1")
@@ -104,7 +104,7 @@ def test_the_retry_policy_reruns_transient_failures_and_keeps_permanent_ones():
 
 
 def test_every_gateway_error_kind_has_a_retry_class():
-    from jobs.prediction_rows import TRANSIENT_CALL_KINDS, retry_class
+    from trajonco.prediction_rows import TRANSIENT_CALL_KINDS, retry_class
     from vista.llm.errors import ENDPOINT_KINDS, RETRYABLE_KINDS, ErrorKind
 
     transient = {k.value for k in ErrorKind if retry_class("failed", "llm_call_failed", k.value) == "transient"}

@@ -7,7 +7,6 @@ import asyncio
 import doctest
 import importlib
 import json
-import os
 import pickle
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,10 +19,17 @@ from pydantic import BaseModel
 from jobs.consolidate import consolidate
 from jobs.driver import keep_planned
 from jobs.errors import JobError, JobInputError, JobSettingsMismatch
-from jobs.job_gateway import JobGateway, ModelRef, RemoteAnswer, RemoteCall, TaskUsage, model_ref, resolve_model, usage_scope
+from jobs.job_gateway import JobGateway, ModelRef, RemoteAnswer, RemoteCall, model_ref, resolve_model
 from jobs.manifest import check_manifest
-from jobs.outputs import MarkerStore, OutputLock, atomic_write_bytes
-from jobs.prediction_rows import (
+from jobs.outputs import MarkerStore, OutputLock
+from jobs.progress import ProgressTracker, StatusRow, status_table
+from jobs.resources import plan_resources
+from jobs.summary import RunSummary
+from jobs.tasks import TaskKey, keys_table, plan_tasks, read_label_tasks, task_keys
+from test_agents_patients import CATALOG, lung_patient
+from trajonco.agents.schemas import COMPACT_LIMITS, STANDARD_LIMITS, output_models
+from trajonco.pipeline import PipelineConfig, run_patient
+from trajonco.prediction_rows import (
     PART_SCHEMA,
     PREDICTION_SCHEMA,
     RUN_DEPENDENT_COLUMNS,
@@ -34,22 +40,16 @@ from jobs.prediction_rows import (
     row_from_result,
     rows_to_table,
 )
-from jobs.progress import ProgressTracker, StatusRow, status_table
-from jobs.resources import plan_resources
-from jobs.summary import RunSummary
-from jobs.synthetic_llm import SchemaAnswerer, synthetic_content
-from jobs.tasks import TaskKey, keys_table, plan_tasks, read_label_tasks, task_keys
-from test_agents_patients import CATALOG, lung_patient
-from trajonco.agents.schemas import COMPACT_LIMITS, STANDARD_LIMITS, output_models
-from trajonco.pipeline import PipelineConfig, run_patient
 from vista.llm import LLMConfig, LLMGateway, ScriptedBackend, response_schema
+from vista.llm.synthetic_server import SchemaAnswerer, synthetic_content
+from vista.llm.task_usage import TaskUsage, usage_scope
 from vista.meds.errors import MedsSubjectNotFoundError
 
 T0 = datetime(2020, 1, 1)
 PREDICTION = datetime(2019, 1, 1)
 
-JOB_MODULES = ["jobs.tasks", "jobs.outputs", "jobs.manifest", "jobs.progress", "jobs.resources", "jobs.synthetic_llm",
-               "jobs.row_parts", "jobs.prediction_rows", "jobs.predict", "jobs.driver"]
+JOB_MODULES = ["jobs.tasks", "jobs.outputs", "jobs.manifest", "jobs.progress", "jobs.resources",
+               "jobs.row_parts", "jobs.predict", "jobs.driver"]
 
 
 @pytest.mark.parametrize("name", JOB_MODULES)
@@ -132,19 +132,6 @@ def test_markers_keep_one_file_per_task_and_ignore_interrupted_writes(tmp_path):
     (store.bucket(key) / "notes.json").write_text("{}")  # not a task name: ignored
     assert store.scan() == {key: "done"}
     assert store.remove_stale_temporaries() == 1 and not stale.exists()
-
-
-def test_atomic_write_leaves_the_old_file_when_the_write_fails(tmp_path, monkeypatch):
-    target = tmp_path / "x.json"
-    atomic_write_bytes(target, b"old")
-
-    def broken_replace(src, dst):
-        raise OSError("disk full")
-
-    monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(OSError, match="disk full"):
-        atomic_write_bytes(target, b"new")
-    assert target.read_bytes() == b"old" and list(tmp_path.glob(".*.tmp")) == []
 
 
 def test_output_directory_lock_is_exclusive(tmp_path):
@@ -452,3 +439,23 @@ def test_llm_settings_that_cannot_work_fail_on_the_driver(tmp_path, monkeypatch)
         check_llm(LLMConfig(model_path=tmp_path / "missing.gguf"))
     check_llm(LLMConfig(backend="openai", base_url="http://127.0.0.1:9/v1", model="m"))
     check_llm(LLMConfig())
+
+
+def test_the_horizon_follows_the_cohort_the_labels_come_from(tmp_path, caplog):
+    from jobs.predict import horizon_days
+    from jobs.predict_options import build_parser
+
+    cohort = tmp_path / "cohort"
+    (cohort / "labels").mkdir(parents=True)
+    (cohort / "manifest.json").write_text(json.dumps({"definition": {"gap_days": 730}}))
+    labels = str(cohort / "labels" / "test.parquet")
+
+    def args(*extra: str):
+        return build_parser().parse_args(["--labels", labels, "--dataset", "d", "--out", "o", *extra])
+
+    assert horizon_days(args()) == 730  # the cohort's gap, not a fixed 365
+    assert horizon_days(args("--horizon-days", "730")) == 730 and not caplog.records
+    assert horizon_days(args("--horizon-days", "365")) == 365  # explicit wins, but is said
+    assert "differs from the gap of the cohort" in caplog.text
+    other = build_parser().parse_args(["--labels", str(tmp_path / "aces.parquet"), "--dataset", "d", "--out", "o"])
+    assert horizon_days(other) == 365

@@ -14,7 +14,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from graph_fixtures import synth_records, synth_root
-from jobs.synthetic_llm import SyntheticLLMServer
 from jobs.tasks import TaskKey, keys_table
 from jobs.vista_actor import PATIENTS, VistaActor, VistaSettings
 from jobs.vista_graphs import TASK_INDEX_SCHEMA, task_folder
@@ -22,6 +21,7 @@ from jobs.vista_rows import VistaRow
 from jobs.vista_tasks import XML_FILE, list_xml_tasks
 from vista.graph import build_graph, encounter_xml, read_graph
 from vista.llm import LLMConfig
+from vista.llm.synthetic_server import SyntheticLLMServer
 from vista.toa import TimelineStore
 
 VISTA_MODULES = ["jobs.vista_rows", "jobs.vista_tasks", "jobs.build_graphs"]

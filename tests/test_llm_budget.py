@@ -427,7 +427,7 @@ def test_file_digest_follows_the_content(tmp_path):
 # ------------------------------------------------------------------------------------------------ endpoint check
 @pytest.fixture(scope="module")
 def server():
-    from jobs.synthetic_llm import SyntheticLLMServer
+    from vista.llm.synthetic_server import SyntheticLLMServer
 
     with SyntheticLLMServer(context_window=32768) as running:
         yield running
@@ -454,7 +454,7 @@ def test_endpoint_check_refuses_an_unknown_model_and_an_unreachable_url(server):
 
 def test_endpoint_check_names_context_tokens_when_nobody_knows_the_window():
     from jobs.llm_options import check_endpoint
-    from jobs.synthetic_llm import SyntheticLLMServer
+    from vista.llm.synthetic_server import SyntheticLLMServer
 
     with SyntheticLLMServer(context_window=None, model="my-local-model") as quiet:
         llm = LLMConfig(backend="openai", base_url=quiet.base_url, model="my-local-model")

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from jobs.llm_budget import JobBudget, budget_limits
-from jobs.synthetic_llm import RateLimitBurst, SyntheticLLMServer
+from vista.llm.synthetic_server import RateLimitBurst, SyntheticLLMServer
 from vista.llm import LLMConfig
 
 pytestmark = pytest.mark.ray

@@ -18,6 +18,8 @@ MODULES = [
     "vista.llm.usage",
     "vista.llm.scripted",
     "vista.llm.embedded",
+    "vista.llm.synthetic_server",
+    "vista.llm.task_usage",
 ]
 
 

@@ -19,7 +19,7 @@ from vista.meds.errors import MedsSubjectNotFoundError
 from vista.meds.reader import MedsDataset
 from vista.records import CodeInfo, Event
 
-MODULES = ["errors", "checks", "layout", "reports", "metadata", "reader", "validation"]
+MODULES = ["errors", "checks", "layout", "reports", "metadata", "reader", "validation", "task_key"]
 
 
 @pytest.mark.parametrize("name", MODULES)

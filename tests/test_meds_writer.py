@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from vista.meds import schema, writer
-from vista.meds.writer import MedsWriteError, atomic_path, write_codes, write_data_shard, write_dataset_metadata, write_subject_splits
+from vista.atomic import atomic_path
+from vista.meds.writer import MedsWriteError, write_codes, write_data_shard, write_dataset_metadata, write_subject_splits
 from vista.records import CodeInfo
 
 

@@ -151,7 +151,7 @@ def test_cohort_and_ray_predict_job_on_another_spelling(datasets, ray_session, t
     import polars as pl
 
     from jobs import predict
-    from jobs.synthetic_llm import SyntheticLLMServer
+    from vista.llm.synthetic_server import SyntheticLLMServer
     from trajonco.cohorts import build_cohort, load_definition
 
     lung = load_definition("lung").with_overrides(test_splits=("train", "tuning", "held_out"), train_splits=())

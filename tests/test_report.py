@@ -22,7 +22,7 @@ from baselines import PredictionFileModel, SummaryFeaturizer, evaluate, fit_and_
 from benchmarks.report import SECTION_IDS, ReportResults, load_results, pareto_front
 from benchmarks.report.tables import ci, ci_n
 from browser_check import SKIP_WITHOUT_CHROMIUM, check_figure_files, open_report
-from jobs.synthetic_llm import SyntheticLLMServer
+from vista.llm.synthetic_server import SyntheticLLMServer
 from vista.meds.reader import MedsDataset
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
@@ -40,7 +40,7 @@ def report(tmp_path_factory, ray_head) -> dict:
     with SyntheticLLMServer() as server:
         argv = [
             "--quick", "--out", str(out), "--synth-dir", str(root / "synth"), "--subjects", "2500", "--workers", "1",
-            "--baselines", ",".join(BASELINES), "--truncation-models", "logistic_regression", "--budgets", "2000,16000",
+            "--baselines", ",".join(BASELINES), "--truncation-models", "logistic_regression", "--budgets", "1000,2000,16000",
             "--gap-years", "0.5,1", "--gap-models", "logistic_regression", "--resamples", str(RESAMPLES),
             "--token-sample", "10", "--agent-patients", "4", "--agent-variants", "one_stage,two_stage",
             "--agent-max-tokens", "6000", "--backend", "openai", "--base-url", server.base_url, "--model", "synthetic",
@@ -161,7 +161,7 @@ def test_sensitivity_analyses_are_consistent(report):
     results: ReportResults = report["results"]
     assert {p.gap_years for p in results.gaps if p.cohort == "lung"} == {0.5, 1.0}
     budgets = {p.budget_tokens for p in results.truncation}
-    assert budgets == {None, 2000, 16000}
+    assert budgets == {None, 1000, 2000, 16000}
     whole = next(p for p in results.truncation if p.budget_tokens is None)
     main = next(r for r in results.results if r.cohort == "lung" and r.model == "logistic_regression")
     assert whole.auroc == main.evaluation.auroc  # the whole-record point is the main result, refitted identically
@@ -236,3 +236,35 @@ def test_report_has_the_analyses_of_the_agents_outputs(report):
     assert results.pairwise_judge is not None and results.pairwise_judge.n_judged == 2
     assert "synthetic" in judge and "both" in judge.lower()
     assert (report["out"] / "judge" / "judge.json").is_file()
+
+
+def test_agents_run_over_truncation_budgets_and_gaps_beside_the_baselines(report):
+    """The first variant on 2 patients (quick): one point per budget and per gap, with n; identical runs reused."""
+    results: ReportResults = report["results"]
+    page = report["html"]
+    one_stage = next(r for r in results.results if r.kind == "prediction_file" and r.variant == "one_stage")
+    truncation = {p.budget_tokens: p for p in results.agent_truncation}
+    assert set(truncation) == {None, 1000, 2000, 16000}
+    for p in results.agent_truncation:
+        assert p.model == one_stage.model and (p.n_cases, p.n_controls) == (1, 1) and p.too_few
+        assert p.reused_full_run == (p.budget_tokens is None or p.budget_tokens >= p.longest_timeline_tokens)
+        assert (p.source == one_stage.source) == p.reused_full_run
+    run = [p for p in results.agent_truncation if not p.reused_full_run]
+    assert run, "the smallest budget should cut these timelines"
+    for p in run:
+        frame = pl.read_parquet(p.source)
+        assert frame.height == 2 and (frame["timeline_tokens"] <= p.budget_tokens).all()
+        assert frame["timeline_tokens"].max() < p.longest_timeline_tokens  # the longest timeline was cut
+        assert any(f"--truncate-tokens {p.budget_tokens}" in c for c in results.commands)
+    gaps = {p.gap_days: p for p in results.agent_gaps}
+    assert set(gaps) == {183, 365} and gaps[183].gap_years == 0.5 and not gaps[183].reused_full_run
+    assert any("--horizon-days 183" in c and "--variant one_stage" in c for c in results.commands)
+    for p in gaps.values():
+        assert p.n_cases + p.n_controls == 2 and p.model == one_stage.model
+    gap_rows = {row[1]: row for row in _cells(page, "table-gap")[1:]}
+    assert gap_rows[f"{one_stage.model} (agents)"][2] == gaps[183].text()  # columns: cohort, model, 0.5 y, 1 y
+    header = _cells(page, "table-truncation")[0]
+    rows = {row[0]: row for row in _cells(page, "table-truncation")[1:]}
+    column = header.index(f"{html.escape(one_stage.model)} (agents)")
+    assert rows["1,000"][column].startswith(truncation[1000].text())
+    assert "n=1/1 too few" in _section(page, "truncation") and "n=1/1" in _section(page, "time-gap")

@@ -21,7 +21,8 @@ from vista.meds import schema
 from vista.meds.errors import MedsDataError
 from vista.timeline import truncate_left
 
-MODULES = ["characteristics", "cohort_tasks", "dataset", "errors", "figures", "html", "paired", "palette", "parallel",
+MODULES = ["agent_sensitivity", "characteristics", "cohort_tasks", "dataset", "errors", "figures", "html", "paired",
+           "palette", "parallel",
            "predictions", "profile", "realism", "record_length", "reproduce", "results", "sections", "settings",
            "tables", "timelines"]
 
@@ -364,3 +365,152 @@ def test_one_colour_per_model_across_the_report(tmp_path):
     palette = report_palette(build_report_data(tmp_path))
     colours = [palette[name] for name in palette.names()]
     assert len(colours) == len(set(colours))
+
+
+# ------------------------------------------------------------------------------------------------ agent sensitivity
+def _scripted_runner(calls: list):
+    """An `AgentRunner` double: records each request and writes a prediction file scoring cases above controls
+    except one case (so the AUROC is not trivially 1)."""
+    from benchmarks.report.reproduce import AgentRun
+    from benchmarks.report.settings import PredictionSource
+
+    def run(request):
+        calls.append(request)
+        labels = pl.read_parquet(request.labels)
+        out = request.out_dir / request.variants[0] / "predictions.parquet"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        score = pl.when(pl.col("boolean_value")).then(0.9).otherwise(0.2)
+        (labels.with_columns(predicted_boolean_probability=pl.when(pl.int_range(pl.len()) == 0).then(0.1)
+                             .otherwise(score), model=pl.lit("scripted"), variant=pl.lit(request.variants[0]))
+         .write_parquet(out))
+        return AgentRun(sources=[PredictionSource(path=out, cohort=request.cohort)], commands=[f"run {out}"],
+                        seconds=0.0)
+    return run
+
+
+def test_agents_run_per_budget_and_gap_and_reuse_the_whole_record_run(small_dataset, tmp_path):
+    from datetime import timedelta
+
+    from sklearn.metrics import roc_auc_score
+
+    from benchmarks.report.agent_sensitivity import run_agent_sensitivity
+    from benchmarks.report.cohort_tasks import CohortOutcome, CohortTask
+    from benchmarks.report.reproduce import AgentRequest
+    from benchmarks.report.timelines import token_counts
+
+    root, labels = small_dataset
+    settings = ReportSettings(out=tmp_path, cohorts=("lung",), agent_patients=4, agent_variants=("one_stage",
+                              "two_stage"), agent_max_tokens=None, truncation_budgets=(600, 10_000_000),
+                              gap_years=(0.5, 1.0), n_resamples=50)
+    subset = labels.head(4)  # 2 cases, 2 controls
+    (tmp_path / "agents").mkdir()
+    subset.write_parquet(tmp_path / "agents" / "labels.parquet")
+    request = AgentRequest(dataset=root, labels=tmp_path / "agents" / "labels.parquet", out_dir=tmp_path / "agents",
+                           cohort="lung", cancer="lung", any_cancer=False, variants=("one_stage", "two_stage"),
+                           horizon_days=365)
+    calls: list = []
+    runner = _scripted_runner(calls)
+    full = runner(request).sources[0].path
+    calls.clear()
+    # gap 0.5 y: a rebuilt cohort where one control of the subset is missing and times moved; gap 1 y: the same rows
+    missing = int(subset.filter(~pl.col("boolean_value"))["subject_id"][0])
+    shifted = labels.filter(pl.col("subject_id") != missing).with_columns(
+        pl.col("prediction_time") - timedelta(days=1))
+    outcomes = [CohortOutcome(task=CohortTask(definition="lung", out_dir=tmp_path, models=(), seed=0, n_resamples=50,
+                                              gap_days=days), cohort="lung", gap_days=days, test_labels=test)
+                for days, test in ((183, shifted), (365, labels))]
+    truncation, gaps, commands, _ = run_agent_sensitivity(settings, request, full, runner, outcomes, root,
+                                                          progress=lambda line: None)
+    longest = int(token_counts(root, subset)["xml_tokens"].max())
+    assert 600 < longest < 10_000_000
+    # one run per budget below the longest timeline, one per gap whose patients or horizon differ; one variant
+    assert [(c.truncate_tokens, c.horizon_days, c.variants) for c in calls] == [
+        (600, 365, ("one_stage",)), (None, 183, ("one_stage",))]
+    assert commands == [f"run {c.out_dir / 'one_stage' / 'predictions.parquet'}" for c in calls]
+    by_budget = {p.budget_tokens: p for p in truncation}
+    assert set(by_budget) == {None, 600, 10_000_000}
+    assert by_budget[10_000_000].reused_full_run and by_budget[10_000_000].source == str(full)
+    assert not by_budget[600].reused_full_run and by_budget[600].longest_timeline_tokens == longest
+    by_gap = {p.gap_days: p for p in gaps}
+    assert by_gap[365].reused_full_run and not by_gap[183].reused_full_run and by_gap[183].gap_years == 0.5
+    gap_labels = pl.read_parquet(calls[1].labels)
+    assert gap_labels.height == 4 and int(gap_labels["boolean_value"].sum()) == 2
+    assert missing not in gap_labels["subject_id"].to_list()  # topped up from the rebuilt cohort
+    kept = gap_labels.join(subset, on="subject_id", suffix="_main")
+    assert kept.height == 3 and (kept["prediction_time"] < kept["prediction_time_main"]).all()  # the gap's times
+    for point in [*truncation, *gaps]:
+        assert (point.n_cases, point.n_controls) == (2, 2) and point.too_few and "too few" in point.text()
+        frame = pl.read_parquet(point.source)
+        direct = roc_auc_score(frame["boolean_value"], frame["predicted_boolean_probability"])
+        assert point.auroc == pytest.approx(direct)
+        assert point.auroc_ci is not None
+
+
+def test_agent_sensitivity_can_be_turned_off(small_dataset, tmp_path):
+    from benchmarks.report.agent_sensitivity import run_agent_sensitivity
+
+    root, labels = small_dataset
+    calls: list = []
+    for changes in ({"agent_sensitivity": "none"}, {"agent_sensitivity_patients": 0}):
+        settings = ReportSettings(out=tmp_path, cohorts=("lung",), **changes)
+        assert run_agent_sensitivity(settings, None, tmp_path, _scripted_runner(calls), [], root, print) == (
+            [], [], [], 0.0)
+    assert calls == []
+
+
+def test_agent_points_appear_beside_the_baselines_with_their_n(tmp_path):
+    from benchmarks.report import tables
+    from report_fixtures import build_report_data
+
+    data = build_report_data(tmp_path / "report")
+    r = data.results
+    truncation = tables.truncation_table(r.truncation, r.agent_truncation)
+    agent_column = truncation.columns.index("one_stage · smollm2-135m-instruct-q4_1 (agents)")
+    cells = {row[0]: row[agent_column] for row in truncation.rows}
+    assert cells["2,000"].endswith("n=2/2 too few") and "run reused" in cells["32,000"]
+    assert cells["whole record"].startswith("1.000")
+    gap = tables.gap_table(r.gaps, r.agent_gaps)
+    agent_row = next(row for row in gap.rows if row[1].endswith("(agents)"))
+    assert agent_row[2] == "1.000 n=1/1 too few"  # 1 case + 1 control: a point, no CI
+    assert "n=40/40" in gap.rows[0][2]
+
+
+def test_agents_run_only_at_the_gaps_asked(small_dataset, tmp_path):
+    from benchmarks.report.agent_sensitivity import run_agent_sensitivity
+    from benchmarks.report.cohort_tasks import CohortOutcome, CohortTask
+    from benchmarks.report.reproduce import AgentRequest
+
+    root, labels = small_dataset
+    with pytest.raises(ValidationError, match="agent_gap_years"):
+        ReportSettings(out=tmp_path, gap_years=(0.5, 1.0), agent_gap_years=(2.0,))
+    settings = ReportSettings(out=tmp_path, cohorts=("lung",), agent_patients=2, truncation_budgets=(),
+                              gap_years=(0.5, 1.0), agent_gap_years=(1.0,), n_resamples=50)
+    labels.head(4).write_parquet(tmp_path / "labels.parquet")
+    request = AgentRequest(dataset=root, labels=tmp_path / "labels.parquet", out_dir=tmp_path / "agents",
+                           cohort="lung", cancer="lung", any_cancer=False, variants=("one_stage",), horizon_days=365)
+    calls: list = []
+    full = _scripted_runner(calls)(request).sources[0].path
+    outcomes = [CohortOutcome(task=CohortTask(definition="lung", out_dir=tmp_path, models=(), seed=0, n_resamples=50,
+                                              gap_days=days), cohort="lung", gap_days=days, test_labels=labels)
+                for days in (183, 365)]
+    truncation, gaps, _, _ = run_agent_sensitivity(settings, request, full, _scripted_runner(calls), outcomes, root,
+                                                   progress=lambda line: None)
+    assert truncation == [] and [p.gap_days for p in gaps] == [365] and gaps[0].reused_full_run
+    assert len(calls) == 1  # the whole-record run only: 183 d not asked, 365 d the same rows as the whole record
+
+
+def test_model_choice_compares_two_prediction_files_on_the_patients_both_scored():
+    import numpy as np
+
+    from baselines import ModelScores
+    from benchmarks.report.paired import model_choice_comparisons
+
+    rng = np.random.default_rng(0)
+    t = np.array(["2020-01-01"] * 60, "datetime64[us]")
+    labels = np.arange(60) % 2 == 0
+    good = ModelScores("gpt", np.arange(60), t, labels, labels + rng.normal(0, 0.6, 60))
+    weak = ModelScores("small", np.arange(20, 80), t, np.r_[labels[20:], labels[:20]], rng.normal(0, 1, 60))
+    (choice,) = model_choice_comparisons("lung", [good, weak], [], n_resamples=200, seed=0)
+    assert (choice.agent, choice.comparator, choice.comparator_kind) == ("gpt", "small", "prediction_file")
+    assert choice.n_cases + choice.n_controls == 40  # subjects 20-59: the patients both files scored
+    assert choice.difference is not None and choice.difference.value == choice.agent_auroc - choice.comparator_auroc

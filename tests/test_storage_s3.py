@@ -18,7 +18,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.synthetic_llm import SyntheticLLMServer
+from vista.llm.synthetic_server import SyntheticLLMServer
 
 pytestmark = pytest.mark.ray
 

@@ -238,7 +238,12 @@ def _cmd_predict_one(args: argparse.Namespace) -> int:
     if when is None and not args.all_history:
         raise CommandLineError("predict-one needs a prediction time: --prediction-time DATE, --labels FILE (the "
                                "subject's label row), or --all-history to let the agents read the whole record")
-    settings = {"variant": args.variant, "horizon_days": args.horizon_days, "chunk_tokens": args.chunk_tokens,
+    horizon = args.horizon_days
+    if horizon is None and args.labels:  # a cohort's label file: its gap is the horizon the labels describe
+        from trajonco.cohorts.manifest import cohort_gap_days
+
+        horizon = cohort_gap_days(args.labels)
+    settings = {"variant": args.variant, "horizon_days": horizon, "chunk_tokens": args.chunk_tokens,
                 "memory_k": args.memory_k, "cancer": "lung" if args.cancer == "any" else args.cancer,
                 "truncate_tokens": args.truncate_tokens, "part_numbers": args.part_numbers or None,
                 "any_cancer_mode": args.any_cancer_mode, "answer_tokens": args.answer_budget}
@@ -396,7 +401,8 @@ def build_parser(extra: Callable[[argparse._SubParsersAction], None] | None = No
     p.add_argument("--all-history", action="store_true", help="no prediction time: the agents read the whole record "
                    "(diagnosis included; for demonstrations only)")
     add_profile_option(p)
-    p.add_argument("--horizon-days", type=int, help="prediction horizon in days (default 365)")
+    p.add_argument("--horizon-days", type=int, help="prediction horizon in days (default: the cohort's gap when "
+                   "--labels is a cohort's label file, else 365)")
     p.add_argument("--chunk-tokens", type=int, help="chunk limit l in tokens (default: fitted to the model's context)")
     p.add_argument("--memory-k", type=int, help="latest memory events shown to each worker (default 10)")
     p.add_argument("--truncate-tokens", type=int, help="left-truncation: the agents see only the newest N tokens of "

@@ -25,8 +25,6 @@ is streamed to a temporary key and copied server-side into place, so the final k
 
 from __future__ import annotations
 
-import os
-import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +35,8 @@ from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.fs as pafs
+
+from vista.atomic import atomic_path, atomic_write_bytes
 
 LOCAL_SCHEMES = ("", "file")
 
@@ -165,7 +165,7 @@ class Location:
     def write_bytes(self, data: bytes) -> None:
         """Write ``data`` so readers see the old file, or none, or the whole new one (see the module docstring)."""
         if self.is_local:
-            _atomic_local_write(Path(self.path), data)
+            atomic_write_bytes(self.path, data, fsync=True)
             return
         with self.fs.open_output_stream(self.path) as handle:  # the complete bytes: one PUT of a whole object
             handle.write(data)
@@ -179,16 +179,8 @@ class Location:
         (object store) under a temporary name; when the block ends without error it is moved into place (a rename,
         or a server-side copy), otherwise removed."""
         if self.is_local:
-            target = Path(self.path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-            os.close(fd)
-            try:
-                yield tmp
-                os.replace(tmp, target)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            with atomic_path(self.path) as tmp:
+                yield str(tmp)
             return
         tmp = self.parent / f".{self.name}.{uuid.uuid4().hex[:8]}.tmp"
         try:
@@ -210,20 +202,6 @@ class Location:
             self.fs.delete_file(self.path)
         except FileNotFoundError:
             pass
-
-
-def _atomic_local_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def resolve(target: str | Path | Location) -> Location:

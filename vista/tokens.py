@@ -42,6 +42,8 @@ from typing import Literal
 import numpy as np
 import tiktoken
 
+from vista.atomic import atomic_write_bytes
+
 DEFAULT_ENCODING = "cl100k_base"
 
 log = logging.getLogger(__name__)
@@ -186,10 +188,7 @@ def _seed_cache(source: OfflineEncodingSource, cache_dir: Path) -> None:
     digest = hashlib.sha256(content).hexdigest()
     if digest != source.sha256:
         raise TokenizerUnavailableError(f"{src}: sha256 {digest[:12]}… does not match the expected {source.sha256[:12]}… (corrupt file?)")
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(content)
-    os.replace(tmp, target)  # atomic: concurrent processes never see a half-written file
+    atomic_write_bytes(target, content)  # concurrent processes never see a half-written file
 
 
 def _writable_cache_dir(source: OfflineEncodingSource) -> Path:

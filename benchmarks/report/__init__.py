@@ -8,6 +8,7 @@ Modules: `settings` (what a report covers), `dataset` (synthetic or given MEDS d
 `parallel` (per-cohort work in worker processes), `timelines` (XML sizes, left-truncation windows),
 `characteristics` (Table 1), `predictions` (prediction files as models), `profile` (latency/cost, Pareto front),
 `record_length` (token/visit count alone as a score), `paired` (agents vs baselines on the same patients),
+`agent_sensitivity` (the agents per truncation budget and per gap),
 `realism` (the plain-words verdict), `palette` (one colour per model), `figures`, `tables`, `html`, `sections`
 (core sections; extra ones via ``reproduce(extra_sections=...)``), `reproduce` (orchestration).
 """

@@ -21,7 +21,13 @@ from baselines import StratumResult  # noqa: E402
 from baselines.metrics import too_few  # noqa: E402
 from benchmarks.report.palette import Palette  # noqa: E402
 from benchmarks.report.profile import RunProfile, SelectionPoint  # noqa: E402
-from benchmarks.report.results import GapPoint, ModelResult, PairedComparison, TruncationPoint  # noqa: E402
+from benchmarks.report.results import (  # noqa: E402
+    AgentSensitivityPoint,
+    GapPoint,
+    ModelResult,
+    PairedComparison,
+    TruncationPoint,
+)
 
 DPI = 110
 STAGE_COLORS = {"preprocess": "#c7c7c7", "workers": "#969696", "manager": "#525252", "single_agent": "#252525"}
@@ -130,43 +136,80 @@ def roc_pr(results: Sequence[ModelResult], cohort: str, palette: Palette) -> byt
     return _png(fig)
 
 
-def truncation_plot(points: Sequence[TruncationPoint], cohort: str, palette: Palette) -> bytes:
-    """AUROC vs left-truncation budget per model (whole record at the right), with history length kept."""
+def _agent_line(ax, xs: Sequence[float], points: Sequence[AgentSensitivityPoint], color: str, label: str) -> None:
+    """An agent run's points: dashed line, hollow markers when too few, CI bars where there is one, n beside each."""
+    drawn = [(x, p) for x, p in zip(xs, points) if p.auroc is not None]
+    ax.plot([x for x, _ in drawn], [p.auroc for _, p in drawn], ls="--", lw=1.2, color=color, label=label)
+    for x, p in drawn:
+        assert p.auroc is not None
+        err = [[p.auroc - p.auroc_ci.lower], [p.auroc_ci.upper - p.auroc]] if p.auroc_ci is not None else None
+        ax.errorbar([x], [p.auroc], yerr=err, fmt="s", ms=5, capsize=2, color=color,
+                    markerfacecolor="white" if p.too_few else color)
+        above = p.auroc < 0.9  # the n label on the side of the point with room, so it stays inside the axes
+        ax.annotate(_n(p.n_cases, p.n_controls), (x, p.auroc), xytext=(0, 7 if above else -7),
+                    textcoords="offset points", ha="center", va="bottom" if above else "top", fontsize=N_FONT - 1,
+                    color=color)
+    for x, p in ((x, p) for x, p in zip(xs, points) if p.auroc is None):
+        ax.annotate(f"no AUROC\n{_n(p.n_cases, p.n_controls)}", (x, 0.5), ha="center", fontsize=N_FONT - 1,
+                    color=color)
+
+
+def _agent_values(points: Sequence[AgentSensitivityPoint]) -> list[float]:
+    return [v for p in points if p.auroc is not None
+            for v in ((p.auroc_ci.lower, p.auroc_ci.upper) if p.auroc_ci else (p.auroc,))]
+
+
+def truncation_plot(points: Sequence[TruncationPoint], cohort: str, palette: Palette,
+                    agent_points: Sequence[AgentSensitivityPoint] = ()) -> bytes:
+    """AUROC vs left-truncation budget per model (whole record at the right), with history length kept; agent runs
+    dashed with square markers and their n (hollow: too few)."""
     models = list(dict.fromkeys(p.model for p in points))
-    budgets = sorted({p.budget_tokens for p in points if p.budget_tokens is not None})
+    budgets = sorted({p.budget_tokens for p in [*points, *agent_points] if p.budget_tokens is not None})
     positions = {b: i for i, b in enumerate(budgets)}
     full_x = len(budgets)
+
+    def x_of(budget: int | None) -> int:
+        return positions[budget] if budget is not None else full_x
+
     fig, ax = plt.subplots(figsize=(8.5, 4.4), layout="constrained")
     for model in models:
-        rows = sorted((p for p in points if p.model == model),
-                      key=lambda p: positions[p.budget_tokens] if p.budget_tokens is not None else full_x)
-        x = [positions[p.budget_tokens] if p.budget_tokens is not None else full_x for p in rows]
+        rows = sorted((p for p in points if p.model == model), key=lambda p: x_of(p.budget_tokens))
+        x = [x_of(p.budget_tokens) for p in rows]
         ax.plot(x, [p.auroc.value for p in rows], "o-", color=palette[model],
                 label=f"{model} (n={max((p.n_test for p in rows), default=0)} test patients)")
         ax.fill_between(x, [p.auroc.lower for p in rows], [p.auroc.upper for p in rows], color=palette[model],
                         alpha=0.12)
-    labels = [f"{b // 1000}k" for b in budgets] + ["whole"]
+    for agent in dict.fromkeys(p.model for p in agent_points):
+        rows = sorted((p for p in agent_points if p.model == agent), key=lambda p: x_of(p.budget_tokens))
+        n_pos, n_neg = max(p.n_cases for p in rows), max(p.n_controls for p in rows)
+        _agent_line(ax, [x_of(p.budget_tokens) for p in rows], rows, palette[agent],
+                    f"{agent} (agents, {_n(n_pos, n_neg)})")
+    labels = [f"{b // 1000}k" if b >= 1000 else str(b) for b in budgets] + ["whole"]
     history = {p.budget_tokens: p.median_history_years for p in points}
-    ax.set_xticks(range(len(labels)), [f"{lab}\n{history.get(b, float('nan')):.1f} y"
+    ax.set_xticks(range(len(labels)), [f"{lab}\n{history[b]:.1f} y" if b in history else lab
                                        for lab, b in zip(labels, [*budgets, None])])
-    ax.set_ylim(*span([v for p in points for v in (p.auroc.lower, p.auroc.upper)], low=0.5, high=0.5))
-    ax.set_xlabel("token budget of the left-truncated timeline (median years of history kept)")
+    ax.set_ylim(*span([v for p in points for v in (p.auroc.lower, p.auroc.upper)] + _agent_values(agent_points),
+                      low=0.4, high=1.0, pad=0.05))
+    ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+    ax.set_xlim(-0.5, full_x + 0.5)  # room for the n labels of the first and last points
+    ax.set_xlabel("token budget of the left-truncated timeline (median years of history kept, baselines' patients)")
     ax.set_ylabel("AUROC (95% CI)")
     ax.set_title(f"Trajectory length — {cohort}")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     return _png(fig)
 
 
-def gap_plot(points: Sequence[GapPoint], palette: Palette) -> bytes:
-    """AUROC vs prediction gap: one panel per cohort, one line per model (model colours as everywhere)."""
-    cohorts = list(dict.fromkeys(p.cohort for p in points))
+def gap_plot(points: Sequence[GapPoint], palette: Palette, agent_points: Sequence[AgentSensitivityPoint] = ()) -> bytes:
+    """AUROC vs prediction gap: one panel per cohort, one line per model (model colours as everywhere); agent runs
+    dashed with square markers and their n (hollow: too few)."""
+    cohorts = list(dict.fromkeys([*(p.cohort for p in points), *(p.cohort for p in agent_points)]))
     columns = min(4, max(1, len(cohorts)))
     grid_rows = -(-len(cohorts) // columns)
     fig, axes = plt.subplots(grid_rows, columns, figsize=(3.6 * columns, 3.0 * grid_rows + 0.6), squeeze=False,
                              layout="constrained", sharey=True)
-    values = [v for p in points for v in (p.auroc.lower, p.auroc.upper)]
-    limits = span(values, low=0.4, high=1.0)
+    values = [v for p in points for v in (p.auroc.lower, p.auroc.upper)] + _agent_values(agent_points)
+    limits = span(values, low=0.4, high=1.0, pad=0.06)
     for ax, cohort in zip(axes.flat, cohorts):
         for model in dict.fromkeys(p.model for p in points):
             rows = sorted((p for p in points if p.model == model and p.cohort == cohort), key=lambda p: p.gap_years)
@@ -178,13 +221,20 @@ def gap_plot(points: Sequence[GapPoint], palette: Palette) -> bytes:
             for p in rows:
                 ax.annotate(f"{p.n_cases}/{p.n_controls}", (p.gap_years, p.auroc.upper), xytext=(0, 3),
                             textcoords="offset points", ha="center", fontsize=N_FONT - 1)
+        for agent in dict.fromkeys(p.model for p in agent_points):
+            rows = sorted((p for p in agent_points if p.model == agent and p.cohort == cohort
+                           and p.gap_years is not None), key=lambda p: p.gap_years or 0.0)
+            if rows:
+                _agent_line(ax, [p.gap_years or 0.0 for p in rows], rows, palette[agent], f"{agent} (agents)")
         ax.axhline(0.5, color="grey", lw=0.8, ls=":")
         ax.set(title=cohort, ylim=limits, xlabel="gap (years)")
         ax.grid(alpha=0.3)
     for ax in axes.flat[len(cohorts):]:
         ax.set_visible(False)
     axes[0][0].set_ylabel("AUROC (95% CI); labels: cases/controls")
-    axes[0][0].legend(fontsize=7, loc="lower left")
+    handles = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=min(3, max(1, len(handles))),
+               fontsize=7)
     return _png(fig)
 
 

@@ -23,11 +23,12 @@ import polars as pl
 from pydantic import BaseModel, Field
 
 from baselines import ModelScores, StratumResult, stratified_results
+from benchmarks.report.agent_sensitivity import run_agent_sensitivity
 from benchmarks.report.cohort_tasks import CohortOutcome, CohortTask, TruncationOutcome, TruncationTask
 from benchmarks.report.dataset import DatasetSource, ensure_dataset
 from benchmarks.report.errors import ReportError, ReportInputError
 from benchmarks.report.html import Section
-from benchmarks.report.paired import paired_comparisons
+from benchmarks.report.paired import model_choice_comparisons, paired_comparisons
 from benchmarks.report.parallel import TaskRunner
 from benchmarks.report.predictions import LoadedPredictions, evaluate_predictions, load_predictions
 from benchmarks.report.profile import (
@@ -41,6 +42,7 @@ from benchmarks.report.profile import (
 )
 from benchmarks.report.realism import best_baselines, realism_verdict
 from benchmarks.report.results import (
+    AgentSensitivityPoint,
     CohortCharacteristics,
     CohortInfo,
     CohortSkip,
@@ -73,6 +75,8 @@ class AgentRequest(BaseModel):
     any_cancer: bool
     variants: tuple[str, ...]
     horizon_days: int = Field(description="the cohort's gap: the agents predict a diagnosis within this horizon")
+    truncate_tokens: int | None = Field(None, description="left-truncation: the agents see only the newest N tokens "
+                                        "of each timeline (the trajectory-length analysis); None: the whole record")
 
 
 class AgentRun(BaseModel):
@@ -108,6 +112,10 @@ class ReportResults(BaseModel):
     truncation_cohort: str | None
     truncation: list[TruncationPoint]
     gaps: list[GapPoint]
+    agent_truncation: list[AgentSensitivityPoint] = Field(default_factory=list, description="the agents (first "
+                                                          "variant, a few patients) per truncation budget")
+    agent_gaps: list[AgentSensitivityPoint] = Field(default_factory=list, description="the agents (first variant, a "
+                                                    "few patients) per time gap of the focus cohort")
     strata: list[CohortStrata]
     profiles: list[RunProfile]
     agent_roles: list[AgentRole]
@@ -319,6 +327,8 @@ def reproduce(settings: ReportSettings, *, agent_runner: AgentRunner | None = No
                               seconds=round(truncation.render_seconds + truncation.fit_seconds, 2)))
 
     request, commands = None, [settings.command or "python -m jobs.report (from Python)"]
+    agent_truncation: list[AgentSensitivityPoint] = []
+    agent_gaps: list[AgentSensitivityPoint] = []
     sources = list(settings.predictions)
     focus = main.get(settings.focus_cohort)
     if agent_runner is not None and focus is not None and focus.info is not None:
@@ -330,6 +340,12 @@ def reproduce(settings: ReportSettings, *, agent_runner: AgentRunner | None = No
             sources += run.sources
             commands += run.commands
             mark = step("agents (jobs.predict)", mark)
+            if run.sources:
+                agent_truncation, agent_gaps, more, _ = run_agent_sensitivity(
+                    settings, request, run.sources[0].path, agent_runner, gaps, dataset_root, progress)
+                commands += more
+                if agent_truncation or agent_gaps:
+                    mark = step("agents over truncation budgets and gaps (jobs.predict)", mark)
 
     extra_results, unscored, loaded, file_scores, file_strata = score_prediction_files(settings, sources, main)
     profiles = [run_profile(item) for item in loaded if has_usage(item.frame)]
@@ -353,6 +369,9 @@ def reproduce(settings: ReportSettings, *, agent_runner: AgentRunner | None = No
     paired = [comparison for ref in settings.cohorts if ref in main and file_scores.get(ref)
               for comparison in paired_comparisons(main[ref].cohort, file_scores[ref], main[ref].scores, all_results,
                                                    n_resamples=settings.n_resamples, seed=settings.seed)]
+    paired += [comparison for ref in settings.cohorts if ref in main and len(file_scores.get(ref, [])) > 1
+               for comparison in model_choice_comparisons(main[ref].cohort, file_scores[ref], all_results,
+                                                          n_resamples=settings.n_resamples, seed=settings.seed)]
     results = ReportResults(
         settings=settings, dataset=dataset, focus_cohort=definitions[settings.focus_cohort].name,
         cohorts=[o.info for ref in settings.cohorts if (o := main.get(ref)) is not None and o.info is not None],
@@ -364,6 +383,7 @@ def reproduce(settings: ReportSettings, *, agent_runner: AgentRunner | None = No
                                                    r.kind, r.model)),
         paired=paired, unscored=unscored, truncation_cohort=truncation.task.cohort if truncation else None,
         truncation=truncation.points if truncation else [], gaps=gap_points(settings, gaps), strata=strata,
+        agent_truncation=agent_truncation, agent_gaps=agent_gaps,
         profiles=profiles, agent_roles=roles, selection=selection_view(
             profiles, extra_results, [r for r in baseline_results if r.cohort == definitions[settings.focus_cohort].name]), realism=realism,
         agent_request=request, commands=commands, timings=timings, total_seconds=0.0)

@@ -184,6 +184,47 @@ class GapPoint(BaseModel):
     auroc: Interval
 
 
+class AgentSensitivityPoint(BaseModel):
+    """One agent run (the first variant, on a few focus-cohort patients) at one truncation budget or one gap.
+
+    Drawn beside the baselines' `TruncationPoint`/`GapPoint` with its n: a handful of patients, so the AUROC is a
+    machinery check, flagged ``too_few`` (and without a CI below 2 cases and 2 controls)."""
+
+    analysis: Literal["truncation", "gap"]
+    cohort: str
+    model: str = Field(description="the agent run's display name ('<variant> · <LLM>'), as in the other tables")
+    budget_tokens: int | None = Field(None, description="truncation: the budget (None: the whole record)")
+    gap_years: float | None = Field(None, description="gap: the gap in years")
+    gap_days: int = Field(description="the horizon the agents were given (--horizon-days)")
+    n_cases: int = Field(description="cases with a score")
+    n_controls: int = Field(description="controls with a score")
+    n_unscored: int = Field(0, description="patients of the subset without a score (failed or not yet run)")
+    auroc: float | None = Field(None, description="None: the scored patients hold one class only")
+    auroc_ci: Interval | None = Field(None, description="stratified bootstrap CI; None below 2 cases and 2 controls")
+    longest_timeline_tokens: int = Field(description="cl100k tokens of the longest timeline of these patients")
+    reused_full_run: bool = Field(False, description="identical to the whole-record run at the cohort's gap (budget "
+                                  "at or above every timeline, or the cohort's own gap on the same patients), whose "
+                                  "file is reused instead of running the agents again")
+    source: str = Field(description="the prediction file")
+    note: str | None = None
+
+    @property
+    def too_few(self) -> bool:
+        return too_few(self.n_cases, self.n_controls)
+
+    def text(self) -> str:
+        """``AUROC (CI) n=cases/controls too few`` as the tables print it.
+
+        >>> AgentSensitivityPoint(analysis="gap", cohort="lung", model="m", gap_days=365, n_cases=1, n_controls=1,
+        ...                       auroc=1.0, longest_timeline_tokens=900, source="p").text()
+        '1.000 n=1/1 too few'
+        """
+        value = "–" if self.auroc is None else f"{self.auroc:.3f}"
+        if self.auroc_ci is not None:
+            value += f" ({self.auroc_ci.lower:.3f}–{self.auroc_ci.upper:.3f})"
+        return f"{value} n={self.n_cases}/{self.n_controls}" + (" too few" if self.too_few else "")
+
+
 class CohortStrata(BaseModel):
     """Stratified results of every model run on one cohort."""
 

@@ -51,7 +51,8 @@ def report_palette(data: ReportData) -> Palette:
     r = data.results
     names = [*(x.model for x in r.results), *(p.name for p in r.profiles), *(p.name for p in r.selection),
              *(x.model for s in r.strata for x in s.results), *(p.model for p in r.truncation),
-             *(p.model for p in r.gaps), *(c.comparator for c in r.paired), *(c.agent for c in r.paired)]
+             *(p.model for p in r.gaps), *(p.model for p in [*r.agent_truncation, *r.agent_gaps]),
+             *(c.comparator for c in r.paired), *(c.agent for c in r.paired)]
     return Palette(names)
 
 
@@ -144,10 +145,11 @@ def _auroc(ctx: Context) -> Section:
 
 def _paired(ctx: Context) -> Section:
     r = ctx.data.results
-    section = Section("paired", "Agents vs baselines on the same patients", paragraphs=[
+    section = Section("paired", "Agents vs baselines, and model choice, on the same patients", paragraphs=[
         "An agent run scores a subset of a test cohort; the baselines score all of it. Here every baseline and "
         "record-length score is re-scored on exactly the agent's patients, and the AUROC difference gets a paired "
-        "bootstrap CI."])
+        "bootstrap CI. Model choice: every two prediction files of a cohort (two LLMs, two variants) are compared "
+        "the same way on the patients both scored (comparator kind prediction_file)."])
     if r.paired:
         section.tables.append(tables.paired_table(r.paired))
         if any(c.difference is not None for c in r.paired):
@@ -199,12 +201,13 @@ def _truncation(ctx: Context) -> Section:
         "static and birth rows). Training and test windows are truncated alike and each baseline is refitted per "
         "budget, so the curve shows the signal available in the last N tokens of history. Budgets larger than "
         "every timeline give the whole record."])
-    if r.truncation:
-        section.tables.append(tables.truncation_table(r.truncation))
-        section.figures.append(ctx.figure("fig-truncation", "AUROC vs left-truncation budget (n test patients in "
-                                          "the legend)", figures.truncation_plot(r.truncation,
-                                                                                 r.truncation_cohort or "",
-                                                                                 ctx.palette)))
+    section.paragraphs.append(_agent_sensitivity_sentence(ctx, r.agent_truncation, "truncation"))
+    if r.truncation or r.agent_truncation:
+        section.tables.append(tables.truncation_table(r.truncation, r.agent_truncation))
+        section.figures.append(ctx.figure("fig-truncation", "AUROC vs left-truncation budget (n in the legend; "
+                                          "agents dashed, n beside each point, hollow: too few)",
+                                          figures.truncation_plot(r.truncation, r.truncation_cohort or s.focus_cohort,
+                                                                  ctx.palette, r.agent_truncation)))
     else:
         section.paragraphs.append("No trajectory-length analysis was run (no budget asked, or the focus cohort "
                                   "was not built).")
@@ -217,13 +220,39 @@ def _time_gap(ctx: Context) -> Section:
         f"Each cohort in {', '.join(s.gap_cohorts) or '(none)'} is rebuilt with gaps of "
         f"{', '.join(f'{y:g}' for y in s.gap_years) or '(none)'} years (training cases capped at "
         f"{s.gap_train_cases_cap}) and {', '.join(s.gap_models)} refitted on each."])
-    if r.gaps:
-        section.tables.append(tables.gap_table(r.gaps))
-        section.figures.append(ctx.figure("fig-gap", "AUROC vs gap, one panel per cohort (labels: cases/controls)",
-                                          figures.gap_plot(r.gaps, ctx.palette)))
+    section.paragraphs.append(_agent_sensitivity_sentence(ctx, r.agent_gaps, "gap"))
+    if r.gaps or r.agent_gaps:
+        section.tables.append(tables.gap_table(r.gaps, r.agent_gaps))
+        section.figures.append(ctx.figure("fig-gap", "AUROC vs gap, one panel per cohort (labels: cases/controls; "
+                                          "agents dashed, hollow: too few)",
+                                          figures.gap_plot(r.gaps, ctx.palette, r.agent_gaps)))
     else:
         section.paragraphs.append("No time-gap analysis was run.")
     return section
+
+
+def _agent_sensitivity_sentence(ctx: Context, points, analysis: str) -> str:
+    """What the agents did in a sensitivity analysis — or why they are absent (never silently)."""
+    s = ctx.data.results.settings
+    what = "truncation budget" if analysis == "truncation" else "gap"
+    if points:
+        run = sum(not p.reused_full_run for p in points)
+        reused = [p for p in points if p.reused_full_run]
+        n = max(p.n_cases for p in points), max(p.n_controls for p in points)
+        return (f"Agents: {points[0].model} on {n[0]} case(s) and {n[1]} control(s) of their subset, once per "
+                f"{what} ({run} run(s) of jobs.predict"
+                + (f"; {len(reused)} point(s) reuse the whole-record run because they are identical to it" if reused
+                   else "")
+                + f"). With fewer than {MIN_CASES} cases or controls their AUROC is marked 'too few': it shows the "
+                "analysis runs end to end with the agents, not how they compare with the baselines."
+                + (f" The agents ran at the gaps {', '.join(f'{y:g}' for y in s.agent_gap_years)} y only "
+                   "(--agent-gap-years)." if analysis == "gap" and s.agent_gap_years is not None else ""))
+    if s.agent_sensitivity == "none" or s.agent_sensitivity_patients == 0:
+        return f"Agents: not run per {what} (--agent-sensitivity none or --agent-sensitivity-patients 0)."
+    if s.agent_sensitivity not in ("all", analysis):
+        return f"Agents: not run per {what} (--agent-sensitivity {s.agent_sensitivity})."
+    return (f"Agents: not run per {what} (no agent run in this report, no {what} asked, or the focus cohort was not "
+            "rebuilt for it).")
 
 
 def _stratified(ctx: Context) -> Section:

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -93,6 +93,13 @@ class ReportSettings(BaseModel):
                                          "this many tokens join the agents' subset (bounds the embedded model's run)")
     agent_variants: tuple[str, ...] = Field(("one_stage", "two_stage", "single_agent"), description="agent variants "
                                             "run on the subset")
+    agent_sensitivity: Literal["all", "truncation", "gap", "none"] = Field(
+        "all", description="run the agents (the first variant) over the truncation budgets and/or the time gaps")
+    agent_sensitivity_patients: int | None = Field(None, ge=0, description="patients of the agents' subset (half "
+                                                   "cases) the sensitivity runs assess; None: the whole subset; 0: "
+                                                   "no agent sensitivity runs")
+    agent_gap_years: tuple[float, ...] | None = Field(None, description="gaps (among gap_years) at which the agents "
+                                                      "run; None: every gap")
     predictions: tuple[PredictionSource, ...] = Field((), description="prediction files of the agents or others")
     usage_ledgers: tuple[Path, ...] = Field((), description="vista.llm usage ledgers (parquet or JSON) for the "
                                             "per-agent call profile")
@@ -133,6 +140,9 @@ class ReportSettings(BaseModel):
             raise ValueError(f"truncation budgets must be at least 256 tokens, got {list(self.truncation_budgets)}")
         if any(not 0.0 < y <= 5.0 for y in self.gap_years):
             raise ValueError(f"gap_years must be in (0, 5], got {list(self.gap_years)}")
+        if self.agent_gap_years is not None and not set(self.agent_gap_years) <= set(self.gap_years):
+            raise ValueError(f"agent_gap_years: {sorted(set(self.agent_gap_years) - set(self.gap_years))} are not "
+                             f"among the gap_years {list(self.gap_years)}")
         low, high = self.realistic_range
         if not 0.5 <= low < high <= 1.0:
             raise ValueError(f"realistic_range must satisfy 0.5 <= low < high <= 1, got {self.realistic_range}")

@@ -19,6 +19,7 @@ from baselines.metrics import MIN_CASES, too_few
 from benchmarks.report.html import Table
 from benchmarks.report.profile import AgentRole, RunProfile, SelectionPoint
 from benchmarks.report.results import (
+    AgentSensitivityPoint,
     CohortCharacteristics,
     CohortInfo,
     CohortSkip,
@@ -176,32 +177,63 @@ def cohort_info_table(infos: Sequence[CohortInfo], skips: Sequence[CohortSkip]) 
                   "Table 1 s", "features s", "models s", "note"], rows)
 
 
-def truncation_table(points: Sequence[TruncationPoint]) -> Table:
+def _agent_cell(point: AgentSensitivityPoint | None) -> str:
+    if point is None:
+        return "–"
+    return point.text() + (" (= whole record, run reused)" if point.reused_full_run and point.budget_tokens else "")
+
+
+AGENT_NOTE = ("Agent columns/rows: the first agent variant on a few patients of its subset (n = cases/controls "
+              f"scored); 'too few' below {MIN_CASES} cases or controls — a check that the analysis runs, not an "
+              "estimate to compare with the baselines' (no CI below 2 cases and 2 controls).")
+
+
+def truncation_table(points: Sequence[TruncationPoint], agent_points: Sequence[AgentSensitivityPoint] = ()) -> Table:
+    """Rows: budgets (whole record last); columns: each baseline, then each agent run (with its n)."""
     models = list(dict.fromkeys(p.model for p in points))
-    budgets = sorted({p.budget_tokens for p in points if p.budget_tokens is not None}) + [None]
+    agents = list(dict.fromkeys(p.model for p in agent_points))
+    budgets = sorted({p.budget_tokens for p in [*points, *agent_points] if p.budget_tokens is not None}) + [None]
     by = {(p.budget_tokens, p.model): p for p in points}
+    agent_by = {(p.budget_tokens, p.model): p for p in agent_points}
     rows = []
     for b in budgets:
         any_point = next((by[(b, m)] for m in models if (b, m) in by), None)
-        if any_point is None:
+        if any_point is None and not any((b, a) in agent_by for a in agents):
             continue
-        rows.append([f"{b:,}" if b is not None else "whole record", f"{100 * any_point.share_truncated:.0f}%",
-                     f"{any_point.median_kept_tokens:,.0f}", f"{any_point.median_history_years:.2f}",
-                     *(ci(by[(b, m)].auroc) if (b, m) in by else "–" for m in models)])
+        shape = ([f"{100 * any_point.share_truncated:.0f}%", f"{any_point.median_kept_tokens:,.0f}",
+                  f"{any_point.median_history_years:.2f}"] if any_point is not None else ["–", "–", "–"])
+        rows.append([f"{b:,}" if b is not None else "whole record", *shape,
+                     *(ci(by[(b, m)].auroc) if (b, m) in by else "–" for m in models),
+                     *(_agent_cell(agent_by.get((b, a))) for a in agents)])
+    note = None
+    if agent_points:
+        longest = max(p.longest_timeline_tokens for p in agent_points)
+        note = (AGENT_NOTE + f" The agents' patients have at most {longest:,} tokens: budgets at or above that are "
+                "identical to the whole record, so the whole-record run's file is reused there instead of running "
+                "the agents again. The first three columns describe the baselines' test patients.")
     return Table("table-truncation", "AUROC (95% CI) with inputs left-truncated to a token budget",
                  ["budget (tokens)", "test patients truncated", "median tokens kept", "median history kept, y",
-                  *models], rows)
+                  *models, *(f"{a} (agents)" for a in agents)], rows, note=note)
 
 
-def gap_table(points: Sequence[GapPoint]) -> Table:
-    gaps = sorted({p.gap_years for p in points})
+def gap_table(points: Sequence[GapPoint], agent_points: Sequence[AgentSensitivityPoint] = ()) -> Table:
+    """One row per cohort and model (baselines, then agent runs with their n), one column per gap."""
+    gaps = sorted({p.gap_years for p in points} | {p.gap_years for p in agent_points if p.gap_years is not None})
     keys = list(dict.fromkeys((p.cohort, p.model) for p in points))
     by = {(p.cohort, p.model, p.gap_years): p for p in points}
-    rows = [[c, m, *(ci(by[(c, m, g)].auroc) if (c, m, g) in by else "–" for g in gaps)] for c, m in keys]
+    rows = [[c, m, *(ci_n(by[(c, m, g)].auroc, by[(c, m, g)].n_cases, by[(c, m, g)].n_controls)
+                     if (c, m, g) in by else "–" for g in gaps)] for c, m in keys]
+    agent_by = {(p.cohort, p.model, p.gap_years): p for p in agent_points}
+    for c, m in dict.fromkeys((p.cohort, p.model) for p in agent_points):
+        rows.append([c, f"{m} (agents)", *(_agent_cell(agent_by.get((c, m, g))) for g in gaps)])
+    note = ("Each gap rebuilds the cohort (cases: index − gap; controls: a random visit date as index), refits the "
+            "model on the rebuilt training cohort and scores the rebuilt test cohort.")
+    if agent_points:
+        note += (" " + AGENT_NOTE + " At each gap the agents assess the subset's patients present in the rebuilt "
+                 "test cohort (at its prediction times; a short role topped up from it) with --horizon-days = the "
+                 "gap; at the cohort's own gap on the same patients the whole-record run is reused.")
     return Table("table-gap", "AUROC (95% CI) by gap between prediction time and diagnosis",
-                 ["cohort", "model", *(f"{g:g} y" for g in gaps)], rows,
-                 note="Each gap rebuilds the cohort (cases: index − gap; controls: a random visit date as index), "
-                      "refits the model on the rebuilt training cohort and scores the rebuilt test cohort.")
+                 ["cohort", "model", *(f"{g:g} y" for g in gaps)], rows, note=note)
 
 
 def strata_table(cohort: str, results: Sequence[StratumResult]) -> Table:

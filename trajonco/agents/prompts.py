@@ -31,9 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
-from functools import cache
-from importlib import resources
-from string import Template
+
+from vista.prompts import PromptFolder
 
 from trajonco.cancers import CancerType
 
@@ -60,14 +59,9 @@ def horizon_text(days: int) -> str:
     return f"{days} days"
 
 
-@cache
-def load_template(name: str) -> Template:
-    """The template file ``trajonco/prompts/<name>.txt`` (cached)."""
-    try:
-        text = resources.files("trajonco.prompts").joinpath(f"{name}.txt").read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise FileNotFoundError(f"prompt template trajonco/prompts/{name}.txt does not exist") from exc
-    return Template(text)
+PROMPTS = PromptFolder("trajonco.prompts", folder="")
+load_template = PROMPTS.template
+"""The template file ``trajonco/prompts/<name>.txt`` (``string.Template``, cached)."""
 
 
 @dataclass(frozen=True, slots=True)

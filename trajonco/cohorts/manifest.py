@@ -5,6 +5,7 @@ Written as ``manifest.json`` next to ``labels/``; contains counts and summary fi
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 from pathlib import Path
 
@@ -206,3 +207,24 @@ class CohortManifest(BaseModel):
                 f" matched {report.matching.share_matched:.1%} of cases tried; case exclusions: {excluded}"
             )
         return "\n".join(lines)
+
+
+def cohort_gap_days(labels: str | Path) -> int | None:
+    """The gap (days between prediction time and diagnosis) of the cohort whose label file ``labels`` is — read from
+    ``COHORT/manifest.json`` when ``labels`` is ``COHORT/labels/<split>.parquet`` — or None for any other file (an
+    ACES table, object storage, a hand-made file). A prediction job's horizon should equal it.
+
+    >>> cohort_gap_days("s3://bucket/labels.parquet") is None
+    True
+    """
+    text = str(labels)
+    if "://" in text:
+        return None
+    manifest = Path(text).parent.parent / "manifest.json"
+    if Path(text).parent.name != "labels" or not manifest.is_file():
+        return None
+    try:
+        gap = json.loads(manifest.read_text(encoding="utf-8"))["definition"]["gap_days"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return int(gap) if isinstance(gap, int) else None

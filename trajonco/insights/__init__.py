@@ -13,7 +13,7 @@ Modules, one job each: `inputs` (read a run), `text` (TF-IDF), `topics`, `embedd
 
 from __future__ import annotations
 
-import importlib
+from vista.lazy import lazy_attributes
 
 _EXPORTS = {
     "Insights": "analysis", "compute_insights": "analysis", "InsightsInputError": "errors", "RunInputs": "inputs",
@@ -23,9 +23,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    """Import on first use, so ``trajonco.insights.cli`` (and ``trajonco --help``) loads no scikit-learn/matplotlib."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"trajonco.insights.{_EXPORTS[name]}"), name)
+__getattr__ = lazy_attributes(__name__, _EXPORTS)

@@ -2,7 +2,7 @@
 
 Only what the population insights need is kept: the label, the manager's final score, the workers' per-chunk risk
 trajectory and the final events the agents extracted. The nested columns are JSON written by
-``jobs.prediction_rows`` from `trajonco.agents.results` models, so they are parsed back into those same models;
+``trajonco.prediction_rows`` from `trajonco.agents.results` models, so they are parsed back into those same models;
 a malformed value is one `InsightsInputError` naming the file, the patient and the column.
 
 Rows without a score (``failed``/``error``) or without a label cannot be placed as case or control: they are

@@ -26,9 +26,7 @@ True
 
 from __future__ import annotations
 
-from functools import cache
-from importlib import resources
-from string import Template
+from vista.prompts import PromptFolder
 
 from trajonco.agents.prompts import horizon_text
 from trajonco.cancers import CANCERS
@@ -38,9 +36,7 @@ from trajonco.judge.runs import Candidate
 CUT_MARK = "\n[... cut to fit the judge's context ...]"
 
 
-@cache
-def _template(name: str) -> Template:
-    return Template(resources.files("trajonco.prompts").joinpath("judge", f"{name}.txt").read_text(encoding="utf-8"))
+_template = PromptFolder("trajonco.prompts", folder="judge").template
 
 
 def cancer_name(cancer: str) -> str:

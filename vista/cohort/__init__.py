@@ -10,7 +10,7 @@ Names are imported on first use, so ``vista.cohort.cli`` (the parsers) loads wit
 
 from __future__ import annotations
 
-import importlib
+from vista.lazy import lazy_attributes
 
 _EXPORTS = {
     "CohortError": "errors",
@@ -24,14 +24,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'vista.cohort' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"vista.cohort.{_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__ = lazy_attributes(__name__, _EXPORTS)

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
-from importlib import resources
 
 from vista.display.model import VariableSpec, VariableValue
 from vista.llm import Message, system, user
+from vista.prompts import PromptFolder
 
 PROMPT_NAMES = ("variables", "summary")
 SUMMARY_SENTENCES = "three to five"
-
-
-@cache
-def prompt_text(name: str) -> str:
-    """The packaged prompt ``vista/display/prompts/<name>.txt``."""
-    return resources.files("vista.display").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
+PROMPTS = PromptFolder("vista.display")
+prompt_text = PROMPTS.text
+"""The packaged prompt ``vista/display/prompts/<name>.txt``."""
 
 
 def variable_lines(specs: Sequence[VariableSpec]) -> str:

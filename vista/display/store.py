@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from vista.atomic import atomic_write_text
 from vista.display.config import DisplayConfig
 from vista.display.generate import build_display
 from vista.display.hashing import display_hash
@@ -86,12 +87,7 @@ class DisplayStore:
 
     def save(self, display: TumorBoardDisplay) -> Path:
         """Write atomically (a temp file in the same directory, then rename)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.path_of(display.subject_id)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(display.model_dump_json(indent=1), encoding="utf-8")
-        tmp.replace(path)
-        return path
+        return atomic_write_text(self.path_of(display.subject_id), display.model_dump_json(indent=1))
 
     def is_current(self, graph: PatientGraph, timeline: PatientTimeline, gateway: LLMGateway,
                    config: DisplayConfig = DisplayConfig()) -> TumorBoardDisplay | None:

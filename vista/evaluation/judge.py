@@ -17,13 +17,12 @@ Candidate answer: Stage 4A
 
 from __future__ import annotations
 
-from functools import cache
-from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from vista.display import VariableSpec
 from vista.llm import LLMGateway, LLMResult, Message, system, user
+from vista.prompts import PromptFolder
 
 JUDGE_AGENT = "judge"
 RATIONALE_MAX_CHARS = 300
@@ -38,10 +37,9 @@ class JudgeScore(BaseModel):
     rationale: str = Field(min_length=1, max_length=RATIONALE_MAX_CHARS, description="One or two short sentences.")
 
 
-@cache
 def judge_prompt() -> str:
     """The packaged rubric ``vista/evaluation/prompts/judge.txt``."""
-    return resources.files("vista.evaluation").joinpath("prompts", "judge.txt").read_text(encoding="utf-8")
+    return PromptFolder("vista.evaluation").text("judge")
 
 
 def judge_messages(spec: VariableSpec, reference: str, hint: str, candidate: str) -> list[Message]:

@@ -38,7 +38,7 @@ import pyarrow.ipc as ipc
 from vista.graph.errors import GraphFileError
 from vista.graph.graphml import graph_info
 from vista.graph.model import EDGE_SCHEMA, NODE_SCHEMA, PatientGraph
-from vista.meds.writer import atomic_path
+from vista.atomic import atomic_path
 
 COLUMNAR_FORMAT = "vista.graph.columnar/1"
 NODES_SUFFIX = ".nodes.arrow"

@@ -38,7 +38,7 @@ from vista.graph.model import (
     parse_care_sites,
     parse_providers,
 )
-from vista.meds.writer import atomic_path
+from vista.atomic import atomic_path
 from vista.records import Demographics
 from vista.timeline.xmltext import escape_attribute, escape_text
 

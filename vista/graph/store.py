@@ -69,7 +69,7 @@ from vista.graph.index import TASK_INDEX_SCHEMA, task_index_table
 from vista.graph.model import PatientGraph, attributes_text
 from vista.graph.xml_input import source_from_xml
 from vista.meds.reader import MedsDataset
-from vista.meds.writer import atomic_path
+from vista.atomic import atomic_path
 from vista.records import CodeCatalog, PatientRecord
 
 logger = logging.getLogger(__name__)

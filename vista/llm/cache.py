@@ -21,12 +21,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from vista.atomic import atomic_write_text
 from vista.llm.messages import Message
 from vista.storage import Location, is_remote, resolve
 
@@ -109,15 +108,7 @@ class ResponseCache:
         if isinstance(path, Location):  # one PUT of the whole entry
             path.write_text(json.dumps(asdict(answer), ensure_ascii=False))
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(asdict(answer), handle, ensure_ascii=False)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_text(path, json.dumps(asdict(answer), ensure_ascii=False))
 
     def __len__(self) -> int:
         if self.store is not None:

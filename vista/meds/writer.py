@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import meds
@@ -25,40 +23,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from vista.atomic import atomic_path, atomic_write_text
 from vista.meds.schema import CODE_METADATA_SCHEMA, CODES_FILE, DATA_SCHEMA, DATASET_FILE, SPLITS_FILE, SUBJECT_ID, SUBJECT_SPLIT_SCHEMA, TIME
 from vista.records import CodeInfo
 
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 UNIT = "unit"
 """Extra column of codes.parquet holding a measurement's unit (null for codes without one)."""
 
 
 class MedsWriteError(ValueError):
     """A table could not be written as MEDS (names the file and what is wrong)."""
-
-
-@contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; rename it onto ``path`` only if the block succeeds."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    try:
-        yield tmp_path
-        os.chmod(tmp_path, 0o666 & ~_UMASK)
-        os.replace(tmp_path, path)
-    except BaseException:
-        tmp_path.unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-    return Path(path)
 
 
 def _check_data(table: pa.Table, path: Path) -> pa.Table:

@@ -12,12 +12,11 @@ costed like every other agent call; a failed call is reported in the answer, nev
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
-from importlib import resources
 
-from vista.toa.timeline_view import TimelineView, timeline_view
+from vista.toa.timeline_view import TimelineView, event_line, timeline_view
 from vista.graph import PatientGraph
 from vista.llm import CallRecord, LLMGateway, Message, system, user
+from vista.prompts import PromptFolder
 from vista.query.errors import ContextTooLongError, QueryError
 from vista.query.model import (
     QueryAnswer,
@@ -28,7 +27,7 @@ from vista.query.model import (
     answer_draft_model,
     verdict_draft_model,
 )
-from vista.query.render import event_line, source_lines
+from vista.query.render import source_lines
 from vista.query.sources import open_sources, source_refs_of
 from vista.toa import PatientTimeline, TimelineEvent
 from vista.toa.refs import check_provenance
@@ -43,10 +42,9 @@ MIN_TIMELINE_TOKENS = 100
 FIT_ROUNDS = 6
 
 
-@cache
-def prompt_text(name: str) -> str:
-    """The packaged prompt ``vista/query/prompts/<name>.md``."""
-    return resources.files("vista.query").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8")
+PROMPTS = PromptFolder("vista.query", suffix=".md")
+prompt_text = PROMPTS.text
+"""The packaged prompt ``vista/query/prompts/<name>.md``."""
 
 
 def answer_messages(question: str, view_text: str) -> list[Message]:

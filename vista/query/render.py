@@ -22,26 +22,9 @@ from collections.abc import Sequence
 
 from vista.query.model import QueryAnswer, SourceEvent
 from vista.query.sources import version_tag
-from vista.toa import Episode, PatientTimeline, TimelineEvent
-
-_KIND_LABEL = {"baseline": "baseline", "diagnosis": "diagnosis", "treatment_line": "treatment line",
-               "post_oncological": "post-oncological"}
-
-
-def episode_heading(episode: Episode) -> str:
-    kind = _KIND_LABEL.get(episode.kind.value, episode.kind.value)
-    if episode.line is not None:
-        kind += f" {episode.line}"
-    return f"Episode {episode.episode_id}: {kind}, {episode.start.isoformat()} to {episode.end.isoformat()}"
-
-
-def event_line(event: TimelineEvent, *, with_refs: bool = False) -> str:
-    """``[t3] 2020-03-10 histology/adenocarcinoma: Adenocarcinoma on biopsy`` (plus ``(sources e11)`` with refs)."""
-    line = f"[{event.event_id}] {event.date.isoformat()} {event.type}/{event.subtype}: {event.description}"
-    if with_refs:
-        line += f" (sources {', '.join(event.source_event_refs)})"
-    return line
-
+from vista.toa import PatientTimeline
+from vista.toa.serialize import record_head
+from vista.toa.timeline_view import episode_header, event_line
 
 def timeline_lines(timeline: PatientTimeline, *, with_refs: bool = False) -> list[str]:
     """The timeline's events grouped under their episodes (events in no episode listed last), in date order."""
@@ -55,7 +38,7 @@ def timeline_lines(timeline: PatientTimeline, *, with_refs: bool = False) -> lis
     placed: set[str] = set()
     for episode in timeline.episodes:
         lines.append("")
-        lines.append(episode_heading(episode))
+        lines.append(episode_header(episode))
         members = [by_id[i] for i in episode.event_ids if i in by_id]
         lines.extend(event_line(e, with_refs=with_refs) for e in members)
         if not members:
@@ -73,19 +56,10 @@ def timeline_text(timeline: PatientTimeline, *, with_refs: bool = False) -> str:
     return "\n".join(timeline_lines(timeline, with_refs=with_refs))
 
 
-def _number(value: float) -> str:
-    return f"{value:.6g}"
-
-
 def source_lines(source: SourceEvent, *, with_provenance: bool = False) -> list[str]:
     """One head line (id, time, code, description, value and unit) and, for text values, the text's lines."""
     when = "static" if source.time is None else source.time.strftime("%Y-%m-%d %H:%M")
-    parts = [f"[{source.event_id}]", when, source.code]
-    if source.description:
-        parts.append(source.description)
-    if source.value is not None:
-        parts.append(f"= {_number(source.value)}" + (f" {source.unit}" if source.unit else ""))
-    head = " ".join(parts)
+    head = record_head(source.event_id, when, source.code, source.description, source.value, source.unit)
     if with_provenance:
         head += f" ({source.kind}; {source.source} {source.provenance_unit} {source.row})"
     text = [line.strip() for line in (source.text or "").splitlines() if line.strip()]

@@ -18,8 +18,6 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 
 from vista.display import STRUCTURED_VARIABLES, TumorBoardDisplay, VariableSpec, VariableValue, load_variables
 from vista.display.agent_prompts import variable_lines
@@ -28,6 +26,7 @@ from vista.display.generate import plan_groups
 from vista.display.hashing import ANSWER_FIELDS
 from vista.graph import PatientGraph
 from vista.llm import LLMGateway, LLMResult, Message, system, user
+from vista.prompts import PromptFolder
 from vista.rag.answers import RagAnswer, rag_answer_model
 from vista.rag.chunks import RecordChunk
 from vista.rag.config import RagConfig
@@ -45,10 +44,9 @@ PROMPT_ROOM_TOKENS = 1200
 """Tokens kept free in the context window for the system prompt, the variable list and the message framing."""
 
 
-@cache
-def prompt_text(name: str) -> str:
-    """The packaged prompt ``vista/rag/prompts/<name>.txt``."""
-    return resources.files("vista.rag").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
+PROMPTS = PromptFolder("vista.rag")
+prompt_text = PROMPTS.text
+"""The packaged prompt ``vista/rag/prompts/<name>.txt``."""
 
 
 @dataclass(frozen=True, slots=True)

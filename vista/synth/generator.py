@@ -31,7 +31,8 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
 from vista.meds import schema
-from vista.meds.writer import atomic_path, atomic_write_text, write_codes, write_data_shard, write_dataset_metadata, write_subject_splits
+from vista.atomic import atomic_path, atomic_write_text
+from vista.meds.writer import write_codes, write_data_shard, write_dataset_metadata, write_subject_splits
 from vista.synth import catalog
 from vista.synth.cancers import CANCER_KEYS, CANCERS
 from vista.synth.config import SynthConfig

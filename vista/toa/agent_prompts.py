@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
-from functools import cache
-from importlib import resources
 
 from vista.llm import Message, system, user
+from vista.prompts import PromptFolder
 from vista.toa.profile import EventProfile
 
-
-@cache
-def prompt_text(name: str) -> str:
-    """The packaged prompt ``vista/toa/prompts/<name>.md``."""
-    return resources.files("vista.toa").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8")
+PROMPTS = PromptFolder("vista.toa", suffix=".md")
+prompt_text = PROMPTS.text
+"""The packaged prompt ``vista/toa/prompts/<name>.md``."""
 
 
 def event_type_lines(profile: EventProfile) -> str:

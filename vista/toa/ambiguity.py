@@ -20,7 +20,7 @@ from vista.graph import NodeType, PatientGraph
 from vista.llm import LLMGateway, system, user
 from vista.toa.model import TimelineEvent
 from vista.toa.agent_prompts import prompt_text
-from vista.toa.serialize import event_line, note_lines
+from vista.toa.serialize import note_lines, record_line
 from vista.toa.unify import merge_group, ref_groups
 
 JUDGE_AGENT = "toa_merge_judge"
@@ -41,7 +41,7 @@ def _evidence(graph: PatientGraph, event: TimelineEvent, shared: frozenset[str] 
     lines = []
     for ref in sorted(event.source_event_refs, key=lambda r: r in shared):
         source = graph.event(ref)
-        lines.extend(note_lines(graph, source) if source.type is NodeType.NOTE else [event_line(source)])
+        lines.extend(note_lines(graph, source) if source.type is NodeType.NOTE else [record_line(source)])
     shown = lines[:MAX_LINES_PER_EVENT]
     return f"{event.date.isoformat()} {event.type}/{event.subtype}: {event.description}\n" + "\n".join(shown)
 

@@ -30,7 +30,7 @@ from vista.coding.model import Category
 from vista.coding.terminology import is_imaging, table_category
 from vista.toa.profile import EventProfile
 from vista.toa.agent_prompts import verification_messages
-from vista.toa.serialize import event_line, note_lines
+from vista.toa.serialize import note_lines, record_line
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ def day_lines(graph: PatientGraph, day: dt.date, last_day: dt.date | None = None
     for event in graph.events_in_order():
         if event.time is not None and day <= event.time.date() <= last:
             ids.add(event.event_id)
-            lines.extend(note_lines(graph, event) if event.type is NodeType.NOTE else [event_line(event)])
+            lines.extend(note_lines(graph, event) if event.type is NodeType.NOTE else [record_line(event)])
     return lines, frozenset(ids)
 
 

@@ -44,27 +44,31 @@ class EncounterBlock:
         return "\n".join(self.lines) + "\n"
 
 
-def _number(value: float) -> str:
-    return f"{value:.6g}"
-
-
-def event_line(event: GraphEvent) -> str:
-    """The one-line form of a non-note event: id, date, code, description and value/unit or short text."""
-    day = event.time.date().isoformat() if event.time else "static"
-    parts = [f"[{event.event_id}]", day, event.code]
-    if event.description:
-        parts.append(event.description)
-    if event.value is not None:
-        parts.append(f"= {_number(event.value)}" + (f" {event.unit}" if event.unit else ""))
-    if event.text and event.type is not NodeType.NOTE:
-        parts.append(f": {' '.join(event.text.split())}")
+def record_head(event_id: str, when: str, code: str, description: str | None, value: float | None,
+                unit: str | None) -> str:
+    """The head of a record event's line, as every prompt and printout of the record shows it: id, time, code,
+    description and value/unit (``[e1] 2020-01-05 LOINC//718-7 Hemoglobin = 11.2 g/dL``)."""
+    parts = [f"[{event_id}]", when, code]
+    if description:
+        parts.append(description)
+    if value is not None:
+        parts.append(f"= {value:.6g}" + (f" {unit}" if unit else ""))
     return " ".join(parts)
+
+
+def record_line(event: GraphEvent) -> str:
+    """The one-line form of a graph event: `record_head` (dated by day) and, for a non-note, its short text."""
+    line = record_head(event.event_id, event.time.date().isoformat() if event.time else "static", event.code,
+                       event.description, event.value, event.unit)
+    if event.text and event.type is not NodeType.NOTE:
+        line += f" : {' '.join(event.text.split())}"
+    return line
 
 
 def note_lines(graph: PatientGraph, note: GraphEvent) -> list[str]:
     """A note's line and its sections' non-blank text lines (indented; each section's header line marked ``##``)."""
     ref = f"[{note.event_id}]"
-    lines = [event_line(note)]
+    lines = [record_line(note)]
     for section in graph.sections(note):
         text = [line.strip() for line in section.text.splitlines() if line.strip()]
         if section.title:
@@ -86,7 +90,7 @@ def serialize_encounter(graph: PatientGraph, encounter: GraphEncounter) -> Encou
     ids: list[str] = []
     for event in graph.events_of(encounter):
         ids.append(event.event_id)
-        lines.extend(note_lines(graph, event) if event.type is NodeType.NOTE else [event_line(event)])
+        lines.extend(note_lines(graph, event) if event.type is NodeType.NOTE else [record_line(event)])
     return EncounterBlock(encounter.node_id, encounter.start.date(), tuple(lines), tuple(ids))
 
 

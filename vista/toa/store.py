@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from vista.atomic import atomic_write_text
 from vista.graph import PatientGraph
 from vista.llm import LLMGateway
 from vista.toa.errors import TimelineFileError
@@ -74,12 +75,7 @@ class TimelineStore:
 
     def save(self, timeline: PatientTimeline) -> Path:
         """Write atomically (temp file then rename)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.path_of(timeline.subject_id)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(timeline.model_dump_json(indent=1), encoding="utf-8")
-        tmp.replace(path)
-        return path
+        return atomic_write_text(self.path_of(timeline.subject_id), timeline.model_dump_json(indent=1))
 
     def is_current(self, graph: PatientGraph, gateway: LLMGateway, config: TOAConfig) -> PatientTimeline | None:
         """The stored timeline if a build now would give the same one: same content hash, built from this version

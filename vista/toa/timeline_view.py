@@ -71,14 +71,21 @@ class TimelineView:
     omitted: int
 
 
-def event_line(event: TimelineEvent) -> str:
-    """One timeline event on one line."""
+def event_line(event: TimelineEvent, *, with_refs: bool = False) -> str:
+    """One timeline event on one line, as every prompt and printout shows it (whitespace in the description folded):
+    ``[t3] 2020-03-10 histology/adenocarcinoma: Adenocarcinoma on biopsy``, plus ``(sources e11, e12)`` — the graph
+    ids behind the event — with ``with_refs``."""
     description = " ".join(event.description.split())
-    return f"[{event.event_id}] {event.date.isoformat()} {event.type}/{event.subtype}: {description}"
+    line = f"[{event.event_id}] {event.date.isoformat()} {event.type}/{event.subtype}: {description}"
+    if with_refs:
+        line += f" (sources {', '.join(event.source_event_refs)})"
+    return line
 
 
 def episode_header(episode: Episode) -> str:
-    kind = episode.kind.value.replace("_", " ") + (f" {episode.line}" if episode.line is not None else "")
+    """``Episode ep2: treatment line 1, 2020-04-01 to 2020-09-30`` (the heading of an episode's events)."""
+    kind = "post-oncological" if episode.kind.value == "post_oncological" else episode.kind.value.replace("_", " ")
+    kind += f" {episode.line}" if episode.line is not None else ""
     return f"Episode {episode.episode_id}: {kind}, {episode.start.isoformat()} to {episode.end.isoformat()}"
 
 

@@ -6,7 +6,7 @@ request it answers, so a test can prove that a resumed job asked nothing twice),
 request (same request, same answer) and reuse ids and dates found in the prompt, so agents' evidence links to real
 timeline elements; their clinical content is meaningless.
 
-    python -m jobs.synthetic_llm --port 8000 --latency-ms 200 --per-token-ms 2
+    python -m vista.llm.synthetic_server --port 8000 --latency-ms 200 --per-token-ms 2
     python -m jobs.predict ... --backend openai --base-url http://127.0.0.1:8000/v1 --model synthetic
 
 Requests whose messages contain one of ``fail_markers`` are rejected with HTTP 400 (a non-retryable error), to
@@ -352,7 +352,7 @@ def _error(status: int, message: str, *, code: str | int | None = None, kind: st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.synthetic_llm", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m vista.llm.synthetic_server", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free port)")

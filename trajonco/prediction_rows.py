@@ -34,8 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trajonco.agents.results import AnyCancerResult, PatientResult
 from vista.llm.errors import ENDPOINT_KINDS, RETRYABLE_KINDS
-from jobs.job_gateway import TaskUsage
-from jobs.tasks import TaskKey
+from vista.llm.task_usage import TaskUsage
+from vista.meds.task_key import TaskKey
 
 RowStatus = Literal["ok", "partial", "failed", "error"]
 RetryClass = Literal["transient", "permanent"]

@@ -1,0 +1,88 @@
+"""What one task's LLM calls cost, counted per task while many tasks share one gateway.
+
+Each call's `CallRecord` (tokens, cost, cache hit, attempts) is added to the `TaskUsage` of the task that made it,
+found through a context variable, so tasks (patients) running concurrently on one event loop never mix their bills:
+asyncio copies the variable into every sub-task started inside a `usage_scope`. A long-lived worker that counts
+usage this way keeps no per-call records (`NullLedger`), so its memory does not grow with the tasks it serves.
+
+>>> with usage_scope() as usage:
+...     record_usage(CallRecord(call_id="c1", agent="worker", model="m", prompt_tokens=900, completion_tokens=100,
+...                             attempts=2, retries=1, cost_usd=0.002))
+...     record_usage(CallRecord(call_id="c2", agent="manager", model="m", cache_hit=True, cost_usd=None), remote=True)
+>>> usage.calls, usage.cache_hits, usage.prompt_tokens, usage.retries, usage.unpriced_calls, usage.remote_calls
+(2, 1, 900, 1, 1, 1)
+>>> (usage + usage).calls
+4
+>>> record_usage(CallRecord(call_id="c3", agent="worker", model="m"))  # outside a scope: counted nowhere
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+
+from vista.llm.usage import CallRecord, UsageLedger
+
+
+@dataclass(slots=True)
+class TaskUsage:
+    """What one task's LLM calls cost: calls, cache hits, failures, tokens and dollars."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    failed_calls: int = 0
+    attempts: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    remote_calls: int = 0  # calls answered by another worker pool (e.g. a job's two-stage preprocessors)
+
+    def add(self, record: CallRecord, *, remote: bool = False) -> None:
+        self.calls += 1
+        self.cache_hits += record.cache_hit
+        self.failed_calls += not record.ok
+        self.attempts += record.attempts
+        self.retries += record.retries
+        self.prompt_tokens += record.prompt_tokens
+        self.completion_tokens += record.completion_tokens
+        self.remote_calls += remote
+        if record.cost_usd is None:
+            self.unpriced_calls += 1
+        else:
+            self.cost_usd += record.cost_usd
+
+    def __add__(self, other: TaskUsage) -> TaskUsage:
+        """Field-wise sum (e.g. a task's total over its stages)."""
+        return TaskUsage(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+
+_CURRENT_USAGE: contextvars.ContextVar[TaskUsage | None] = contextvars.ContextVar("vista_task_usage", default=None)
+
+
+@contextmanager
+def usage_scope() -> Iterator[TaskUsage]:
+    """Attribute every call made inside the block (and its asyncio sub-tasks) to a fresh `TaskUsage`."""
+    usage = TaskUsage()
+    token = _CURRENT_USAGE.set(usage)
+    try:
+        yield usage
+    finally:
+        _CURRENT_USAGE.reset(token)
+
+
+def record_usage(record: CallRecord, *, remote: bool = False) -> None:
+    """Add ``record`` to the current task's usage (no-op outside a `usage_scope`)."""
+    usage = _CURRENT_USAGE.get()
+    if usage is not None:
+        usage.add(record, remote=remote)
+
+
+class NullLedger(UsageLedger):
+    """A ledger that keeps nothing: usage is counted per task instead (bounded memory in long-lived workers)."""
+
+    def add(self, record: CallRecord) -> None:
+        return None
