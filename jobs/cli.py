@@ -54,12 +54,8 @@ def _add_forwarded(jobs: Sequence[Forwarded], tool: str):
 
 def _forward(job: Forwarded, tool: str, argv: list[str]) -> int:
     prog = f"{tool} {job.name}"
-    try:
-        options = importlib.import_module(job.options)
-    except ModuleNotFoundError:
-        options = None
-    if options is not None and any(a in ("-h", "--help") for a in argv):
-        options.build_parser(prog).parse_args(argv)  # prints the help and exits
+    if any(a in ("-h", "--help") for a in argv):
+        importlib.import_module(job.options).build_parser(prog).parse_args(argv)  # prints the help and exits
     return importlib.import_module(job.module).main(argv, prog=prog)
 
 

@@ -71,13 +71,18 @@ def drop_known_ray_false_alarms() -> None:
 
 
 def _forward(read_end: int, original: int, stop: threading.Event) -> None:
+    """Drain the pipe until the process ends: a write that fails is dropped, never a reason to stop reading (a pipe
+    nobody drains would block every later write to stderr once its buffer is full)."""
     while True:
-        ready, _, _ = select.select([read_end], [], [], 0.1)
-        if not ready:
-            if stop.is_set():
-                return
-            continue
-        chunk = os.read(read_end, 65536)
+        try:
+            ready, _, _ = select.select([read_end], [], [], 0.1)
+            if not ready:
+                if stop.is_set():
+                    return
+                continue
+            chunk = os.read(read_end, 65536)
+        except OSError:
+            return  # the pipe itself is gone (closed at exit): nothing left to drain
         if not chunk:
             return
         kept = drop_lines(chunk)
@@ -85,4 +90,4 @@ def _forward(read_end: int, original: int, stop: threading.Event) -> None:
             try:
                 os.write(original, kept)
             except OSError:
-                return
+                pass
