@@ -88,6 +88,30 @@ class RayHead:
         """Environment for a subprocess that should talk to this head (jobs, `ray job` commands)."""
         return {**os.environ, **TEST_ENV, "RAY_ADDRESS": self.gcs_address}
 
+    def wait_for_job_agent(self, timeout_s: float = 180.0) -> None:
+        """Block until the head's job agent takes submissions.
+
+        ``ray start`` returns before the dashboard agent has registered; a submission in that window fails with
+        "No available agent to submit job, please try again later" (seen on a loaded CI machine). A trivial job is
+        submitted until it is accepted, then awaited, so the test that follows meets a ready head.
+        """
+        from ray.job_submission import JobStatus, JobSubmissionClient
+
+        deadline = time.monotonic() + timeout_s
+        client = JobSubmissionClient(self.dashboard_url)
+        while True:
+            try:
+                job_id = client.submit_job(entrypoint="true")
+                break
+            except RuntimeError as error:
+                if "No available agent" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(1.0)
+        while client.get_job_status(job_id) not in {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED}:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the probe job {job_id} did not finish in {timeout_s:.0f} s")
+            time.sleep(0.5)
+
 
 @pytest.fixture(scope="session")
 def ray_head() -> Iterator[RayHead]:

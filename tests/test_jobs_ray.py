@@ -264,6 +264,7 @@ def test_build_graphs_submitted_with_ray_job_submit(cohort, ray_session, tmp_pat
         "--dataset", str(cohort["dataset"]), "--labels", str(cohort["labels"]), "--out", str(out), "--limit", "5",
         "--progress-every", "1",
     ])
+    ray_session.wait_for_job_agent()
     submitted = subprocess.run(
         [str(Path(sys.executable).with_name("ray")), "job", "submit", "--address", ray_session.dashboard_url,
          "--submission-id", f"graphs-{os.getpid()}", "--no-wait", "--", *entrypoint],
