@@ -260,7 +260,7 @@ def _peak_mb() -> float:
 
 
 def _plan(work: Path, layout: str) -> str:
-    from jobs.predict import reruns
+    from jobs.retry_policy import reruns
     from jobs.tasks import plan_tasks, read_label_tasks, task_keys
 
     keys = task_keys(read_label_tasks(work / "labels.parquet"))

@@ -18,6 +18,7 @@ its own temp dir, and stopped at the end; the endpoint runs in its own process. 
     python -m benchmarks.bench_predict_throughput [--patients 100] [--budgets 16 64 256] [--latency 0.5]
         [--variants one_stage two_stage] [--chunk-tokens 1200] [--subjects 1500] [--work DIR] [--results FILE]
     python -m benchmarks.bench_predict_throughput --patients 1000          # the full figure (long)
+    python -m benchmarks.bench_predict_throughput --patients 1000 --budgets 256 --max-concurrency 32 128
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class Figure:
     lower_s: float
     mean_in_flight: float
     exit_code: int
+    per_actor: int | None = None  # --max-concurrency given to the job (None: the job's default)
 
     @property
     def ratio(self) -> float:
@@ -179,13 +181,15 @@ def make_inputs(work: Path, subjects: int, patients: int) -> tuple[Path, Path]:
 
 # ------------------------------------------------------------------------------------------------ runs
 def run_one(args: argparse.Namespace, head: RayHead, endpoint: Endpoint, dataset: Path, labels: Path, variant: str,
-            budget: int) -> Figure:
-    out = args.work / f"out_{variant}_{budget}_{args.patients}"
+            budget: int, per_actor: int | None = None) -> Figure:
+    out = args.work / f"out_{variant}_{budget}_{per_actor or 'default'}_{args.patients}"
     shutil.rmtree(out, ignore_errors=True)
     argv = [sys.executable, "-m", "jobs.predict", "--labels", str(labels), "--dataset", str(dataset), "--out", str(out),
             "--variant", variant, "--backend", "openai", "--base-url", endpoint.base_url, "--model", "synthetic",
             "--context-tokens", "32768", "--chunk-tokens", str(args.chunk_tokens), "--in-flight", str(budget),
             "--progress-every", "30", "--address", head.address]
+    if per_actor is not None:
+        argv += ["--max-concurrency", str(per_actor)]
     env = os.environ | RAY_ENV | {"RAY_ADDRESS": head.address}
     before = endpoint.requests()
     started = time.perf_counter()
@@ -196,7 +200,7 @@ def run_one(args: argparse.Namespace, head: RayHead, endpoint: Endpoint, dataset
     print(f"  {plan}", flush=True)
     if done.returncode != 0 or not (out / "summary.json").is_file():
         print(done.stdout[-2000:], done.stderr[-2000:], sep="\n")
-        return Figure(variant, budget, args.patients, calls, wall, 0, 0, 0, 0, 0, 0, done.returncode)
+        return Figure(variant, budget, args.patients, calls, wall, 0, 0, 0, 0, 0, 0, done.returncode, per_actor)
     summary = json.loads((out / "summary.json").read_text())
     frame = pl.read_parquet(out / "predictions.parquet")
     if variant == "two_stage":
@@ -211,17 +215,17 @@ def run_one(args: argparse.Namespace, head: RayHead, endpoint: Endpoint, dataset
     busy = max(wall - startup, 1e-9)
     return Figure(variant, budget, frame.height, calls, round(wall, 1), round(startup, 1),
                   round(summary.get("first_row_s") or 0.0, 1), longest, round(bound, 1), round(lower, 1),
-                  round(calls * args.latency / busy, 1), done.returncode)
+                  round(calls * args.latency / busy, 1), done.returncode, per_actor)
 
 
 def print_table(figures: list[Figure]) -> None:
-    head = (f"{'variant':<10} {'budget':>6} {'patients':>8} {'calls':>6} {'wall s':>7} {'start s':>7} {'1st row':>7} "
+    head = (f"{'variant':<10} {'budget':>6} {'per actor':>9} {'patients':>8} {'calls':>6} {'wall s':>7} {'start s':>7} {'1st row':>7} "
             f"{'longest':>7} {'bound s':>7} {'bound/wall':>10} {'after start':>11} {'lower s':>7} {'lower/wall':>10} "
             f"{'in flight':>9}")
     print(head)
     print("-" * len(head))
     for f in figures:
-        print(f"{f.variant:<10} {f.in_flight:>6} {f.patients:>8} {f.calls:>6} {f.wall_s:>7.1f} {f.startup_s:>7.1f} "
+        print(f"{f.variant:<10} {f.in_flight:>6} {f.per_actor or 'default':>9} {f.patients:>8} {f.calls:>6} {f.wall_s:>7.1f} {f.startup_s:>7.1f} "
               f"{f.first_row_s:>7.1f} {f.longest_chain_calls:>7} {f.bound_s:>7.1f} {f.ratio:>10.2f} "
               f"{f.ratio_after_startup:>11.2f} {f.lower_s:>7.1f} {f.efficiency:>10.2f} {f.mean_in_flight:>9.1f}"
               + ("" if f.exit_code == 0 else
@@ -235,6 +239,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--subjects", type=int, default=1500, help="subjects of the generated dataset (default 1500)")
     parser.add_argument("--budgets", type=int, nargs="+", default=[16, 64, 256], help="LLM budgets (--in-flight)")
     parser.add_argument("--variants", nargs="+", default=["one_stage", "two_stage"], choices=["one_stage", "two_stage"])
+    parser.add_argument("--max-concurrency", type=int, nargs="+", default=[None], metavar="N",
+                        help="requests in flight per patient actor, each value a run (default: the job's own, "
+                             "min(budget, 32)); on a small machine fewer, busier actors leave more CPU to the rest")
     parser.add_argument("--latency", type=float, default=0.5, help="seconds the endpoint waits before each answer")
     parser.add_argument("--chunk-tokens", type=int, default=1200, help="chunk limit of the agents (default 1200)")
     parser.add_argument("--cpus", type=int, default=os.cpu_count() or 2, help="CPUs of the benchmark's Ray head")
@@ -255,8 +262,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         for variant in args.variants:
             for budget in args.budgets:
-                print(f"{variant} at {budget} in flight ...", flush=True)
-                figures.append(run_one(args, head, endpoint, dataset, labels, variant, budget))
+                for per_actor in args.max_concurrency:
+                    each = f", {per_actor} per actor" if per_actor else ""
+                    print(f"{variant} at {budget} in flight{each} ...", flush=True)
+                    figures.append(run_one(args, head, endpoint, dataset, labels, variant, budget, per_actor))
     finally:
         endpoint.stop()
         head.stop()

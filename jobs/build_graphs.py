@@ -24,14 +24,21 @@ recorded per task and stage).
 Outputs: ``--out`` is a graph store (`vista.graph.GraphStore`), so ``vista ask/source/display/evaluate --store OUT``
 open it: per task ``graphs/<bucket>/<task>.graphml`` and its columnar copy (``.nodes.arrow``/``.edges.arrow``),
 ``toa/<subject>.json`` and ``display/<subject>.json`` (a label task's under ``tasks/<bucket>/<task>/``); one node-index
-part per actor batch under ``index/``; per task its row (status, error with the stage, file, patient and field;
-counts of nodes, events, timeline events; calls, tokens and seconds per stage), written last as
-``patients/<bucket>/<task>.json`` (or ``.failed.json``) — the done marker; at the end ``patients.parquet`` (one row per
-selected task), the store's manifest (one part appended with the graphs this run changed) and ``summary.json``.
+part per actor block under ``index/``; per task its row (status, error with the stage, file, patient and field;
+counts of nodes, events, timeline events; calls, tokens and seconds per stage), written last, by the actors, into
+parquet part files under ``rows/`` (`jobs.row_parts`); at the end ``patients.parquet`` (the newest row of every task,
+a polars scan over the part files), the store's manifest (one part appended with the graphs this run changed) and
+``summary.json``.
+
+How it runs: the driver of every cohort job (`jobs.runner`: lock, manifest, plan, LLM budget, repair passes,
+consolidation, summary) with the streaming actor of `jobs.actor_base` (`jobs.vista_actor`); the options that size
+the actors are those of ``jobs.predict`` (``--in-flight``, ``--max-concurrency``, ``--actors``, ...).
 
 Resume. Rerunning the same command skips tasks that have a row and runs the rest; inside a task the graph is
 rewritten only when its content hash changed and the TOA/display stores make no call for an unchanged patient, so a
-task cut short by a kill costs nothing twice. ``--retry-failed`` reruns tasks whose row is an error or failure.
+task cut short by a kill costs nothing twice. Rows that are not ok are retried by the policy of ``--retry``
+(default transient: timeouts and LLM calls that failed; ``--retry all`` also bad input; ``--retry-failed`` is
+``--retry all``).
 The stages, their settings and the model's answer-determining settings are recorded in ``OUT/job.json``; a rerun
 with others stops with the list of differences (choose another ``--out``; graphs rebuild in milliseconds).
 Bad input — a malformed XML file, a patient without events, an event dated 2300, a subject whose rows are corrupt —
@@ -46,46 +53,35 @@ from __future__ import annotations
 
 import argparse
 import logging
-from contextlib import nullcontext
-from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
 
-from vista.llm.prices import PriceTable
-
 from jobs.build_graphs_options import build_parser
-from jobs.consolidate import consolidate
-from jobs.driver import job_main, keep_planned, label_dataset, new_run_id, stream_status
+from jobs.driver import job_main, new_run_id, task_dataset
 from jobs.errors import JobInputError
 from jobs.job_gateway import warn_if_unpriced
-from jobs.llm_budget import job_budget
+from jobs.llm_budget import BudgetRef
 from jobs.llm_options import answer_fields, check_endpoint, check_llm, llm_config, llm_configured
-from jobs.manifest import check_manifest
-from jobs.outputs import MarkerStore, OutputLock
 from jobs.patient_loader import coding_profile_for
-from jobs.progress import ProgressPrinter, ProgressTracker
-from jobs.ray_runtime import LIGHT_TASK_CPUS, RayOptions, connect, shutdown
-from jobs.resources import plan_resources
+from jobs.progress import ProgressTracker
+from jobs.ray_runtime import RayRuntime
+from jobs.resources import ResourcePlan, plan_resources
+from jobs.retry_policy import RetryCounts
+from jobs.row_parts import PartConsolidation
+from jobs.runner import CohortJob, LazyRay, Sizing, check_common_options, run_job, sized_settings, stream_actor_pool
 from jobs.summary import RunSummary
-from jobs.tasks import TaskKey, keys_table, plan_tasks, read_label_tasks, task_keys
-from jobs.vista_actor import PATIENTS, VistaActor, VistaSettings
+from jobs.tasks import TaskKey, TaskPlan, keys_table, read_label_tasks, task_keys
+from jobs.vista_actor import VistaActor, VistaSettings
 from jobs.vista_index import register_graphs
-from jobs.vista_rows import STAGES, VISTA_SCHEMA, rows_to_table, vista_row_from_json
-from jobs.vista_tasks import (
-    XmlTask,
-    check_listable,
-    dataset_task_keys,
-    list_xml_tasks,
-    subject_source,
-    unusable_shards,
-    with_null_times,
-    xml_dataset,
-)
+from jobs.vista_rows import STAGES, VISTA_KEYS, VISTA_SCHEMA
+from jobs.vista_tasks import XmlTask, check_listable, dataset_task_keys, list_xml_tasks, unusable_shards, xml_dataset
 
 log = logging.getLogger("jobs.build_graphs")
-FORMAT_VERSION = 3  # of the persisted artifacts (3: the graph store layout `vista` opens); part of the resume check
+FORMAT_VERSION = 4  # of the persisted artifacts (4: rows in part files); part of the resume check
 EXIT_SOME_FAILED = 3
+GRAPH_BLOCK_ROWS = 16
+GRAPH_ACTOR_CPUS = 0.5
 
 
 # ---------------------------------------------------------------------------------------------- settings
@@ -150,10 +146,6 @@ def build_settings(args: argparse.Namespace, run_id: str) -> VistaSettings:
     """The actors' settings from the command line (`JobInputError` for unusable values)."""
     from pydantic import ValidationError
 
-    for flag, value in (("--limit", args.limit), ("--sample", args.sample), ("--actors", args.actors),
-                        ("--patients-per-actor", args.patients_per_actor), ("--batch-size", args.batch_size)):
-        if value is not None and value < 1:
-            raise JobInputError(f"{flag} must be at least 1, not {value}")
     if args.labels is not None and args.xml_dir is not None:
         raise JobInputError("--labels goes with --dataset, not with --xml-dir")
     stages = resolve_stages(args.stages, model_configured=llm_configured(args))
@@ -176,7 +168,7 @@ def build_settings(args: argparse.Namespace, run_id: str) -> VistaSettings:
         coding_profile=coding_profile_for(args.dataset, args.coding_profile) if args.dataset else args.coding_profile,
         xml_dir=args.xml_dir.resolve() if args.xml_dir else None, stages=stages, toa=toa, display=display, llm=llm,
         patients_per_actor=args.patients_per_actor or 1, patient_timeout_s=args.patient_timeout,
-        retry_failed=args.retry_failed, run_id=run_id,
+        flush_rows=args.flush_rows, flush_s=args.flush_seconds, run_id=run_id,
     )
 
 
@@ -196,123 +188,122 @@ def fingerprint(settings: VistaSettings, labels: Path | None) -> dict[str, objec
     }
 
 
-# ---------------------------------------------------------------------------------------------- the run
-def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
-    """The whole job; returns its summary (also printed and written to ``OUT/summary.json``)."""
-    console = console or Console(width=110)
-    started_at = datetime.now().astimezone()
-    run_id = new_run_id()
-    settings = build_settings(args, run_id)
-    if settings.dataset is not None and args.labels is None:
-        check_listable(settings.dataset)  # names every unreadable shard (and a missing dataset) before Ray starts
-    elif settings.dataset is not None:
-        for problem in unusable_shards(settings.dataset):  # their label rows get error rows naming the shard
-            console.print(f"[build-graphs] warning: {problem}", markup=False, highlight=False, soft_wrap=True)
-    label_tasks = read_label_tasks(args.labels) if args.labels is not None else None
-    xml_tasks = list_xml_tasks(settings.xml_dir) if settings.xml_dir is not None else None
-    if settings.llm is not None:
-        check_llm(settings.llm)
-        check_endpoint(settings.llm)  # one line when the endpoint is unreachable, refuses the key or lacks the model
-        warn_if_unpriced(settings.llm)
-    out = settings.out
-    store = MarkerStore(out, PATIENTS)
-    with OutputLock(out):
-        check_manifest(out, "build-graphs", fingerprint(settings, args.labels),
-                       allow_code_change=args.resume_with_changed_code)
-        store.remove_stale_temporaries()
-        runtime = connect(RayOptions.from_args(args))
-        try:
-            if xml_tasks is not None:
-                keys = [t.key for t in xml_tasks]
-            elif label_tasks is not None:
-                keys = task_keys(label_tasks)
-            else:
-                keys = dataset_task_keys(settings.dataset)
-            plan = plan_tasks(keys, store.scan(), limit=args.limit, sample=args.sample, seed=args.seed,
-                              retry_failed=args.retry_failed)
-            tracker = ProgressTracker("build-graphs", to_run=len(plan.todo), skipped_before=plan.skipped)
-            if plan.todo:
-                _execute(args, settings, plan.todo, xml_tasks, tracker, runtime, console, len(plan.selected),
-                         plan.skipped)
-            else:
-                console.print(f"[build-graphs] run {run_id}: all {len(plan.selected)} selected tasks already have a row; "
-                              "consolidating only", markup=False, highlight=False, soft_wrap=True)
-        finally:
-            shutdown(runtime)
-        report = consolidate(store, plan.selected, out / "patients.parquet", parse=vista_row_from_json,
-                             to_table=rows_to_table, schema=VISTA_SCHEMA, status_of=lambda row: row.status)
-        index = register_graphs(out, report.path)
-        summary = RunSummary.from_tracker(
-            tracker, run_id=run_id, started_at=started_at, selected=len(plan.selected), skipped=plan.skipped,
-            retried=plan.retried, complete=report.complete,
-            outputs={"patients": str(report.path), "index": str(index.path)},
-            totals=dict(sorted(report.statuses.items())),
-        )
-        summary.write(out)
-    summary.print(console)
-    not_ok = sum(n for status, n in summary.totals.items() if status != "ok")
-    if not_ok:
-        console.print(f"[build-graphs] {not_ok} of {len(plan.selected)} selected tasks ended in error or failure; "
-                      f"their rows in {report.path} say why (rerun with --retry-failed to try them again)",
-                      markup=False, highlight=False, soft_wrap=True)
-    if report.missing:
-        console.print(f"[build-graphs] {len(report.missing)} selected tasks have no row yet; rerun the same command to "
-                      "finish", markup=False, highlight=False, soft_wrap=True)
-    return summary
+# ---------------------------------------------------------------------------------------------- the job
+class GraphsJob(CohortJob):
+    """The VISTA job's parts of the shared driver (`jobs.runner`)."""
+
+    name = "build-graphs"
+    output_name = "patients.parquet"
+    output_schema = VISTA_SCHEMA
+    keys = VISTA_KEYS
+
+    def __init__(self, args: argparse.Namespace, run_id: str):
+        super().__init__(args, run_id)
+        self.settings: VistaSettings
+        self.xml_tasks: list[XmlTask] | None = None
+        self.resources: ResourcePlan | None = None  # None: graph only
+        self.cluster_cpus = 0.0
+
+    def check(self) -> None:
+        args = self.args
+        check_common_options(args, {})
+        self.settings = settings = build_settings(args, self.run_id)
+        if settings.dataset is not None and args.labels is None:
+            check_listable(settings.dataset)  # names every unreadable shard (and a missing dataset) before Ray starts
+        elif settings.dataset is not None:
+            for problem in unusable_shards(settings.dataset):  # their label rows get error rows naming the shard
+                log.warning("%s", problem)
+        self.label_tasks = read_label_tasks(args.labels) if args.labels is not None else None
+        self.xml_tasks = list_xml_tasks(settings.xml_dir) if settings.xml_dir is not None else None
+        if settings.llm is not None:
+            check_llm(settings.llm)
+            check_endpoint(settings.llm)  # one line when the endpoint is unreachable, refuses the key or lacks the model
+            warn_if_unpriced(settings.llm)
+
+    def fingerprint(self) -> dict[str, object]:
+        return fingerprint(self.settings, self.args.labels)
+
+    def task_keys(self, ray: LazyRay) -> list[TaskKey]:
+        if self.xml_tasks is not None:
+            return [task.key for task in self.xml_tasks]
+        if self.label_tasks is not None:
+            return task_keys(self.label_tasks)
+        ray.runtime()  # the subjects are listed by Ray Data tasks, one per shard
+        return dataset_task_keys(self.settings.dataset)
+
+    def size(self, runtime: RayRuntime) -> Sizing:
+        args, llm = self.args, self.settings.llm
+        self.cluster_cpus = runtime.cpus
+        if llm is None:
+            return Sizing(in_flight=None)
+        self.resources = plan_resources(
+            cluster_cpus=runtime.cpus, backend=llm.backend, two_stage=False, in_flight=args.in_flight,
+            llm_concurrency=args.max_concurrency, actors=args.actors, actor_cpus=args.actor_cpus,
+            patients_per_actor=args.patients_per_actor, batch_size=args.batch_size,
+            shared_budget=llm.backend != "embedded")
+        return Sizing(in_flight=self.resources.in_flight)
+
+    def _graph_only_pool(self, runtime_cpus: float) -> tuple[int, float, int]:
+        """Actors, CPUs each and block rows of a graph-only run: CPU-bound actors, one per CPU, small blocks."""
+        args = self.args
+        return (args.actors or max(1, int(runtime_cpus)), args.actor_cpus or GRAPH_ACTOR_CPUS,
+                args.batch_size or GRAPH_BLOCK_ROWS)
+
+    def announce(self, console: Console, plan: TaskPlan, runtime: RayRuntime, retry: RetryCounts, order_s: float) -> None:
+        where = "local Ray" if runtime.started_locally else f"cluster {runtime.address}"
+        llm, resources = self.settings.llm, self.resources
+        if resources is None:
+            actors, cpus, _ = self._graph_only_pool(runtime.cpus)
+            pool, model = f"{actors} actor(s) x {cpus:g} CPU", "no LLM stage"
+        else:
+            actors = (f"{resources.actors_min}" if resources.actors_min == resources.actors_max
+                      else f"{resources.actors_min}-{resources.actors_max}")
+            pool = (f"LLM budget {resources.in_flight} in flight; {actors} actor(s) x {resources.actor_cpus:g} CPU x "
+                    f"{resources.calls_per_actor} calls, {resources.patients_per_actor} patients each")
+            model = f"model {llm.model} ({llm.backend}, {llm.base_url or 'in-process'})"
+        self.say(console, f"run {self.run_id}: {len(plan.selected)} selected, {plan.skipped} already done, "
+                          f"{len(plan.todo)} to run{self.retried_clause(plan, retry)} ({','.join(self.settings.stages)}) "
+                          f"on {where} ({runtime.cpus:g} CPUs): {pool}; {model}; retry policy: {self.policy}")
+
+    def execute(self, pending: list[TaskKey], budget: BudgetRef | None, tracker: ProgressTracker) -> None:
+        from ray.data import ActorPoolStrategy
+
+        settings, resources = self.settings, self.resources
+        if resources is None:
+            actors, cpus, block_rows = self._graph_only_pool(self.cluster_cpus)
+            compute = ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=2, max_concurrent_calls_per_actor=2)
+            memory = None  # graph only: no LLM, no budget
+        else:
+            settings = sized_settings(settings, resources, budget)
+            cpus, block_rows, memory = resources.actor_cpus, resources.block_rows, resources.actor_memory
+            compute = ActorPoolStrategy(min_size=resources.actors_min, max_size=resources.actors_max,
+                                        max_tasks_in_flight_per_actor=resources.tasks_per_actor,
+                                        max_concurrent_calls_per_actor=resources.tasks_per_actor)
+        if self.xml_tasks is not None:
+            wanted = set(pending)
+            work = xml_dataset([task for task in self.xml_tasks if task.key in wanted], block_rows)
+        else:
+            work = task_dataset(keys_table(pending), block_rows)
+        stream_actor_pool(self, work, VistaActor, {"settings": settings}, compute=compute, num_cpus=cpus,
+                          memory=memory, block_rows=block_rows, tracker=tracker,
+                          stall_hint=lambda: _stall_hint(settings, cpus))
+
+    def finish(self, report: PartConsolidation) -> dict[str, str]:
+        index = register_graphs(self.out, Path(report.path))
+        return {"index": str(index.path)}
 
 
-def _execute(args: argparse.Namespace, settings: VistaSettings, todo: list[TaskKey], xml_tasks: list[XmlTask] | None,
-             tracker: ProgressTracker, runtime, console: Console, selected: int, skipped: int) -> None:
-    from ray.data import ActorPoolStrategy
-
+def _stall_hint(settings: VistaSettings, cpus: float) -> str:
     llm = settings.llm
-    if llm is None:  # graph only: CPU-bound actors, one per CPU, small batches
-        actors = args.actors or max(1, int(runtime.cpus))
-        actor_cpus = args.actor_cpus if args.actor_cpus is not None else 0.5
-        batch_size = args.batch_size or 16
-        compute = ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=2)
-        model = "no LLM stage"
-    else:
-        resources = plan_resources(
-            cluster_cpus=runtime.cpus, backend=llm.backend, two_stage=False, llm_concurrency=llm.max_concurrency,
-            actors=args.actors, actor_cpus=args.actor_cpus, patients_per_actor=args.patients_per_actor,
-            batch_size=args.batch_size)
-        if resources.model_threads is not None and llm.threads is None:
-            llm = llm.with_overrides({"threads": resources.model_threads})
-        settings = settings.model_copy(update={"llm": llm, "patients_per_actor": resources.patients_per_actor})
-        actors, actor_cpus, batch_size = resources.actors, resources.actor_cpus, resources.batch_size
-        compute = ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=2, max_concurrent_calls_per_actor=2,
-                                    enable_true_multi_threading=True)
-        model = f"model {llm.model} ({llm.backend}, {llm.base_url or 'in-process'})"
-    where = "local Ray" if runtime.started_locally else f"cluster {runtime.address}"
-    console.print(f"[build-graphs] run {settings.run_id}: {selected} selected, {skipped} already done, {len(todo)} to run "
-                  f"({','.join(settings.stages)}) on {where} ({runtime.cpus:g} CPUs): {actors} actor(s) x "
-                  f"{actor_cpus:g} CPU; {model}", markup=False, highlight=False, soft_wrap=True)
-    planned = keys_table(todo)
-    if xml_tasks is not None:
-        wanted = set(todo)
-        work = xml_dataset([t for t in xml_tasks if t.key in wanted], batch_size)
-    elif args.labels is not None:
-        work = label_dataset(args.labels, planned, batch_size)
-    else:
-        work = subject_source(settings.dataset).map_batches(
-            with_null_times, batch_format="pyarrow", batch_size=None, num_cpus=LIGHT_TASK_CPUS,
-        ).map_batches(
-            keep_planned, fn_kwargs={"planned": planned}, batch_format="pyarrow", batch_size=None,
-            num_cpus=LIGHT_TASK_CPUS,
-        ).repartition(target_num_rows_per_block=batch_size)
-    budget_scope = nullcontext() if llm is None else job_budget(
-        llm, run_id=settings.run_id, in_flight=resources.in_flight, requests_per_s=args.requests_per_second,
-        tokens_per_min=args.tokens_per_minute)
-    with budget_scope as budget:  # every actor's LLM requests ask the job's budget; its figures stay in budget.final
-        if budget is not None:
-            settings = settings.model_copy(update={"llm_budget": budget.ref})
-            prices = PriceTable.load(llm.prices_path)
-            tracker.live_source = lambda: budget.live(prices, llm.model)
-        results = work.map_batches(VistaActor, fn_constructor_kwargs={"settings": settings}, batch_size=batch_size,
-                                   batch_format="pyarrow", compute=compute, num_cpus=actor_cpus)
-        with ProgressPrinter(tracker, interval_s=args.progress_every):
-            stream_status(results, tracker)
+    where = ("" if llm is None else
+             f"that {llm.base_url or ('the embedded model' if llm.backend == 'embedded' else 'the OpenAI API')} answers and ")
+    return (f"check {where}that the cluster has room for the actors ({cpus:g} CPU each); raise --stall-timeout if "
+            "single patients take longer")
+
+
+def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
+    """The whole job (`jobs.runner.run_job`); returns its summary (also printed and written to ``OUT/summary.json``)."""
+    return run_job(GraphsJob(args, new_run_id()), console)
 
 
 def exit_status(summary: RunSummary) -> int:

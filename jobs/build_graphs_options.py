@@ -14,9 +14,10 @@ from pathlib import Path
 from vista.cli import add_profile_option
 from vista.cli_kit import ArgumentParser, HelpFormatter, local_path
 
+from jobs.job_options import add_run_arguments, add_selection_arguments, add_verbose_argument
 from jobs.llm_options import add_llm_arguments
-from jobs.manifest import add_manifest_arguments
 from jobs.ray_runtime import add_ray_arguments
+from jobs.resources import add_resource_arguments
 
 DESCRIPTION = """\
 Build a cohort's MEDS Graphs, TOA timelines and tumor-board displays on Ray, into a graph store that `vista ask`,
@@ -46,14 +47,7 @@ def build_parser(prog: str = "python -m jobs.build_graphs") -> argparse.Argument
     io.add_argument("--labels", type=local_path, help="with --dataset: MEDS label parquet, one task per row cut at its "
                     "prediction_time (default: every subject, whole record)")
 
-    pick = parser.add_argument_group("which patients")
-    chosen = pick.add_mutually_exclusive_group()
-    chosen.add_argument("--limit", type=int, help="only the first N tasks in (subject_id, prediction_time) order "
-                        "(XML: in file-key order)")
-    chosen.add_argument("--sample", type=int, help="a random sample of N tasks (seeded by --seed)")
-    pick.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
-    pick.add_argument("--retry-failed", action="store_true", help="run again the tasks whose earlier row is an error or "
-                      "a failure")
+    add_selection_arguments(parser, order_note=" (XML: in file-key order)")
 
     stages = parser.add_argument_group("stages")
     stages.add_argument("--stages", default="auto", help="comma-separated subset of graph,toa,display (graph is always "
@@ -79,23 +73,9 @@ def build_parser(prog: str = "python -m jobs.build_graphs") -> argparse.Argument
 
     add_llm_arguments(parser)
 
-    actors = parser.add_argument_group("actors")
-    actors.add_argument("--actors", type=int, help="VISTA actors (default: graph only, one per CPU; with LLM stages, "
-                        "as jobs.predict: 4 for HTTP endpoints, one per spare CPU for the embedded model)")
-    actors.add_argument("--actor-cpus", type=float, help="CPUs each actor asks for (default: 0.5 for graph only; with "
-                        "LLM stages, 0.25 for HTTP endpoints and 0.5-1 for the embedded model)")
-    actors.add_argument("--patients-per-actor", type=int, help="patients whose LLM stages an actor runs at once "
-                        "(default: the gateway's max_concurrency; 2 for the embedded model)")
-    actors.add_argument("--batch-size", type=int, help="tasks handed to an actor per Ray Data batch (default: 16 for "
-                        "graph only, else --patients-per-actor)")
-
-    run = parser.add_argument_group("run")
-    run.add_argument("--patient-timeout", type=float, default=3600.0,
-                     help="seconds after which a task's LLM stages still running give an error row (default 3600)")
-    run.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines (default 10; "
-                     "0: only at the end)")
-    add_manifest_arguments(parser)
+    add_resource_arguments(parser, two_stage_options=False,
+                           note="with the graph stage only: one actor per CPU, 0.5 CPU each, blocks of 16")
+    add_run_arguments(parser, task="task's LLM stage")
     add_ray_arguments(parser)
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="debug logging, and Ray's own logs (start-up, warnings, progress bars); quiet by default")
+    add_verbose_argument(parser)
     return parser

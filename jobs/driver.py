@@ -1,9 +1,7 @@
 """What every job's driver does around its Ray Data pipeline: run ids, the work dataset, the status stream.
 
-The work dataset holds task keys only. ``predict`` builds it from the planned tasks the driver already holds
-(`task_dataset`: blocks in the driver's scheduling order, no Ray Data read or repartition task, so nothing but the
-actors needs a CPU); ``build-graphs`` builds it the same way from its label file (`label_dataset`), or reads it
-with Ray Data from the subjects listed in the MEDS shards, filtered to the planned tasks and cut into small blocks.
+The work dataset holds task keys only, built from the planned tasks the driver already holds (`task_dataset`: blocks
+in the driver's scheduling order, no Ray Data read or repartition task, so nothing but the actors needs a CPU).
 The driver never holds patients' rows: actors read them from the MEDS dataset and write their outputs; the driver
 only consumes one short status row per task, on a thread, while its main thread watches for a stall (`stream_status`).
 """
@@ -14,43 +12,17 @@ import secrets
 import threading
 from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from jobs.errors import JobError
 from jobs.progress import ProgressTracker
-from jobs.tasks import BOOLEAN_VALUE, PREDICTION_TIME, SUBJECT_ID, TASK_SCHEMA, read_label_tasks
+from jobs.tasks import BOOLEAN_VALUE, TASK_SCHEMA
 
 
 def new_run_id(now: datetime | None = None) -> str:
     """A sortable, unique run id such as ``20261130T141503-3fa2``."""
     return f"{(now or datetime.now()).strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(2)}"
-
-
-def keep_planned(batch: pa.Table, planned: pa.Table) -> pa.Table:
-    """The rows of ``batch`` whose (subject_id, prediction_time) is in ``planned``, as `TASK_SCHEMA` columns."""
-    if PREDICTION_TIME not in batch.column_names:
-        batch = batch.append_column(PREDICTION_TIME, pa.nulls(batch.num_rows, pa.timestamp("us")))
-    if BOOLEAN_VALUE not in batch.column_names:
-        batch = batch.append_column(BOOLEAN_VALUE, pa.nulls(batch.num_rows, pa.bool_()))
-    batch = batch.select(TASK_SCHEMA.names).cast(TASK_SCHEMA)
-    if planned.column(PREDICTION_TIME).null_count == planned.num_rows:  # tasks without prediction times
-        mask = pc.is_in(batch.column(SUBJECT_ID), value_set=planned.column(SUBJECT_ID))
-        return batch.filter(mask)
-    marked = planned.select([SUBJECT_ID, PREDICTION_TIME]).append_column("_planned", pa.repeat(True, planned.num_rows))
-    joined = batch.join(marked, keys=[SUBJECT_ID, PREDICTION_TIME], join_type="inner")
-    return joined.select(TASK_SCHEMA.names).cast(TASK_SCHEMA)
-
-
-def label_dataset(labels: Path, planned: pa.Table, block_rows: int):
-    """Ray Data: the label file's planned tasks, in blocks of at most ``block_rows`` rows.
-
-    The file is read on the driver by `read_label_tasks` (task keys only, a few MB), so the job runs exactly the rows
-    it checked, whichever label layout the file has (MEDS labels, ACES's ``index_timestamp``/``label`` columns).
-    """
-    return task_dataset(keep_planned(read_label_tasks(labels), planned), block_rows)
 
 
 MAX_BLOCKS = 1000
@@ -78,13 +50,16 @@ def block_sizes(rows: int, small: int, *, head: int = 0, max_blocks: int = MAX_B
 
 
 def task_dataset(tasks: pa.Table, block_rows: int, *, head_rows: int = 0, max_blocks: int = MAX_BLOCKS):
-    """Ray Data: ``tasks`` (`TASK_SCHEMA` rows, in the order they should start) as blocks (`block_sizes`).
+    """Ray Data: ``tasks`` (`TASK_SCHEMA` rows, in the order they should start; a missing ``boolean_value`` is
+    null) as blocks (`block_sizes`).
 
     The blocks are put into the object store by the driver and handed to the actors in this order; no Ray Data
     task runs before the actors (a read or a repartition would need a CPU the actors may hold).
     """
     import ray.data
 
+    if BOOLEAN_VALUE not in tasks.column_names:
+        tasks = tasks.append_column(BOOLEAN_VALUE, pa.nulls(tasks.num_rows, pa.bool_()))
     tasks = tasks.select(TASK_SCHEMA.names).cast(TASK_SCHEMA)
     blocks, start = [], 0
     for size in block_sizes(tasks.num_rows, block_rows, head=head_rows, max_blocks=max_blocks):

@@ -1,22 +1,11 @@
-"""The predict job's stateful Ray Data UDF: an async generator per actor, holding the dataset reader, the LLM gateway
-and the actor's part-file writer.
+"""The predict job's stateful Ray Data UDF: `jobs.actor_base.TaskActor` whose work item is one label row and its
+patient's record, and whose run is the TrajOnco chain.
 
-Streaming, not batch by batch. Each call receives a small block of tasks (label rows), reads those patients from
-the MEDS dataset (one targeted read per block, `jobs.patient_loader`) and starts every one of them as soon as one of
-the actor's ``patients_per_actor`` slots is free; Ray Data keeps ``tasks_per_actor`` blocks in flight per actor
-(its Ray ``max_concurrency``), so patients of the next blocks are already waiting when a slot frees — a slow
-patient holds its slot only, never its block's other slots. Each patient's status row is yielded the moment it is
-done. (Ray Data 2.60 gathers an async generator's rows per call before passing them downstream, for
-deterministic output order; small blocks keep that wait short, and it delays only the driver's progress count,
-not the next patient nor the row's write.)
-
-Outputs. A finished task's row (`trajonco.prediction_rows`: the prediction columns, plus the whole result and usage as
-JSON) goes to the actor's `jobs.row_parts.PartWriter`, which writes a part file when it holds ``flush_rows``
-rows, when the oldest has waited ``flush_s`` seconds (a background task on the actor's event loop), and whenever
-the actor has no task left running — so the last call to finish on an actor has written every row before its own
-status reaches the driver, and a job that ends has every row on disk. A task that raises (bad data, a timeout, a
-bug) gets an error row and the others go on. An actor killed mid-run loses at most its unwritten rows; the driver
-runs those tasks again, and the LLM response cache answers their calls for free.
+A block's patients are read with one targeted MEDS read (`jobs.patient_loader`); each patient then runs the
+configured variant (or the any-cancer assessment) within the per-patient time limit, its LLM calls counted in a
+usage scope. The row (`trajonco.prediction_rows`: the prediction columns, plus the whole result and usage as JSON)
+goes to the actor's part files. A task that raises (bad data, a timeout, a bug) gets an error row and the others go
+on; an `LLMEndpointFailure` (the job's budget stopped the job) stops the actor and the job.
 """
 
 from __future__ import annotations
@@ -24,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -40,13 +29,12 @@ from vista.llm.task_usage import TaskUsage, usage_scope
 from vista.records import PatientRecord
 from vista.storage import normalize
 
-from jobs.job_gateway import JobGateway, job_llm_gateway
+from jobs.actor_base import TaskActor
 from jobs.llm_budget import BudgetRef
-from jobs.patient_loader import Loaded, PatientLoader
+from jobs.patient_loader import Loaded
 from jobs.preprocess_pool import PreprocessorPool
-from jobs.progress import StatusRow, status_table
-from jobs.row_parts import PartWriter
-from jobs.tasks import BOOLEAN_VALUE, TaskKey, task_keys
+from jobs.progress import StatusRow
+from jobs.tasks import BOOLEAN_VALUE, TaskKey
 
 log = logging.getLogger(__name__)
 
@@ -84,102 +72,50 @@ class PredictSettings(BaseModel):
                           model=self.llm.model, threshold=self.threshold, run_id=self.run_id)
 
 
-class PredictActor:
+@dataclass(frozen=True, slots=True)
+class _Work:
+    key: TaskKey
+    label: bool | None
+    loaded: Loaded
+
+
+class PredictActor(TaskActor[_Work]):
     """Runs prediction tasks as they arrive (see the module docstring)."""
 
+    part_schema = PART_SCHEMA
+
     def __init__(self, settings: PredictSettings, pool: PreprocessorPool | None = None):
-        self.settings = settings
-        self.pool = pool
+        super().__init__(settings, dataset=settings.dataset, coding_profile=settings.coding_profile, pool=pool)
         self.context = settings.row_context()
-        self.loader = PatientLoader(settings.dataset, settings.coding_profile)
-        self.catalog = self.loader.catalog()
-        self.parts = PartWriter(settings.out, run_id=settings.run_id, schema=PART_SCHEMA, flush_rows=settings.flush_rows,
-                                flush_s=settings.flush_s)
-        # made on the first call, on the event loop Ray Data runs this UDF on (HTTP clients belong to their loop)
-        self.gateway: JobGateway | None = None
-        self.slots: asyncio.Semaphore | None = None
-        self._starting: asyncio.Lock | None = None
-        self._flusher: asyncio.Task | None = None
-        self.active = 0  # tasks received and not finished, over every call
 
-    async def _start_gateway(self) -> JobGateway:
-        """The actor's gateway (asks the endpoint's context window, or loads an embedded model, once per actor)."""
-        gateway = job_llm_gateway(self.settings.llm, job_id=self.settings.run_id, budget=self.settings.llm_budget)
-        await gateway.discover_context_tokens()
-        return JobGateway(gateway, remote=self.pool)
-
-    async def _ready(self) -> JobGateway:
-        if self._starting is None:
-            self._starting = asyncio.Lock()
-        async with self._starting:
-            if self.gateway is None:
-                self.gateway = await self._start_gateway()
-                self.slots = asyncio.Semaphore(self.settings.patients_per_actor)
-                self._flusher = asyncio.get_running_loop().create_task(self._flush_when_due())
-        return self.gateway
-
-    async def __call__(self, batch: pa.Table) -> AsyncIterator[pa.Table]:
-        keys = task_keys(batch)
+    async def prepare(self, batch: pa.Table, keys: list[TaskKey]) -> list[_Work]:
         labels = batch.column(BOOLEAN_VALUE).to_pylist() if BOOLEAN_VALUE in batch.column_names else [None] * len(keys)
-        self.active += len(keys)
-        try:
-            await self._ready()
-            records = await asyncio.to_thread(self.loader.load, [key.subject_id for key in keys])
-            running = [asyncio.ensure_future(self._run_one(key, label, records[key.subject_id]))
-                       for key, label in zip(keys, labels)]
+        records = await asyncio.to_thread(self.loader.load, [key.subject_id for key in keys])
+        return [_Work(key, label, records[key.subject_id]) for key, label in zip(keys, labels)]
+
+    async def run(self, work: _Work) -> tuple[dict[str, object], StatusRow]:
+        key, label = work.key, work.label
+        started = time.perf_counter()
+        started_at = datetime.now(timezone.utc)
+        result: PatientResult | AnyCancerResult | None = None
+        with usage_scope() as usage:
             try:
-                for finished in asyncio.as_completed(running):
-                    yield status_table([await finished])
-            finally:
-                for task in running:
-                    task.cancel()
-        finally:
-            self.active -= len(keys)
-            if self.active == 0:  # nothing left running here: write every row before this call's status leaves
-                await asyncio.to_thread(self.parts.flush)
-
-    async def _flush_when_due(self) -> None:
-        period = min(1.0, self.settings.flush_s / 2)
-        while True:
-            await asyncio.sleep(period)
-            if self.parts.due():
-                try:
-                    await asyncio.to_thread(self.parts.flush)
-                except OSError:  # kept in the buffer; the next flush tries again
-                    log.warning("could not write a part file of %d rows; will retry", self.parts.pending, exc_info=True)
-
-    async def _run_one(self, key: TaskKey, label: bool | None, loaded: Loaded) -> StatusRow:
-        assert self.slots is not None
-        async with self.slots:
-            started = time.perf_counter()
-            started_at = datetime.now(timezone.utc)
-            result: PatientResult | AnyCancerResult | None = None
-            with usage_scope() as usage:
-                try:
-                    if not isinstance(loaded, PatientRecord):
-                        raise loaded
-                    result = await self._assess(loaded, key)
-                    row = row_from_result(key, label, result, usage, self.context, wall_s=time.perf_counter() - started,
-                                          started_at=started_at)
-                except LLMEndpointFailure:  # the job's budget stopped the job: no row, the actor and the job stop
-                    raise
-                except Exception as exc:  # noqa: BLE001 - failure isolation: any problem becomes this task's error row
-                    result = None
-                    row = self._error_row(key, label, exc, usage, started, started_at)
-        self.parts.add(part_record(row, result, usage))
-        if self.parts.due():
-            await asyncio.to_thread(self.parts.flush)
-        return StatusRow(row.subject_id, row.prediction_time, row.status, row.error_kind, row.llm_calls, row.cache_hits,
-                         row.prompt_tokens, row.completion_tokens, row.cost_usd, row.unpriced_calls, row.wall_s,
-                         started_at.timestamp())
+                if not isinstance(work.loaded, PatientRecord):
+                    raise work.loaded
+                result = await self._assess(work.loaded, key)
+                row = row_from_result(key, label, result, usage, self.context, wall_s=time.perf_counter() - started,
+                                      started_at=started_at)
+            except LLMEndpointFailure:  # the job's budget stopped the job: no row, the actor and the job stop
+                raise
+            except Exception as exc:  # noqa: BLE001 - failure isolation: any problem becomes this task's error row
+                result = None
+                row = self._error_row(key, label, exc, usage, started, started_at)
+        return part_record(row, result, usage), StatusRow.of(key, row, started_at)
 
     async def _assess(self, record: PatientRecord, key: TaskKey) -> PatientResult | AnyCancerResult:
         runner = run_any_cancer if self.settings.any_cancer else run_patient
         coro = runner(record, self.catalog, self.gateway, self.settings.pipeline, prediction_time=key.prediction_time)
-        try:
-            return await asyncio.wait_for(coro, self.settings.patient_timeout_s)
-        except TimeoutError:
-            raise TimeoutError(f"subject {key.subject_id}: not finished within {self.settings.patient_timeout_s:g} s") from None
+        return await self.within_time_limit(coro, f"subject {key.subject_id}")
 
     def _error_row(self, key: TaskKey, label: bool | None, exc: Exception, usage: TaskUsage, started: float,
                    started_at: datetime) -> PredictionRow:
@@ -188,11 +124,3 @@ class PredictActor:
         log.warning("subject %s: error row (%s, %s)", key.subject_id, row.error_kind, type(exc).__name__)
         log.debug("subject %s failed", key.subject_id, exc_info=exc)
         return row
-
-    def __del__(self) -> None:  # a graceful actor exit (Ray Data scaling the pool down): write what is buffered
-        parts = getattr(self, "parts", None)
-        if parts is not None and parts.pending:
-            try:
-                parts.flush()
-            except Exception:  # noqa: BLE001 - best effort at exit; the driver reruns tasks without a row
-                log.warning("could not write %d buffered rows at actor exit", parts.pending, exc_info=True)

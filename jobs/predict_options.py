@@ -13,12 +13,10 @@ import argparse
 from vista.cli import add_profile_option
 from vista.cli_kit import ArgumentParser, HelpFormatter
 
+from jobs.job_options import add_run_arguments, add_selection_arguments, add_verbose_argument
 from jobs.llm_options import add_llm_arguments
-from jobs.manifest import add_manifest_arguments
 from jobs.ray_runtime import add_ray_arguments
 from jobs.resources import add_resource_arguments
-
-RETRY_POLICIES = ("transient", "all", "none")
 
 DESCRIPTION = """\
 Run the TrajOnco agents over a cohort on Ray: one prediction row per patient, resumable without paying twice.
@@ -67,16 +65,7 @@ def build_parser(prog: str = "python -m jobs.predict") -> argparse.ArgumentParse
     io.add_argument("--threshold", type=float, default=0.5,
                     help="predicted_boolean_value = risk/10 >= threshold (default 0.5, i.e. risk >= 5)")
 
-    pick = parser.add_argument_group("which patients")
-    chosen = pick.add_mutually_exclusive_group()
-    chosen.add_argument("--limit", type=int, help="only the first N tasks in (subject_id, prediction_time) order")
-    chosen.add_argument("--sample", type=int, help="a random sample of N tasks (seeded by --seed; same N and seed, same tasks)")
-    pick.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
-    pick.add_argument("--retry", choices=RETRY_POLICIES, default=None,
-                      help="which tasks with a row that is not ok run again: transient (default: failures that may "
-                           "pass — rate limit, timeout, server error, connection), all (permanent ones too: bad "
-                           "answers, rejected requests, bad data), none")
-    pick.add_argument("--retry-failed", action="store_true", help="same as --retry all (kept for older commands)")
+    pick = add_selection_arguments(parser)
     pick.add_argument("--order", choices=["longest", "key"], default="longest",
                       help="order tasks start in: longest (default: longest estimated chain first) or key "
                            "(subject_id, prediction_time)")
@@ -116,23 +105,9 @@ def build_parser(prog: str = "python -m jobs.predict") -> argparse.ArgumentParse
     add_llm_arguments(parser)
 
     add_resource_arguments(parser)
-    run = parser.add_argument_group("run")
-    run.add_argument("--patient-timeout", type=float, default=3600.0,
-                     help="seconds after which a patient still running gets an error row (default 3600)")
+    run = add_run_arguments(parser, task="patient")
     run.add_argument("--stage-timeout", type=float, help="two-stage: seconds to wait for one preprocessor call from "
                      "the pool (default: the LLM retry budget + request timeout + 30)")
-    run.add_argument("--stall-timeout", type=float, help="stop the job (exit 4) when no patient finishes for this many "
-                     "seconds (default: --patient-timeout + 600, so a slow patient is never mistaken for a stall)")
-    run.add_argument("--startup-timeout", type=float, default=600.0, help="seconds the first patient actors may take "
-                     "to start (resources found, process up) before the job stops (default 600)")
-    run.add_argument("--flush-rows", type=int, default=256, help="rows an actor buffers before writing a part file "
-                     "(default 256)")
-    run.add_argument("--flush-seconds", type=float, default=10.0, help="longest a finished row waits in an actor "
-                     "before it is written (default 10)")
-    run.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines (default 10; 0: "
-                     "only at the end)")
-    add_manifest_arguments(run)
     add_ray_arguments(parser)
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="debug logging, and Ray's own logs (start-up, warnings, progress bars); quiet by default")
+    add_verbose_argument(parser)
     return parser

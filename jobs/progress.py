@@ -26,6 +26,8 @@ from typing import TextIO
 
 import pyarrow as pa
 
+from vista.meds.task_key import TaskKey
+
 STATUS_SCHEMA = pa.schema([
     pa.field("subject_id", pa.int64()),
     pa.field("prediction_time", pa.timestamp("us")),
@@ -79,6 +81,18 @@ class StatusRow:
     unpriced_calls: int
     wall_s: float
     started_at: float | None = None
+
+    @classmethod
+    def of(cls, key: TaskKey, row: object, started_at: datetime | None = None) -> StatusRow:
+        """The status of a finished task from its row (any row with the status, usage and ``wall_s`` columns: a
+        `trajonco.prediction_rows.PredictionRow`, a `jobs.vista_rows.VistaRow`)."""
+        figures = (getattr(row, name) for name in _ROW_FIGURES)
+        return cls(key.subject_id, key.prediction_time, *figures, started_at.timestamp() if started_at else None)
+
+
+_ROW_FIGURES = ("status", "error_kind", "llm_calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd",
+                "unpriced_calls", "wall_s")
+"""The fields of `StatusRow` a job's row supplies, in order."""
 
 
 def status_table(rows: list[StatusRow]) -> pa.Table:

@@ -97,8 +97,10 @@ class ResourcePlan:
         return self.actors_min * self.actor_cpus + self.preprocess_actors * self.preprocess_cpus
 
 
-def add_resource_arguments(parser: argparse.ArgumentParser, *, two_stage_options: bool = True) -> None:
-    group = parser.add_argument_group("actors (sized from the LLM budget)")
+def add_resource_arguments(parser: argparse.ArgumentParser, *, two_stage_options: bool = True,
+                           note: str | None = None) -> None:
+    """The options that size a job's actors; ``note`` (e.g. a job's defaults without an LLM) goes under the title."""
+    group = parser.add_argument_group("actors (sized from the LLM budget)", description=note)
     group.add_argument("--in-flight", type=int, help=f"the job's LLM budget: requests in flight at once over every "
                        f"actor (default {DEFAULT_IN_FLIGHT}); actors = budget / --max-concurrency")
     group.add_argument("--actors", type=int, help="patient actors (default: enough for --in-flight at --max-concurrency "

@@ -50,8 +50,26 @@ from jobs.tasks import PREDICTION_TIME, SUBJECT_ID, TaskKey
 
 ROWS = "rows"
 """Folder of the part files under the output directory."""
-KEY_COLUMNS = (SUBJECT_ID, PREDICTION_TIME)
 ORDER_COLUMN = "finished_at"
+
+
+@dataclass(frozen=True, slots=True)
+class RowKeys:
+    """The two part-file columns that name a task: its subject (an int) and its prediction time (or null).
+
+    The predict job's rows name the task by ``subject_id``; the VISTA job's by ``task_id``, because a row's
+    ``subject_id`` there is the patient an XML file turned out to hold, not the task (the file) itself.
+    """
+
+    subject: str = SUBJECT_ID
+    time: str = PREDICTION_TIME
+
+    @property
+    def columns(self) -> list[str]:
+        return [self.subject, self.time]
+
+
+TASK_KEYS = RowKeys()
 
 
 class PartWriter:
@@ -156,11 +174,11 @@ def remove_stale_temporaries(root: Path | str) -> int:
     return removed
 
 
-def _latest(files: list[Location], columns: Iterable[str]) -> pl.LazyFrame:
+def _latest(files: list[Location], columns: Iterable[str], keys: RowKeys) -> pl.LazyFrame:
     """The newest row of each task, with ``columns`` (the key and ``finished_at`` are always included)."""
-    wanted = list(dict.fromkeys([*KEY_COLUMNS, ORDER_COLUMN, *columns]))
+    wanted = list(dict.fromkeys([*keys.columns, ORDER_COLUMN, *columns]))
     return (scan_parquet(files).select(wanted).sort(ORDER_COLUMN, nulls_last=False)
-            .unique(subset=list(KEY_COLUMNS), keep="last", maintain_order=False))
+            .unique(subset=keys.columns, keep="last", maintain_order=False))
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,15 +191,15 @@ class RowState:
     error_kind: str | None = None
 
 
-def latest_states(root: Path | str) -> dict[TaskKey, RowState]:
+def latest_states(root: Path | str, keys: RowKeys = TASK_KEYS) -> dict[TaskKey, RowState]:
     """Each task with a row, and its newest row's status and retry class (reads four small columns only)."""
     files = _part_locations(root)
     if not files:
         return {}
-    frame = _latest(files, ["status", "retry_class", "run_id", "error_kind"]).collect(engine="streaming")
+    frame = _latest(files, ["status", "retry_class", "run_id", "error_kind"], keys).collect(engine="streaming")
     return {
         TaskKey(int(s), t): RowState(status, retry, run, kind)
-        for s, t, status, retry, run, kind in zip(frame[SUBJECT_ID].to_list(), frame[PREDICTION_TIME].to_list(),
+        for s, t, status, retry, run, kind in zip(frame[keys.subject].to_list(), frame[keys.time].to_list(),
                                                   frame["status"].to_list(), frame["retry_class"].to_list(),
                                                   frame["run_id"].to_list(), frame["error_kind"].to_list())
     }
@@ -203,9 +221,10 @@ class PartConsolidation:
 
 
 def consolidate_parts(root: Path | str, path: Path | str, selected: Iterable[TaskKey], *, schema: pa.Schema,
-                      chunk_rows: int = 10_000) -> PartConsolidation:
+                      keys: RowKeys = TASK_KEYS, chunk_rows: int = 10_000) -> PartConsolidation:
     """Write the newest row of every task with a row (not only this run's selection: a rerun with a smaller
     ``--limit`` keeps the others) to ``path`` in key order, atomically; report the selected tasks without one.
+    ``schema`` is the consolidated file's: the part files' columns, or some of them (the task key may be left out).
 
     The scan runs key range by key range (``chunk_rows`` tasks each), so memory holds one range at a time: each row
     carries ~7 KB of detail JSON that the join/sort copies several times, so 10,000 rows peak near 0.85 GB where
@@ -216,11 +235,11 @@ def consolidate_parts(root: Path | str, path: Path | str, selected: Iterable[Tas
     report = PartConsolidation(Path(target.path) if target.is_local else target.uri)
     files = _part_locations(root)
     selected = set(selected)
-    winners = (_latest(files, ["status"]).collect(engine="streaming").sort(list(KEY_COLUMNS))
-               if files else pl.DataFrame(schema={SUBJECT_ID: pl.Int64, PREDICTION_TIME: pl.Datetime("us"),
+    winners = (_latest(files, ["status"], keys).collect(engine="streaming").sort(keys.columns)
+               if files else pl.DataFrame(schema={keys.subject: pl.Int64, keys.time: pl.Datetime("us"),
                                                    ORDER_COLUMN: pl.Datetime("us", "UTC"), "status": pl.String}))
     found: set[TaskKey] = set()
-    for s, t, status in zip(winners[SUBJECT_ID].to_list(), winners[PREDICTION_TIME].to_list(),
+    for s, t, status in zip(winners[keys.subject].to_list(), winners[keys.time].to_list(),
                             winners["status"].to_list()):
         key = TaskKey(int(s), t)
         found.add(key)
@@ -230,14 +249,15 @@ def consolidate_parts(root: Path | str, path: Path | str, selected: Iterable[Tas
     with target.publish() as tmp:
         with pq.ParquetWriter(tmp, schema) as writer:
             for lo in range(0, winners.height, chunk_rows):
-                chunk = winners.slice(lo, chunk_rows).select([*KEY_COLUMNS, ORDER_COLUMN])
-                first, last = chunk[SUBJECT_ID][0], chunk[SUBJECT_ID][-1]
+                chunk = winners.slice(lo, chunk_rows).select([*keys.columns, ORDER_COLUMN])
+                first, last = chunk[keys.subject][0], chunk[keys.subject][-1]
                 rows = (scan_parquet(files)
-                        .filter(pl.col(SUBJECT_ID).is_between(first, last))
+                        .filter(pl.col(keys.subject).is_between(first, last))
+                        .select(list(dict.fromkeys([*keys.columns, ORDER_COLUMN, *schema.names])))
+                        .join(chunk.lazy(), on=[*keys.columns, ORDER_COLUMN], how="semi", nulls_equal=True)
+                        .unique(subset=keys.columns, keep="first")  # two writes of one row at the same instant
+                        .sort(keys.columns, nulls_last=False)
                         .select(schema.names)
-                        .join(chunk.lazy(), on=[*KEY_COLUMNS, ORDER_COLUMN], how="semi", nulls_equal=True)
-                        .unique(subset=list(KEY_COLUMNS), keep="first")  # two writes of one row at the same instant
-                        .sort(list(KEY_COLUMNS), nulls_last=False)
                         .collect(engine="streaming"))
                 table = rows.to_arrow().cast(schema)
                 writer.write_table(table)
@@ -246,12 +266,13 @@ def consolidate_parts(root: Path | str, path: Path | str, selected: Iterable[Tas
     return report
 
 
-def read_details(root: Path | str, key: TaskKey, columns: Iterable[str]) -> dict[str, object] | None:
+def read_details(root: Path | str, key: TaskKey, columns: Iterable[str],
+                 keys: RowKeys = TASK_KEYS) -> dict[str, object] | None:
     """The newest row of one task with the given columns (e.g. the detail JSON), or None (a debugging aid)."""
     files = _part_locations(root)
     if not files:
         return None
-    when = pl.col(PREDICTION_TIME).is_null() if key.prediction_time is None else pl.col(PREDICTION_TIME) == key.prediction_time
-    frame = (scan_parquet(files).filter((pl.col(SUBJECT_ID) == key.subject_id) & when)
+    when = pl.col(keys.time).is_null() if key.prediction_time is None else pl.col(keys.time) == key.prediction_time
+    frame = (scan_parquet(files).filter((pl.col(keys.subject) == key.subject_id) & when)
              .sort(ORDER_COLUMN).select(list(columns)).collect())
     return frame.row(-1, named=True) if frame.height else None

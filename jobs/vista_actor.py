@@ -1,14 +1,16 @@
-"""The VISTA job's stateful Ray Data UDF: per task, graph → TOA → display, persisted, one status row back.
+"""The VISTA job's stateful Ray Data UDF: `jobs.actor_base.TaskActor` whose work item is one task with its graph
+built, and whose run is the task's LLM stages (TOA, then display) and its row.
 
-Each call receives a batch of tasks. MEDS tasks are read by the actor itself (targeted parquet reads,
-`jobs.patient_loader`); XML tasks are files read from ``--xml-dir``. The graph stage runs in the calling thread (it
-is CPU work: ~10 ms for a typical patient) and writes into the graph store at the output directory
-(`jobs.vista_graphs`): each graph's files, then one node-index part for the batch; the LLM stages of the batch's patients then run concurrently on the
-actor's event loop — at most ``patients_per_actor`` at a time, all sharing one gateway (its concurrency limit, its
-response cache, per-task usage through `jobs.job_gateway`). A task that raises at any stage (bad input, a timeout,
-a bug) gets an error row naming the stage and the problem, keeps what the stages before it wrote, and the others
-go on. The task's row (`jobs.vista_rows.VistaRow`) is written last, atomically, as its done marker; a task that
-already has one is skipped, so a batch Ray retries after an actor died recomputes nothing that was finished.
+Preparing a block: MEDS tasks are read by the actor itself (targeted parquet reads, `jobs.patient_loader`), XML tasks
+are files read from ``--xml-dir``; each task's graph is built and written into the graph store at the output
+directory (`jobs.vista_graphs`: each graph's files, then one node-index part for the block), in a worker thread (it
+is CPU work: ~10 ms for a typical patient). Running a task: its LLM stages on the actor's event loop — at most
+``patients_per_actor`` at a time, all sharing one gateway (its concurrency limit, its response cache, per-task usage
+through `jobs.job_gateway`) — then its row (`jobs.vista_rows.VistaRow`) to the actor's part files. A task that
+raises at any stage (bad input, a timeout, a bug) gets an error row naming the stage and the problem, keeps what the
+stages before it wrote, and the others go on. Graphs are rewritten only when their content hash changed and the
+TOA/display stores make no call for an unchanged patient, so a task run again (a retry, or a row an actor lost when
+it was killed) costs nothing twice.
 """
 
 from __future__ import annotations
@@ -32,22 +34,24 @@ from vista.llm.task_usage import TaskUsage
 from vista.records import PatientRecord
 from vista.toa import TOAConfig
 
-from jobs.job_gateway import JobGateway, job_llm_gateway
+from jobs.actor_base import TaskActor
 from jobs.llm_budget import BudgetRef
-from jobs.loop_thread import LoopThread
-from jobs.outputs import MarkerStore
-from jobs.patient_loader import PatientLoader
-from jobs.progress import StatusRow, status_table
-from jobs.tasks import TaskKey, task_keys
+from jobs.progress import StatusRow
+from jobs.tasks import TaskKey
 from jobs.vista_graphs import GraphOutcome, meds_source, persist_graph, task_folder, xml_source
-from jobs.vista_rows import Stage, VistaRow, error_text, vista_failure_kind
+from jobs.vista_rows import (
+    VISTA_PART_SCHEMA,
+    Stage,
+    VistaRow,
+    error_text,
+    vista_failure_kind,
+    vista_part_record,
+    vista_retry_class,
+)
 from jobs.vista_stages import StageOutcome, display_stage, timeline_stage
 from jobs.vista_tasks import XML_FILE
 
 log = logging.getLogger(__name__)
-
-PATIENTS = "patients"
-"""Folder of the per-task rows (the done markers) under the output directory."""
 
 
 class VistaSettings(BaseModel):
@@ -66,7 +70,8 @@ class VistaSettings(BaseModel):
     llm: LLMConfig | None = Field(None, description="the LLM of the toa/display stages (None: graph only)")
     patients_per_actor: int = Field(1, ge=1, description="tasks whose LLM stages an actor runs at once")
     patient_timeout_s: float = Field(3600.0, gt=0, description="LLM stages still running after this: an error row")
-    retry_failed: bool = False
+    flush_rows: int = Field(256, ge=1, description="rows an actor buffers before writing a part file")
+    flush_s: float = Field(10.0, gt=0, description="longest a finished row waits in an actor's buffer, in seconds")
     run_id: str
     llm_budget: BudgetRef | None = Field(None, description="the job's shared LLM budget (jobs.llm_budget); None: "
                                          "only the actor's own gateway limits")
@@ -97,55 +102,42 @@ class _Task:
         self.row = self.row.model_copy(update={"stages": ",".join(filter(None, (self.row.stages, stage)))})
 
 
-class VistaActor:
-    """Runs batches of VISTA tasks (see the module docstring)."""
+class VistaActor(TaskActor[_Task]):
+    """Runs VISTA tasks as they arrive (see the module docstring)."""
+
+    part_schema = VISTA_PART_SCHEMA
 
     def __init__(self, settings: VistaSettings):
-        self.settings = settings
-        self.store = MarkerStore(settings.out, PATIENTS)
-        self.loader = (PatientLoader(settings.dataset, settings.coding_profile) if settings.dataset is not None
-                       else None)
-        self.catalog = self.loader.catalog() if self.loader is not None else None
-        self.loop: LoopThread | None = None
-        if settings.llm_stages:
-            if settings.llm is None:
-                raise ValueError("the toa/display stages need LLM settings")
-            self.loop = LoopThread("vista-actor")
-            self.gateway, self.slots = self.loop.run(self._start(settings.llm))
+        if settings.llm_stages and settings.llm is None:
+            raise ValueError("the toa/display stages need LLM settings")
+        super().__init__(settings, dataset=settings.dataset, coding_profile=settings.coding_profile)
 
-    async def _start(self, llm: LLMConfig) -> tuple[JobGateway, asyncio.Semaphore]:
-        gateway = job_llm_gateway(llm, job_id=self.settings.run_id, budget=self.settings.llm_budget)
-        await gateway.discover_context_tokens()  # ask once per actor (and load an embedded model) before any patient
-        return JobGateway(gateway), asyncio.Semaphore(self.settings.patients_per_actor)
+    def uses_llm(self) -> bool:
+        return self.settings.llm_stages
 
-    # ------------------------------------------------------------------------------------------ one batch
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        keys = task_keys(batch)
+    async def prepare(self, batch: pa.Table, keys: list[TaskKey]) -> list[_Task]:
         files = batch.column(XML_FILE).to_pylist() if XML_FILE in batch.column_names else [None] * len(keys)
-        statuses: list[StatusRow] = []
-        pending: list[tuple[TaskKey, str | None]] = []
-        for key, file in zip(keys, files):
-            if self._has_output(key):
-                statuses.append(StatusRow(key.subject_id, key.prediction_time, "skipped", None, 0, 0, 0, 0, 0.0, 0, 0.0))
-            else:
-                pending.append((key, file))
-        if not pending:
-            return status_table(statuses)
+        return await asyncio.to_thread(self._graphs, list(zip(keys, files)))
+
+    async def run(self, task: _Task) -> tuple[dict[str, object], StatusRow]:
+        if self.gateway is not None and task.outcome is not None and task.row.status == "ok":
+            await self._llm_stages_within_time_limit(task)
+        row = task.row.with_usage(task.usage)
+        row = row.model_copy(update={"wall_s": time.perf_counter() - task.started,
+                                     "finished_at": datetime.now(timezone.utc),
+                                     "retry_class": vista_retry_class(row.status, row.error_kind)})
+        return vista_part_record(task.key, row), StatusRow.of(task.key, row)
+
+    # ------------------------------------------------------------------------------------------ graph stage
+    def _graphs(self, pending: list[tuple[TaskKey, str | None]]) -> list[_Task]:
+        """The block's graphs, built and persisted, and one index part with their node rows."""
         meds_keys = [key for key, file in pending if file is None]
         read_started = time.perf_counter()
         loaded = self._load_records(meds_keys)
-        read_share = (time.perf_counter() - read_started) / max(1, len(meds_keys))  # one targeted read per batch
+        read_share = (time.perf_counter() - read_started) / max(1, len(meds_keys))  # one targeted read per block
         tasks = [self._graph(key, file, loaded, read_share if file is None else 0.0) for key, file in pending]
         self._write_index(tasks)
-        if self.loop is None:  # graph only: the rows are written now
-            statuses += [self._finish(task) for task in tasks]
-            return status_table(statuses)
-        statuses += self.loop.run(self._llm_all(tasks))
-        return status_table(statuses)
-
-    def _has_output(self, key: TaskKey) -> bool:
-        status = self.store.status(key)
-        return status == "done" or (status == "failed" and not self.settings.retry_failed)
+        return tasks
 
     def _load_records(self, keys: list[TaskKey]) -> dict[int, PatientRecord | Exception]:
         if not keys:
@@ -154,7 +146,6 @@ class VistaActor:
             raise ValueError("MEDS tasks need VistaSettings.dataset")
         return dict(self.loader.load(key.subject_id for key in keys))
 
-    # ------------------------------------------------------------------------------------------ graph stage
     def _graph(self, key: TaskKey, file: str | None, loaded: dict[int, PatientRecord | Exception],
                read_share: float) -> _Task:
         started = time.perf_counter() - read_share
@@ -165,7 +156,7 @@ class VistaActor:
                                    run_id=self.settings.run_id, finished_at=datetime.now(timezone.utc)), started)
         try:
             source = self._source(key, xml_path, loaded)
-        except Exception as exc:  # noqa: BLE001 - failure isolation: the task gets an error row, the batch goes on
+        except Exception as exc:  # noqa: BLE001 - failure isolation: the task gets an error row, the block goes on
             task.row = task.row.model_copy(update={"subject_id": task.row.subject_id or _patient_of(exc),
                                                    "load_s": time.perf_counter() - started})
             task.fail("load", exc)
@@ -191,7 +182,7 @@ class VistaActor:
         return task
 
     def _write_index(self, tasks: list[_Task]) -> None:
-        """One index part with the node rows of the batch's graphs (before any row names it; the driver registers
+        """One index part with the node rows of the block's graphs (before any row names it; the driver registers
         the graphs in the store's manifest at the end of the job)."""
         built = [task for task in tasks if task.outcome is not None]
         if not built:
@@ -209,23 +200,11 @@ class VistaActor:
         return meds_source(record, self.catalog, key.prediction_time)
 
     # ------------------------------------------------------------------------------------------ LLM stages
-    async def _llm_all(self, tasks: list[_Task]) -> list[StatusRow]:
-        return list(await asyncio.gather(*(self._llm_one(task) for task in tasks)))
-
-    async def _llm_one(self, task: _Task) -> StatusRow:
-        """The task's LLM stages (when its graph stage succeeded), then its row."""
-        if task.outcome is not None and task.row.status == "ok":
-            await self._llm_stages_within_timeout(task)
-        return await asyncio.to_thread(self._finish, task)
-
-    async def _llm_stages_within_timeout(self, task: _Task) -> None:
-        async with self.slots:
-            try:
-                await asyncio.wait_for(self._llm_stages(task), self.settings.patient_timeout_s)
-            except TimeoutError:
-                stage = "display" if "toa" in task.row.stages else "toa"
-                task.fail(stage, TimeoutError(f"task {task.key.name}: LLM stages not finished within "
-                                              f"{self.settings.patient_timeout_s:g} s"))
+    async def _llm_stages_within_time_limit(self, task: _Task) -> None:
+        try:
+            await self.within_time_limit(self._llm_stages(task), f"task {task.key.name}: LLM stages")
+        except TimeoutError as exc:
+            task.fail("display" if "toa" in task.row.stages else "toa", exc)
 
     async def _llm_stages(self, task: _Task) -> None:
         settings = self.settings
@@ -263,28 +242,6 @@ class VistaActor:
 
     def _relative(self, path: Path) -> str:
         return str(path.relative_to(self.settings.out))
-
-    # ------------------------------------------------------------------------------------------ the marker
-    def _finish(self, task: _Task) -> StatusRow:
-        row = task.row.with_usage(task.usage).model_copy(update={
-            "wall_s": time.perf_counter() - task.started, "finished_at": datetime.now(timezone.utc)})
-        self.store.write(task.key, row.model_dump_json().encode("utf-8"), failed=row.status != "ok")
-        return StatusRow(task.key.subject_id, task.key.prediction_time, row.status, row.error_kind, row.llm_calls,
-                         row.cache_hits, row.prompt_tokens, row.completion_tokens, row.cost_usd, row.unpriced_calls,
-                         row.wall_s)
-
-    def close(self) -> None:
-        """Close the gateway (its HTTP connections, an embedded model) and the event loop."""
-        loop, self.loop = getattr(self, "loop", None), None
-        if loop is not None:
-            loop.run(self.gateway.aclose(), timeout_s=30)
-            loop.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown: nothing left to report to
-            pass
 
 
 def _patient_of(exc: BaseException) -> int | None:

@@ -49,7 +49,8 @@ def register_graphs(out: Path, patients: Path) -> IndexReport:
     missing = [e.index_part for e in entries if not (Path(out) / e.index_part).is_file()]
     if missing:
         raise JobError(f"{Path(out) / missing[0]}: graph index part named by {patients.name} is missing "
-                       f"({len(missing)} task(s)); remove those tasks' rows under patients/ and rerun to rebuild them")
+                       f"({len(missing)} task(s)); rerun into another --out to rebuild the store (graphs rebuild in "
+                       "milliseconds)")
     store = GraphStore(out)
     changed = store.register(entries)
     return IndexReport(Path(out) / INDEX_DIR, len(entries), sum(e.nodes for e in entries), changed)

@@ -1,15 +1,23 @@
 """The VISTA job's per-patient row: what each stage produced (counts, files, calls, tokens, seconds) or why it stopped.
 
-One `VistaRow` per task is its done marker (``OUT/patients/<bucket>/<name>.json``, or ``.failed.json`` for an error
-row) and its row of the consolidated ``OUT/patients.parquet``. A failed task names the stage it stopped in and the
-problem (for bad input: the file, the patient and the field, as `vista.graph.GraphInputError` and
-`vista.meds.errors.MedsDataError` word it); the stages before it keep their outputs and counts.
+One `VistaRow` per task run goes into the actors' part files (`jobs.row_parts`, ``OUT/rows/``, named by the task's
+key in ``task_id``/``prediction_time``: an XML task's key is its file's, its ``subject_id`` the patient inside); the
+newest row of each task is its row of the consolidated ``OUT/patients.parquet``. A failed task names the stage it
+stopped in and the problem (for bad input: the file, the patient and the field, as `vista.graph.GraphInputError` and
+`vista.meds.errors.MedsDataError` word it); the stages before it keep their outputs and counts. Rows that are not ok
+carry a retry class, as the predict job's do: transient (a timeout, LLM calls that failed after their retries: the
+next run tries again by default) or permanent (bad input, a graph or timeline that cannot be built).
 
 >>> vista_failure_kind(GraphInputError("p.xml", "not well-formed XML", patient=None))
 'input'
 >>> row = VistaRow(task="7", subject_id=7, status="ok", stages="graph", run_id="r", finished_at=datetime(2024, 1, 1))
 >>> rows_to_table([row]).num_rows, vista_row_from_json(row.model_dump_json().encode(), "7.json") == row
 (1, True)
+>>> vista_retry_class("error", "input"), vista_retry_class("error", "timeout"), vista_retry_class("failed", "llm_call_failed")
+('permanent', 'transient', 'transient')
+>>> part = vista_part_record(TaskKey(99), row.model_copy(update={"subject_id": None}))
+>>> part["task_id"], part["subject_id"], VISTA_PART_SCHEMA.names[:2]
+(99, None, ['task_id', 'task'])
 """
 
 from __future__ import annotations
@@ -21,7 +29,10 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from vista.graph import GraphFileError, GraphInputError
-from vista.llm.task_usage import TaskUsage
+from vista.llm.task_usage import USAGE_COLUMNS, TaskUsage, usage_columns
+from vista.meds.task_key import TaskKey
+
+from jobs.row_parts import RowKeys
 
 
 Stage = Literal["graph", "toa", "display"]
@@ -29,9 +40,8 @@ STAGES: tuple[Stage, ...] = ("graph", "toa", "display")
 _MAX_ERROR_CHARS = 2000
 
 RUN_DEPENDENT_COLUMNS = (
-    "index_file", "graph_rebuilt", "toa_rebuilt", "display_rebuilt", "llm_calls", "cache_hits", "failed_calls", "prompt_tokens",
-    "completion_tokens", "cost_usd", "unpriced_calls", "toa_calls", "display_calls", "load_s", "graph_s", "toa_s",
-    "display_s", "wall_s", "run_id", "finished_at",
+    "index_file", "graph_rebuilt", "toa_rebuilt", "display_rebuilt", *USAGE_COLUMNS, "toa_calls", "display_calls",
+    "load_s", "graph_s", "toa_s", "display_s", "wall_s", "run_id", "finished_at",
 )
 """Columns whose values depend on the run (what was already on disk or cached, machine load), not on the patient."""
 
@@ -50,6 +60,8 @@ class VistaRow(BaseModel):
     error_stage: str | None = Field(None, description="load | graph | toa | display: where the task stopped or failed")
     error_kind: str | None = None
     error: str | None = None
+    retry_class: Literal["transient", "permanent"] | None = Field(
+        None, description="not ok: transient (the next run retries it by default) or permanent (kept)")
     stages: str = Field(description="stages completed, comma-separated, in order")
     content_hash: str | None = Field(None, description="the graph's content hash (its inputs and build settings)")
     n_nodes: int | None = None
@@ -91,15 +103,14 @@ class VistaRow(BaseModel):
         """This row with the LLM totals of ``usage`` (per stage) filled in."""
         total = sum(usage.values(), TaskUsage())
         return self.model_copy(update={
-            "llm_calls": total.calls, "cache_hits": total.cache_hits, "failed_calls": total.failed_calls,
-            "prompt_tokens": total.prompt_tokens, "completion_tokens": total.completion_tokens,
-            "cost_usd": total.cost_usd, "unpriced_calls": total.unpriced_calls,
+            **usage_columns(total),
             "toa_calls": usage.get("toa", TaskUsage()).calls, "display_calls": usage.get("display", TaskUsage()).calls,
         })
 
 
 _ARROW_TYPES = {int: pa.int64(), float: pa.float64(), bool: pa.bool_(), str: pa.string()}
-_SPECIAL_TYPES = {"prediction_time": pa.timestamp("us"), "finished_at": pa.timestamp("us", tz="UTC"), "status": pa.string()}
+_SPECIAL_TYPES = {"prediction_time": pa.timestamp("us"), "finished_at": pa.timestamp("us", tz="UTC"), "status": pa.string(),
+                  "retry_class": pa.string()}
 
 
 def _arrow_field(name: str) -> pa.Field:
@@ -112,7 +123,29 @@ def _arrow_field(name: str) -> pa.Field:
 
 
 VISTA_SCHEMA = pa.schema([_arrow_field(name) for name in VistaRow.model_fields])
-"""``patients.parquet``: one `VistaRow` per selected task, in task order."""
+"""``patients.parquet``: the newest `VistaRow` of every task with a row, in task-key order."""
+TASK_ID = "task_id"
+VISTA_KEYS = RowKeys(subject=TASK_ID)
+"""The part files name a task by ``task_id`` (its key's subject: an XML file's key) and ``prediction_time``."""
+VISTA_PART_SCHEMA = pa.schema([pa.field(TASK_ID, pa.int64()), *VISTA_SCHEMA])
+"""The actors' part files: the task key, then the row."""
+
+
+def vista_part_record(key: TaskKey, row: VistaRow) -> dict[str, object]:
+    """One part-file record: ``row`` under its task's key."""
+    return {TASK_ID: key.subject_id, **row.model_dump()}
+
+
+TRANSIENT_VISTA_KINDS = frozenset({"timeout", "llm_call_failed"})
+"""Failure kinds that may pass on another run (the time limit; LLM calls that failed after their retries — the
+stages' stores keep every answered call, so a retry asks only for the rest)."""
+
+
+def vista_retry_class(status: str, error_kind: str | None) -> Literal["transient", "permanent"] | None:
+    """Whether a row that is not ok may succeed on another run."""
+    if status == "ok":
+        return None
+    return "transient" if error_kind in TRANSIENT_VISTA_KINDS else "permanent"
 
 
 def rows_to_table(rows: list[VistaRow]) -> pa.Table:

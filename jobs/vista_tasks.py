@@ -143,8 +143,3 @@ def check_listable(dataset: Path) -> None:
     problems = unusable_shards(dataset)
     if problems:
         raise JobInputError(_unlistable(dataset, problems))
-
-
-def with_null_times(batch: pa.Table) -> pa.Table:
-    """Ray Data UDF: add the null ``prediction_time`` of whole-record tasks."""
-    return batch.append_column(PREDICTION_TIME, pa.nulls(batch.num_rows, pa.timestamp("us")))

@@ -9,7 +9,7 @@ import pytest
 
 MODULES = ["trajonco.cancers", "trajonco.pipeline", "trajonco.agents.schemas", "trajonco.agents.memory",
            "trajonco.agents.prompts", "trajonco.agents.evidence", "trajonco.agents.budget", "trajonco.budgets",
-           "trajonco.pipeline_config", "trajonco.prediction_rows"]
+           "trajonco.pipeline_config", "trajonco.prediction_rows", "trajonco.sync_run"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from jobs.driver import JobStalled, stream_status
-from jobs.predict import reruns
+from jobs.retry_policy import reruns
 from jobs.progress import ProgressTracker, StatusRow, status_table
 from jobs.row_parts import PartWriter, RowState, consolidate_parts, latest_states, part_files, remove_stale_temporaries
 from jobs.tasks import TaskKey, estimate_lengths, plan_tasks, schedule

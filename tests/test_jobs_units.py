@@ -17,7 +17,6 @@ import pytest
 from pydantic import BaseModel
 
 from jobs.consolidate import consolidate
-from jobs.driver import keep_planned
 from jobs.errors import JobError, JobInputError, JobSettingsMismatch
 from jobs.job_gateway import JobGateway, ModelRef, RemoteAnswer, RemoteCall, model_ref, resolve_model
 from jobs.manifest import check_manifest
@@ -25,7 +24,7 @@ from jobs.outputs import MarkerStore, OutputLock
 from jobs.progress import ProgressTracker, StatusRow, status_table
 from jobs.resources import plan_resources
 from jobs.summary import RunSummary
-from jobs.tasks import TaskKey, keys_table, plan_tasks, read_label_tasks, task_keys
+from jobs.tasks import TaskKey, plan_tasks, read_label_tasks, task_keys
 from test_agents_patients import CATALOG, lung_patient
 from trajonco.agents.schemas import COMPACT_LIMITS, STANDARD_LIMITS, output_models
 from trajonco.pipeline import PipelineConfig, run_patient
@@ -49,7 +48,7 @@ T0 = datetime(2020, 1, 1)
 PREDICTION = datetime(2019, 1, 1)
 
 JOB_MODULES = ["jobs.tasks", "jobs.outputs", "jobs.manifest", "jobs.progress", "jobs.resources",
-               "jobs.row_parts", "jobs.predict", "jobs.driver"]
+               "jobs.row_parts", "jobs.retry_policy", "jobs.job_options", "jobs.driver"]
 
 
 @pytest.mark.parametrize("name", JOB_MODULES)
@@ -105,17 +104,6 @@ def test_label_file_problems_name_the_file_and_field(tmp_path):
     table = read_label_tasks(unlabeled)
     assert table.column_names == ["subject_id", "prediction_time", "boolean_value"]
     assert table.column("boolean_value").null_count == 2 and task_keys(table) == [TaskKey(5, T0), TaskKey(4, T0)]
-
-
-def test_keep_planned_filters_label_rows_to_the_plan():
-    batch = pa.table({"subject_id": pa.array([1, 2, 2, 3], pa.int32()),
-                      "prediction_time": pa.array([T0, T0, PREDICTION, T0], pa.timestamp("ms")),
-                      "boolean_value": [True, False, True, None], "cancer": ["lung"] * 4})
-    kept = keep_planned(batch, keys_table([TaskKey(2, PREDICTION), TaskKey(3, T0)]))
-    assert sorted(task_keys(kept)) == [TaskKey(2, PREDICTION), TaskKey(3, T0)]
-    assert kept.schema.field("subject_id").type == pa.int64() and "cancer" not in kept.column_names
-    subjects = pa.table({"subject_id": pa.array([7, 8, 9], pa.int64())})
-    assert task_keys(keep_planned(subjects, keys_table([TaskKey(8)]))) == [TaskKey(8)]
 
 
 # ------------------------------------------------------------------------------------------------ markers

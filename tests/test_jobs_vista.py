@@ -3,11 +3,14 @@ error rows of bad input, stage selection, rows and the cohort index."""
 
 from __future__ import annotations
 
+import asyncio
 import doctest
 import importlib
 import json
+import shutil
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -15,9 +18,10 @@ import pytest
 
 from graph_fixtures import synth_records, synth_root
 from jobs.tasks import TaskKey, keys_table
-from jobs.vista_actor import PATIENTS, VistaActor, VistaSettings
+from jobs.row_parts import ROWS, part_files
+from jobs.vista_actor import VistaActor, VistaSettings
 from jobs.vista_graphs import TASK_INDEX_SCHEMA, task_folder
-from jobs.vista_rows import VistaRow
+from jobs.vista_rows import TASK_ID, VistaRow
 from jobs.vista_tasks import XML_FILE, list_xml_tasks
 from vista.graph import build_graph, encounter_xml, read_graph
 from vista.llm import LLMConfig
@@ -35,15 +39,20 @@ def test_docstring_examples(name):
 
 
 def rows_of(out: Path) -> dict[str, VistaRow]:
-    return {p.name.split(".")[0]: VistaRow.model_validate_json(p.read_bytes()) for p in (out / PATIENTS).rglob("*.json")}
+    """The newest row of each task in the actors' part files, by task name."""
+    frame = pl.concat([pl.read_parquet(f) for f in part_files(out)]).sort("finished_at")
+    latest = frame.unique(subset=[TASK_ID, "prediction_time"], keep="last")
+    return {row["task"]: VistaRow.model_validate({k: v for k, v in row.items() if k != TASK_ID})
+            for row in latest.to_dicts()}
 
 
 def run_actor(settings: VistaSettings, batch: pa.Table) -> list[dict]:
-    actor = VistaActor(settings)
-    try:
-        return actor(batch).to_pylist()
-    finally:
-        actor.close()
+    """The actor's status rows for one block, run as Ray Data runs it: an async generator on an event loop."""
+    async def stream() -> list[dict]:
+        actor = VistaActor(settings)
+        return [row async for table in actor(batch) for row in table.to_pylist()]
+
+    return asyncio.run(stream())
 
 
 @pytest.fixture(scope="module")
@@ -85,9 +94,8 @@ def test_meds_tasks_get_graph_timeline_display_whose_refs_resolve_and_a_rerun_as
         assert row.llm_calls == row.toa_calls + row.display_calls > 0 and row.prompt_tokens > 0
         assert row.graph_s > 0 and row.toa_s > 0 and row.display_s > 0 and row.wall_s >= row.graph_s
 
-    # a run cut short before its markers were written: nothing is rebuilt, nothing asked again
-    for marker in (tmp_path / PATIENTS).rglob("*.json"):
-        marker.unlink()
+    # a run cut short before its rows were written: nothing is rebuilt, nothing asked again
+    shutil.rmtree(tmp_path / ROWS)
     before = server.stats.requests
     statuses = run_actor(meds_settings(tmp_path, server), batch)
     assert server.stats.requests == before and [s["status"] for s in statuses] == ["ok"] * SUBJECTS
@@ -95,10 +103,6 @@ def test_meds_tasks_get_graph_timeline_display_whose_refs_resolve_and_a_rerun_as
     assert not any(r.graph_rebuilt or r.toa_rebuilt or r.display_rebuilt for r in again.values())
     assert all(r.prompt_tokens == 0 for r in again.values())
     assert {k: r.n_timeline_events for k, r in again.items()} == {k: r.n_timeline_events for k, r in rows.items()}
-
-    # and a task that has its marker is skipped outright
-    statuses = run_actor(meds_settings(tmp_path, server), batch)
-    assert [s["status"] for s in statuses] == ["skipped"] * SUBJECTS
 
 
 def test_failed_extraction_calls_make_a_failed_row_and_a_retry_asks_again(server, tmp_path):
@@ -109,9 +113,9 @@ def test_failed_extraction_calls_make_a_failed_row_and_a_retry_asks_again(server
         statuses = run_actor(meds_settings(tmp_path, failing), batch)
     assert statuses[0]["status"] == "failed" and statuses[0]["error_kind"] == "llm_call_failed"
     row = rows_of(tmp_path)[str(sid)]
-    assert (row.error_stage, row.stages, row.display_file) == ("toa", "graph", None)
+    assert (row.error_stage, row.stages, row.display_file, row.retry_class) == ("toa", "graph", None, "transient")
     assert row.failed_chunks == row.n_chunks > 0 and "chunk extraction call(s) failed" in row.error
-    statuses = run_actor(meds_settings(tmp_path, server, retry_failed=True), batch)
+    statuses = run_actor(meds_settings(tmp_path, server), batch)
     row = rows_of(tmp_path)[str(sid)]
     assert statuses[0]["status"] == "ok" and row.toa_rebuilt and row.failed_chunks == 0 and row.stages.endswith("display")
 
@@ -162,7 +166,7 @@ def test_xml_files_become_graphs_and_bad_files_error_rows_naming_file_patient_an
         assert (row.status, row.subject_id, row.stages) == ("ok", sid, "graph")
         assert read_graph(out / row.graph_file).n_nodes == row.n_nodes and row.n_events > 0
     malformed, empty, future = rows["bad/malformed.xml"], rows["bad/empty.xml"], rows["bad/future.xml"]
-    assert (malformed.error_stage, malformed.error_kind) == ("load", "input")
+    assert (malformed.error_stage, malformed.error_kind, malformed.retry_class) == ("load", "input", "permanent")
     assert str(xml_dir / "bad" / "malformed.xml") in malformed.error and "not well-formed XML" in malformed.error
     assert (empty.error_stage, empty.error_kind, empty.subject_id) == ("graph", "input", 9002)
     assert "empty.xml: patient 9002" in empty.error and "field 'time'" in empty.error and "no events" in empty.error

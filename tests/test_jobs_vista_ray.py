@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 from graph_fixtures import synth_root
+from jobs.row_parts import ROWS
 from jobs.vista_rows import RUN_DEPENDENT_COLUMNS
 from test_jobs_vista import xml_cohort
 from vista.graph import GraphStore, read_graph
@@ -59,7 +60,7 @@ def test_cohort_through_graph_toa_display_then_a_rerun_asks_nothing(ray_session,
         assert (again.skipped, again.ran, again.complete) == (N, 0, True) and server.stats.requests == asked
 
         reference = content(out / "patients.parquet")
-        shutil.rmtree(out / "patients")  # as if killed before any row was written: the stores answer
+        shutil.rmtree(out / ROWS)  # as if killed before any row was written: the stores answer
         resumed = run_job(argv)
         assert resumed.ran == N and resumed.llm_calls == 0 and server.stats.requests == asked
         assert content(out / "patients.parquet").equals(reference)

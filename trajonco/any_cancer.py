@@ -25,6 +25,7 @@ from trajonco.cancers import CANCERS, applicable_cancers
 from trajonco.pipeline import assess
 from trajonco.pipeline_config import PipelineConfig
 from trajonco.preparation import PreparedPatient, prepare_patient
+from trajonco.sync_run import run_with_gateway
 from vista.llm import Backend, LLMConfig, LLMGateway
 from vista.records import CodeCatalog, PatientRecord
 
@@ -96,9 +97,7 @@ def run_any_cancer_sync(
     prediction_time: datetime | None = None,
 ) -> AnyCancerResult:
     """`run_any_cancer` from synchronous code (see `trajonco.pipeline.run_patient_sync`)."""
-
-    async def run() -> AnyCancerResult:
-        async with LLMGateway(llm, backend=backend) as gateway:
-            return await run_any_cancer(record, catalog, gateway, config, prediction_time=prediction_time)
-
-    return asyncio.run(run())
+    return run_with_gateway(
+        lambda gateway: run_any_cancer(record, catalog, gateway, config, prediction_time=prediction_time),
+        llm=llm, backend=backend,
+    )

@@ -23,7 +23,6 @@ Failed agent calls are recorded in the result (``errors``, ``status``); problems
 
 from __future__ import annotations
 
-import asyncio
 import time
 from datetime import datetime
 
@@ -46,6 +45,7 @@ from trajonco.budgets import (
 from trajonco.cancers import CANCERS, CancerType
 from trajonco.pipeline_config import PipelineConfig
 from trajonco.preparation import PreparedPatient, default_prediction_time, prepare_patient
+from trajonco.sync_run import run_with_gateway
 from trajonco.variants import VariantOutcome, run_variant
 from vista.llm import Backend, LLMConfig, LLMGateway
 from vista.records import CodeCatalog, PatientRecord
@@ -143,9 +143,7 @@ def run_patient_sync(
 
     ``backend`` replaces the one ``llm`` describes (a `vista.llm.ScriptedBackend` in tests).
     """
-
-    async def run() -> PatientResult:
-        async with LLMGateway(llm, backend=backend) as gateway:
-            return await run_patient(record, catalog, gateway, config, prediction_time=prediction_time)
-
-    return asyncio.run(run())
+    return run_with_gateway(
+        lambda gateway: run_patient(record, catalog, gateway, config, prediction_time=prediction_time),
+        llm=llm, backend=backend,
+    )

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trajonco.agents.results import AnyCancerResult, PatientResult
 from vista.llm.errors import ENDPOINT_KINDS, RETRYABLE_KINDS
-from vista.llm.task_usage import TaskUsage
+from vista.llm.task_usage import USAGE_COLUMNS, TaskUsage, usage_columns
 from vista.meds.task_key import TaskKey
 
 RowStatus = Literal["ok", "partial", "failed", "error"]
@@ -48,9 +48,8 @@ TRANSIENT_TASK_KINDS: frozenset[str] = frozenset({"timeout"})
 """`failure_kind` values of tasks that raised for a reason that may pass (the per-patient time limit)."""
 
 RUN_DEPENDENT_COLUMNS = (
-    "llm_calls", "cache_hits", "failed_calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls",
-    "latency_preprocess_s", "latency_workers_s", "latency_manager_s", "latency_single_agent_s", "latency_total_s",
-    "wall_s", "run_id", "started_at", "finished_at",
+    *USAGE_COLUMNS, "latency_preprocess_s", "latency_workers_s", "latency_manager_s", "latency_single_agent_s",
+    "latency_total_s", "wall_s", "run_id", "started_at", "finished_at",
 )
 """Columns whose values depend on the run (cache state, machine load), not only on the patient and the settings."""
 
@@ -183,11 +182,8 @@ class RowContext(BaseModel):
 
 
 def _usage_fields(usage: TaskUsage) -> dict[str, int | float]:
-    return {
-        "llm_calls": usage.calls, "cache_hits": usage.cache_hits, "failed_calls": usage.failed_calls,
-        "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-        "cost_usd": round(usage.cost_usd, 10), "unpriced_calls": usage.unpriced_calls,
-    }
+    """The row's usage columns, the cost rounded (a float sum of the same calls need not be bit-equal)."""
+    return usage_columns(usage) | {"cost_usd": round(usage.cost_usd, 10)}
 
 
 def _errors_text(result: PatientResult) -> str | None:

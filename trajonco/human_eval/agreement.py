@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trajonco.human_eval.answers import AnswerSet
 from trajonco.human_eval.packets import PacketKey
-from trajonco.judge.errors import EvaluationInputError
+from trajonco.judge.errors import EvaluationInputError, read_json_model
 from trajonco.judge.report import JudgeReport
 from trajonco.judge.stats import Kappa, cohen_kappa
 
@@ -132,14 +132,6 @@ def agreement_report(answers: AnswerSet, n_packets: int, *, key: PacketKey | Non
 
 def read_key(path: str | Path) -> PacketKey:
     """The key file of an export (errors name the file)."""
-    from pydantic import ValidationError
-
     path = Path(path)
-    if not path.is_file():
-        raise EvaluationInputError(f"{path}: key file not found (written by `trajonco review-export --key`)")
-    try:
-        return PacketKey.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise EvaluationInputError(f"{path}: not a packet key: field {'.'.join(map(str, err['loc']))}: "
-                                   f"{err['msg']}") from None
+    return read_json_model(path, PacketKey, what="packet key",
+                           missing=f"{path}: key file not found (written by `trajonco review-export --key`)")

@@ -11,12 +11,10 @@ import csv
 import html
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from trajonco.agents.prompts import horizon_text
 from trajonco.human_eval.packets import Packet, PacketAnswer, PacketSet
+from trajonco.judge.errors import read_json_model
 from trajonco.judge.prompts import cancer_name
-from trajonco.judge.errors import EvaluationInputError
 
 PACKETS_FILE = "packets.json"
 TEMPLATE_FILE = "answers_template.csv"
@@ -90,11 +88,5 @@ def write_packet_files(packets: PacketSet, out: Path) -> None:
 
 def read_packets(folder: Path) -> PacketSet:
     """The `PacketSet` of an export folder (errors name the file)."""
-    path = Path(folder) / PACKETS_FILE
-    if not path.is_file():
-        raise EvaluationInputError(f"{folder}: no {PACKETS_FILE} (give the folder written by `trajonco review-export`)")
-    try:
-        return PacketSet.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise EvaluationInputError(f"{path}: field {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    return read_json_model(Path(folder) / PACKETS_FILE, PacketSet,
+                           missing=f"{folder}: no {PACKETS_FILE} (give the folder written by `trajonco review-export`)")

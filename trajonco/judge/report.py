@@ -164,16 +164,8 @@ def read_report(path) -> JudgeReport:
     """A `JudgeReport` from its JSON file (errors name the file)."""
     from pathlib import Path
 
-    from pydantic import ValidationError
-
-    from trajonco.judge.errors import EvaluationInputError
+    from trajonco.judge.errors import read_json_model
 
     path = Path(path)
-    if not path.is_file():
-        raise EvaluationInputError(f"{path}: no judge report (made by `trajonco judge ... --out`)")
-    try:
-        return JudgeReport.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise EvaluationInputError(f"{path}: not a judge report: field {'.'.join(map(str, err['loc']))}: "
-                                   f"{err['msg']}") from None
+    return read_json_model(path, JudgeReport, what="judge report",
+                           missing=f"{path}: no judge report (made by `trajonco judge ... --out`)")

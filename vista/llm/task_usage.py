@@ -13,6 +13,8 @@ usage this way keeps no per-call records (`NullLedger`), so its memory does not 
 (2, 1, 900, 1, 1, 1)
 >>> (usage + usage).calls
 4
+>>> usage_columns(usage)["llm_calls"], USAGE_COLUMNS == tuple(usage_columns(usage))
+(2, True)
 >>> record_usage(CallRecord(call_id="c3", agent="worker", model="m"))  # outside a scope: counted nowhere
 """
 
@@ -58,6 +60,21 @@ class TaskUsage:
     def __add__(self, other: TaskUsage) -> TaskUsage:
         """Field-wise sum (e.g. a task's total over its stages)."""
         return TaskUsage(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+
+USAGE_COLUMNS = (
+    "llm_calls", "cache_hits", "failed_calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls",
+)
+"""The usage columns of the jobs' per-task rows (``predictions.parquet``, ``patients.parquet``), in their order."""
+
+
+def usage_columns(usage: TaskUsage) -> dict[str, int | float]:
+    """A task's `TaskUsage` as the rows' `USAGE_COLUMNS` (``calls`` is ``llm_calls`` there)."""
+    return {
+        "llm_calls": usage.calls, "cache_hits": usage.cache_hits, "failed_calls": usage.failed_calls,
+        "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+        "cost_usd": usage.cost_usd, "unpriced_calls": usage.unpriced_calls,
+    }
 
 
 _CURRENT_USAGE: contextvars.ContextVar[TaskUsage | None] = contextvars.ContextVar("vista_task_usage", default=None)

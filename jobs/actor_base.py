@@ -1,0 +1,167 @@
+"""The jobs' stateful Ray Data UDF: an async generator per actor that starts tasks as slots free up, yields each
+task's status row the moment it is done, and writes every finished row to the actor's part files.
+
+The predict job (`jobs.predict_actor`) and the VISTA job (`jobs.vista_actor`) are this actor with two hooks:
+`TaskActor.prepare` turns a block of tasks into work items (read the block's patients with one targeted MEDS read;
+VISTA also builds and persists their graphs), off the event loop; `TaskActor.run` turns one item into its part-file
+record and its status row, and raises only `vista.llm.errors.LLMEndpointFailure` (the job's budget stopped the
+job) — every other problem is that task's error row.
+
+Streaming, not batch by batch. Ray Data keeps several blocks in flight per actor (its Ray ``max_concurrency``), so
+patients of the next blocks are already waiting when one of the actor's ``patients_per_actor`` slots frees — a slow
+patient holds its slot only, never its block's other slots. (Ray Data 2.60 gathers an async generator's rows per
+call before passing them downstream, for deterministic output order; small blocks keep that wait short, and it
+delays only the driver's progress count, not the next patient nor the row's write.)
+
+Outputs. A finished task's record goes to the actor's `jobs.row_parts.PartWriter`, which writes a part file when it
+holds ``flush_rows`` records, when the oldest has waited ``flush_s`` seconds (a background task on the actor's event
+loop), and whenever the actor has no task left running — so the last call to finish on an actor has written every
+row before its own status reaches the driver, and a job that ends has every row on disk. An actor killed mid-run
+loses at most its unwritten rows; the driver runs those tasks again (its repair passes), and the LLM response cache
+and the stages' stores answer them for free.
+
+The LLM gateway is made on the first call, on the event loop Ray Data runs the UDF on (HTTP clients belong to their
+loop): it asks the endpoint's context window, or loads the embedded model, once per actor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Awaitable
+from pathlib import Path
+from typing import ClassVar, Generic, Protocol, TypeVar
+
+import pyarrow as pa
+
+from vista.llm import LLMConfig
+
+from jobs.job_gateway import JobGateway, job_llm_gateway
+from jobs.llm_budget import BudgetRef
+from jobs.patient_loader import PatientLoader
+from jobs.preprocess_pool import PreprocessorPool
+from jobs.progress import StatusRow, status_table
+from jobs.row_parts import PartWriter
+from jobs.tasks import TaskKey, task_keys
+
+log = logging.getLogger(__name__)
+
+Item = TypeVar("Item")
+
+
+class ActorSettings(Protocol):
+    """What the base reads from a job's actor settings (`PredictSettings`, `VistaSettings`)."""
+
+    out: Path | str
+    run_id: str
+    llm: LLMConfig | None
+    llm_budget: BudgetRef | None
+    patients_per_actor: int
+    patient_timeout_s: float
+    flush_rows: int
+    flush_s: float
+
+
+class TaskActor(ABC, Generic[Item]):
+    """Runs a job's tasks as they arrive (see the module docstring); subclasses give `prepare` and `run`."""
+
+    part_schema: ClassVar[pa.Schema]
+    """The schema of the records `run` returns (the part files')."""
+
+    def __init__(self, settings: ActorSettings, *, dataset: Path | str | None, coding_profile: str | None,
+                 pool: PreprocessorPool | None = None):
+        self.settings = settings
+        self.pool = pool
+        self.loader = PatientLoader(dataset, coding_profile) if dataset is not None else None
+        self.catalog = self.loader.catalog() if self.loader is not None else None
+        self.parts = PartWriter(settings.out, run_id=settings.run_id, schema=self.part_schema,
+                                flush_rows=settings.flush_rows, flush_s=settings.flush_s)
+        self.gateway: JobGateway | None = None
+        self.slots: asyncio.Semaphore | None = None
+        self._starting: asyncio.Lock | None = None
+        self._flusher: asyncio.Task | None = None
+        self.active = 0  # tasks received and not finished, over every call
+
+    # ------------------------------------------------------------------------------------------ the hooks
+    @abstractmethod
+    async def prepare(self, batch: pa.Table, keys: list[TaskKey]) -> list[Item]:
+        """The block's work items, one per task, in any order (runs before any of them starts)."""
+
+    @abstractmethod
+    async def run(self, item: Item) -> tuple[dict[str, object], StatusRow]:
+        """One item's part-file record and status row (called holding one of the actor's slots)."""
+
+    def uses_llm(self) -> bool:
+        """Whether this actor's tasks call the LLM (so the gateway is started on the first call)."""
+        return self.settings.llm is not None
+
+    # ------------------------------------------------------------------------------------------ the stream
+    async def __call__(self, batch: pa.Table) -> AsyncIterator[pa.Table]:
+        keys = task_keys(batch)
+        self.active += len(keys)
+        try:
+            await self._ready()
+            items = await self.prepare(batch, keys)
+            running = [asyncio.ensure_future(self._run_one(item)) for item in items]
+            try:
+                for finished in asyncio.as_completed(running):
+                    yield status_table([await finished])
+            finally:
+                for task in running:
+                    task.cancel()
+        finally:
+            self.active -= len(keys)
+            if self.active == 0:  # nothing left running here: write every row before this call's status leaves
+                await asyncio.to_thread(self.parts.flush)
+
+    async def _run_one(self, item: Item) -> StatusRow:
+        assert self.slots is not None
+        async with self.slots:
+            record, status = await self.run(item)
+        self.parts.add(record)
+        if self.parts.due():
+            await asyncio.to_thread(self.parts.flush)
+        return status
+
+    async def within_time_limit(self, work: Awaitable[object], what: str) -> object:
+        """``work``'s result, or `TimeoutError` naming ``what`` after the settings' per-task time limit."""
+        try:
+            return await asyncio.wait_for(work, self.settings.patient_timeout_s)
+        except TimeoutError:
+            raise TimeoutError(f"{what}: not finished within {self.settings.patient_timeout_s:g} s") from None
+
+    # ------------------------------------------------------------------------------------------ start and flush
+    async def _start_gateway(self) -> JobGateway:
+        assert self.settings.llm is not None
+        gateway = job_llm_gateway(self.settings.llm, job_id=self.settings.run_id, budget=self.settings.llm_budget)
+        await gateway.discover_context_tokens()
+        return JobGateway(gateway, remote=self.pool)
+
+    async def _ready(self) -> None:
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:
+            if self.slots is None:
+                if self.uses_llm():
+                    self.gateway = await self._start_gateway()
+                self.slots = asyncio.Semaphore(self.settings.patients_per_actor)
+                self._flusher = asyncio.get_running_loop().create_task(self._flush_when_due())
+
+    async def _flush_when_due(self) -> None:
+        period = min(1.0, self.settings.flush_s / 2)
+        while True:
+            await asyncio.sleep(period)
+            if self.parts.due():
+                try:
+                    await asyncio.to_thread(self.parts.flush)
+                except OSError:  # kept in the buffer; the next flush tries again
+                    log.warning("could not write a part file of %d rows; will retry", self.parts.pending, exc_info=True)
+
+    def __del__(self) -> None:  # a graceful actor exit (Ray Data scaling the pool down): write what is buffered
+        parts = getattr(self, "parts", None)
+        if parts is not None and parts.pending:
+            try:
+                parts.flush()
+            except Exception:  # noqa: BLE001 - best effort at exit; the driver reruns tasks without a row
+                log.warning("could not write %d buffered rows at actor exit", parts.pending, exc_info=True)

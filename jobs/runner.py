@@ -1,0 +1,331 @@
+"""The driver every cohort job runs (`jobs.predict`, `jobs.build_graphs`): check, lock, plan, run, repair,
+consolidate, summarize — with the job-specific parts behind `CohortJob`'s hooks.
+
+    summary = run_job(PredictJob(args), console)
+
+The run, in order:
+
+1. ``job.check()``: every option and input checked before any work (one line, exit 2, for a mistake); the LLM
+   endpoint asked once (unreachable, key refused, model unknown: one line).
+2. Under ``OUT``'s lock: the manifest checked (`jobs.manifest`: other settings, or other code, are refused),
+   temporaries of interrupted writes removed, the tasks listed (``job.task_keys``), each task's newest row read from
+   the part files (`jobs.row_parts.latest_states`, a few columns) and the run planned (`jobs.tasks.plan_tasks` with
+   the retry policy of `jobs.retry_policy`).
+3. When there is work: Ray joined (or started), the actors sized (``job.size``), the tasks ordered (``job.order``),
+   the plan announced, the job's LLM budget started (`jobs.llm_budget`: one limiter every actor asks), and the
+   tasks run (``job.execute``, which streams an actor pool through `stream_actor_pool`). Then up to
+   `REPAIR_PASSES` passes over tasks whose row was lost with an actor (their answers come from the caches).
+4. The consolidated file (``job.output_name``) built by a polars scan over the part files, ``job.finish`` (e.g. the
+   graph store's manifest), and ``summary.json`` written and printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import ClassVar
+
+import pyarrow as pa
+from rich.console import Console
+
+from vista.llm import LLMConfig
+from vista.llm.prices import PriceTable
+from vista.storage import join
+
+from jobs.actor_base import ActorSettings
+from jobs.driver import JobStalled, stream_status
+from jobs.llm_budget import BudgetRef, JobBudget, job_budget
+from jobs.manifest import check_manifest
+from jobs.outputs import OutputLock
+from jobs.progress import STATUS_ORDER, ProgressPrinter, ProgressTracker
+from jobs.ray_runtime import RayOptions, RayRuntime, connect, shutdown
+from jobs.resources import ResourcePlan
+from jobs.retry_policy import RetryCounts, kept_note, reruns, retry_policy
+from jobs.row_parts import (
+    TASK_KEYS,
+    PartConsolidation,
+    RowKeys,
+    RowState,
+    consolidate_parts,
+    latest_states,
+    remove_stale_temporaries,
+)
+from jobs.summary import RunSummary
+from jobs.tasks import TaskKey, TaskPlan, plan_tasks
+
+log = logging.getLogger(__name__)
+
+REPAIR_PASSES = 2
+"""Extra passes over tasks whose row was lost with an actor (their answers come from the LLM cache)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sizing:
+    """What the runner needs of a job's actor plan: the LLM budget to start (None: the job's default)."""
+
+    in_flight: int | None
+
+
+class CohortJob(ABC):
+    """One cohort job: what differs between predict and build-graphs (see the module docstring)."""
+
+    name: ClassVar[str]
+    """The progress prefix and the manifest's job kind: ``predict``, ``build-graphs``."""
+    output_name: ClassVar[str]
+    """The consolidated file under ``OUT``."""
+    output_schema: ClassVar[pa.Schema]
+    keys: ClassVar[RowKeys] = TASK_KEYS
+    what: ClassVar[str] = "tasks"
+
+    def __init__(self, args: argparse.Namespace, run_id: str):
+        self.args = args
+        self.run_id = run_id
+        self.policy = retry_policy(args)
+
+    # ------------------------------------------------------------------------------------------ hooks
+    settings: ActorSettings
+    """The actors' settings, made by `check` (their ``out`` and ``llm`` are the job's)."""
+
+    @property
+    def out(self) -> Path | str:
+        """The output directory (a path or an object-store URI)."""
+        return self.settings.out
+
+    @property
+    def llm(self) -> LLMConfig | None:
+        """The LLM the tasks call (None: no LLM stage, no budget)."""
+        return self.settings.llm
+
+    @abstractmethod
+    def check(self) -> None:
+        """Every option and input, and the endpoint, checked before any work (raises `jobs.errors.JobInputError`);
+        sets `settings`."""
+
+    @abstractmethod
+    def fingerprint(self) -> dict[str, object]:
+        """The settings that decide the outputs (see `jobs.manifest`)."""
+
+    @abstractmethod
+    def task_keys(self, ray: LazyRay) -> list[TaskKey]:
+        """Every task the inputs define (``ray`` joins Ray on first use, for listings that are Ray Data jobs)."""
+
+    @abstractmethod
+    def size(self, runtime: RayRuntime) -> Sizing:
+        """Plan the actors for ``runtime``'s cluster (kept by the job for `announce` and `execute`)."""
+
+    def order(self, todo: list[TaskKey]) -> tuple[list[TaskKey], float]:
+        """The planned tasks in the order they should start, and the seconds deciding it took."""
+        return todo, 0.0
+
+    @abstractmethod
+    def announce(self, console: Console, plan: TaskPlan, runtime: RayRuntime, retry: RetryCounts, order_s: float) -> None:
+        """The lines that say what this run will do."""
+
+    @abstractmethod
+    def execute(self, pending: list[TaskKey], budget: BudgetRef | None, tracker: ProgressTracker) -> None:
+        """Run ``pending`` (in that order) on the actors; their rows land in the part files."""
+
+    def finish(self, report: PartConsolidation) -> dict[str, str]:
+        """After consolidation: more outputs to name in the summary (e.g. the graph store's manifest)."""
+        return {}
+
+    def ray_options(self) -> RayOptions:
+        return RayOptions.from_args(self.args)
+
+    # ------------------------------------------------------------------------------------------ helpers
+    def say(self, console: Console, text: str) -> None:
+        console.print(f"[{self.name}] {text}", markup=False, highlight=False, soft_wrap=True)
+
+    def retried_clause(self, plan: TaskPlan, retry: RetryCounts) -> str:
+        if not plan.retried:
+            return ""
+        return f" (retrying {plan.retried}: " + ", ".join(f"{n} {k}" for k, n in sorted(retry.retried.items())) + ")"
+
+
+class LazyRay:
+    """Ray, joined (or started) on first use and left at the end of the ``with`` block if this job joined it."""
+
+    def __init__(self, options: RayOptions):
+        self.options = options
+        self._runtime: RayRuntime | None = None
+
+    def runtime(self) -> RayRuntime:
+        if self._runtime is None:
+            self._runtime = connect(self.options)
+        return self._runtime
+
+    def __enter__(self) -> LazyRay:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._runtime is not None:
+            shutdown(self._runtime)
+
+
+def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
+    """The whole job (see the module docstring); returns its summary (also printed and written to ``OUT``)."""
+    console = console or Console(width=110)
+    started_at = datetime.now().astimezone()
+    args = job.args
+    job.check()
+    out = job.out
+    with OutputLock(out):
+        check_manifest(out, job.name, job.fingerprint(), allow_code_change=args.resume_with_changed_code)
+        remove_stale_temporaries(out)
+        budget_figures = None
+        passes = 0
+        with LazyRay(job.ray_options()) as ray:
+            keys = job.task_keys(ray)
+            states = latest_states(out, job.keys)
+            plan = plan_tasks(keys, states, limit=args.limit, sample=args.sample, seed=args.seed,
+                              rerun=lambda state: reruns(state, job.policy))
+            retry = RetryCounts.of(plan.selected, states, job.policy)
+            tracker = ProgressTracker(job.name, to_run=len(plan.todo), skipped_before=plan.skipped)
+            if plan.todo:
+                runtime = ray.runtime()
+                sizing = job.size(runtime)
+                ordered, order_s = job.order(plan.todo)
+                job.announce(console, plan, runtime, retry, order_s)
+                with _budget(job, sizing, tracker) as budget:
+                    passes = _run_passes(job, ordered, budget.ref if budget is not None else None, tracker, console)
+                budget_figures = budget.final if budget is not None else None
+            else:
+                job.say(console, f"run {job.run_id}: all {len(plan.selected)} selected {job.what} already have an output; "
+                                 f"consolidating only{kept_note(retry, job.policy)}")
+        report = consolidate_parts(out, join(out, job.output_name), plan.selected, schema=job.output_schema,
+                                   keys=job.keys)
+        outputs = {Path(job.output_name).stem: str(report.path), **job.finish(report)}
+        statuses, reasons = _this_run(latest_states(out, job.keys) if plan.todo else {}, job.run_id)
+        summary = RunSummary.from_tracker(
+            tracker, run_id=job.run_id, started_at=started_at, selected=len(plan.selected), skipped=plan.skipped,
+            retried=plan.retried, complete=report.complete, outputs=outputs,
+            totals=dict(sorted(report.statuses.items())),
+        ).model_copy(update={
+            "retry_policy": job.policy, "retried_by_class": dict(sorted(retry.retried.items())),
+            "kept_by_class": dict(sorted(retry.kept.items())), "repair_passes": passes,
+            "consolidated_rows": report.rows, "consolidation_s": round(report.seconds, 3), "llm_budget": budget_figures,
+            # what this run's rows say (a task redone after an actor lost its row counts once)
+            "ran": sum(statuses.values()), "by_status": statuses, "failed_by_reason": reasons,
+        })
+        summary.write(out)
+    summary.print(console)
+    _closing_lines(job, console, plan, retry, report)
+    return summary
+
+
+@contextmanager
+def _budget(job: CohortJob, sizing: Sizing, tracker: ProgressTracker) -> Iterator[JobBudget | None]:
+    """The job's LLM budget for the run (None without an LLM); the progress line reads its live figures."""
+    llm = job.llm
+    if llm is None:
+        yield None
+        return
+    with job_budget(llm, run_id=job.run_id, in_flight=sizing.in_flight, requests_per_s=job.args.requests_per_second,
+                    tokens_per_min=job.args.tokens_per_minute) as budget:
+        if budget is not None:
+            prices = PriceTable.load(llm.prices_path)
+            tracker.live_source = lambda: budget.live(prices, llm.model)
+        yield budget
+
+
+def _run_passes(job: CohortJob, ordered: list[TaskKey], budget: BudgetRef | None, tracker: ProgressTracker,
+                console: Console) -> int:
+    """Run the planned tasks; then, up to `REPAIR_PASSES` times, those whose row an actor lost. Returns the repairs."""
+    pending = ordered
+    for repair in range(REPAIR_PASSES + 1):
+        job.execute(pending, budget, tracker)
+        states = latest_states(job.out, job.keys)
+        lost = [key for key in pending if key not in states or states[key].run_id != job.run_id]
+        if not lost:
+            return repair
+        if repair == REPAIR_PASSES:
+            break
+        job.say(console, f"{len(lost)} finished task(s) lost their row with an actor; running them again (their LLM "
+                         "answers come from the cache)")
+        pending = lost
+    return REPAIR_PASSES
+
+
+def _this_run(states: dict[TaskKey, RowState], run_id: str) -> tuple[dict[str, int], dict[str, int]]:
+    """Statuses and failure reasons of the tasks whose newest row this run wrote."""
+    statuses: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    for state in states.values():
+        if state.run_id == run_id:
+            statuses[state.status] += 1
+            if state.status in ("failed", "error"):
+                reasons[state.error_kind or "unknown"] += 1
+    return {s: statuses[s] for s in STATUS_ORDER if statuses[s]}, dict(sorted(reasons.items()))
+
+
+def _closing_lines(job: CohortJob, console: Console, plan: TaskPlan, retry: RetryCounts,
+                   report: PartConsolidation) -> None:
+    if plan.todo and retry.kept:
+        console.print(f"[{job.name}]{kept_note(retry, job.policy)}", markup=False, highlight=False, soft_wrap=True)
+    not_ok = sum(n for status, n in report.statuses.items() if status != "ok")
+    if not_ok:
+        job.say(console, f"{not_ok} of {len(plan.selected)} selected {job.what} ended in error or failure; their "
+                         f"rows in {report.path} say why")
+    if report.missing:
+        job.say(console, f"{len(report.missing)} selected {job.what} have no output yet; rerun the same command to finish")
+
+
+def stream_actor_pool(job: CohortJob, dataset, actor: type, constructor_kwargs: dict[str, object], *, compute,
+                      num_cpus: float, memory: int | None, block_rows: int, tracker: ProgressTracker,
+                      stall_hint: Callable[[], str]) -> None:
+    """Hand ``dataset``'s task blocks to a pool of ``actor`` and count their status rows as they come.
+
+    Ray Data fails, naming the cause, when no actor starts within ``--startup-timeout``; the no-progress watchdog
+    stops the job (exit 4) when no task finishes for ``--stall-timeout`` seconds (default ``--patient-timeout``
+    + 600).
+    """
+    from ray.data import DataContext
+    from ray.exceptions import GetTimeoutError
+
+    args = job.args
+    DataContext.get_current().wait_for_min_actors_s = int(args.startup_timeout)
+    results = dataset.map_batches(actor, fn_constructor_kwargs=constructor_kwargs, batch_size=block_rows,
+                                  batch_format="pyarrow", compute=compute, num_cpus=num_cpus,
+                                  **({"memory": memory} if memory else {}))
+    stall = args.stall_timeout or (args.patient_timeout + 600.0)
+    with ProgressPrinter(tracker, interval_s=args.progress_every):
+        try:
+            stream_status(results, tracker, stall_timeout_s=stall, stall_hint=stall_hint)
+        except GetTimeoutError as exc:  # Ray Data waited --startup-timeout for the pool's first actors
+            raise JobStalled(f"[{job.name}] stopped: no actor started within --startup-timeout "
+                             f"{args.startup_timeout:g} s; {stall_hint()}") from exc
+
+
+def sized_settings(settings: ActorSettings, resources: ResourcePlan, budget: BudgetRef | None) -> ActorSettings:
+    """The actors' settings for a run sized by ``resources``: their gateway's concurrency, the embedded model's
+    threads, their patients at once, and the job's budget."""
+    llm = settings.llm.with_overrides({"max_concurrency": resources.calls_per_actor})
+    if resources.model_threads is not None and llm.threads is None:
+        llm = llm.with_overrides({"threads": resources.model_threads})
+    return settings.model_copy(update={"llm": llm, "patients_per_actor": resources.patients_per_actor,
+                                       "llm_budget": budget})
+
+
+def check_common_options(args: argparse.Namespace, counts: dict[str, int | None]) -> None:
+    """The options every cohort job shares, and the job's own ``counts`` (``--flag``: value), checked up front
+    (`JobInputError` naming the first bad one)."""
+    from jobs.errors import JobInputError
+
+    for flag, value in {"--limit": args.limit, "--sample": args.sample, "--actors": args.actors,
+                        "--patients-per-actor": args.patients_per_actor, "--batch-size": args.batch_size,
+                        "--in-flight": args.in_flight, "--flush-rows": args.flush_rows, **counts}.items():
+        if value is not None and value < 1:
+            raise JobInputError(f"{flag} must be at least 1, not {value}")
+    for flag, value in (("--flush-seconds", args.flush_seconds), ("--stall-timeout", args.stall_timeout),
+                        ("--startup-timeout", args.startup_timeout), ("--patient-timeout", args.patient_timeout),
+                        ("--actor-cpus", args.actor_cpus)):
+        if value is not None and value <= 0:
+            raise JobInputError(f"{flag} must be positive, not {value}")
+    retry_policy(args)
