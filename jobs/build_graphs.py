@@ -240,7 +240,7 @@ class GraphsJob(CohortJob):
             cluster_cpus=runtime.cpus, backend=llm.backend, two_stage=False, in_flight=args.in_flight,
             llm_concurrency=args.max_concurrency, actors=args.actors, actor_cpus=args.actor_cpus,
             patients_per_actor=args.patients_per_actor, batch_size=args.batch_size,
-            shared_budget=llm.backend != "embedded")
+            shared_budget=llm.backend != "embedded", fixed_cluster=runtime.started_locally)
         return Sizing(in_flight=self.resources.in_flight)
 
     def _graph_only_pool(self, runtime_cpus: float) -> tuple[int, float, int]:

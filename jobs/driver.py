@@ -53,8 +53,9 @@ def task_dataset(tasks: pa.Table, block_rows: int, *, head_rows: int = 0, max_bl
     """Ray Data: ``tasks`` (`TASK_SCHEMA` rows, in the order they should start; a missing ``boolean_value`` is
     null) as blocks (`block_sizes`).
 
-    The blocks are put into the object store by the driver and handed to the actors in this order; no Ray Data
-    task runs before the actors (a read or a repartition would need a CPU the actors may hold).
+    The blocks are put into the object store by the driver and handed to the actors in this order; no read or
+    repartition task runs before the actors. `ray.data.from_arrow` does run one small 1-CPU task per block for its
+    metadata, at once: call this before starting any actor pool, or those tasks may wait for a CPU forever.
     """
     import ray.data
 

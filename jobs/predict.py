@@ -164,7 +164,8 @@ class PredictJob(CohortJob):
             in_flight=args.in_flight, llm_concurrency=args.max_concurrency, actors=args.actors,
             actor_cpus=args.actor_cpus, patients_per_actor=args.patients_per_actor, batch_size=args.batch_size,
             preprocess_actors=args.preprocess_actors, preprocess_cpus=args.preprocess_cpus,
-            shared_budget=llm.backend != "embedded",  # `jobs.llm_budget.job_budget` holds the job's in-flight sum
+            # `jobs.llm_budget.job_budget` holds the job's in-flight sum; a local Ray the job started cannot grow
+            shared_budget=llm.backend != "embedded", fixed_cluster=runtime.started_locally,
         )
         return Sizing(in_flight=self.resources.in_flight)
 
@@ -208,6 +209,10 @@ class PredictJob(CohortJob):
         args, resources = self.args, self.resources
         settings = sized_settings(self.settings, resources, budget)
         llm = settings.llm
+        head = 2 * resources.patients_per_actor * resources.actors_max  # the longest tasks, in small blocks
+        # made before any actor holds a CPU: `ray.data.from_arrow` runs a 1-CPU metadata task per block, which would
+        # wait forever behind a preprocessor pool that holds all but a fraction of a small cluster's CPUs
+        work = task_dataset(_work_table(self.tasks, pending), resources.block_rows, head_rows=head)
         pool = None
         try:
             if resources.preprocess_actors:
@@ -222,10 +227,8 @@ class PredictJob(CohortJob):
                     raise JobStalled(f"[predict] stopped: the preprocessor actors did not start within --startup-timeout "
                                      f"{args.startup_timeout:g} s (each asks {resources.preprocess_cpus:g} CPU); check "
                                      "that the cluster has room for them") from exc
-            head = 2 * resources.patients_per_actor * resources.actors_max  # the longest tasks, in small blocks
             stream_actor_pool(
-                self, task_dataset(_work_table(self.tasks, pending), resources.block_rows, head_rows=head),
-                PredictActor, {"settings": settings, "pool": pool},
+                self, work, PredictActor, {"settings": settings, "pool": pool},
                 compute=ActorPoolStrategy(min_size=resources.actors_min, max_size=resources.actors_max,
                                           max_tasks_in_flight_per_actor=resources.tasks_per_actor,
                                           max_concurrent_calls_per_actor=resources.tasks_per_actor),

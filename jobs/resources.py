@@ -36,6 +36,9 @@ Every figure can be overridden on the command line.
 (8, 8, 0.112)
 >>> plan_resources(cluster_cpus=0, backend="openai", two_stage=False, in_flight=128).actors_min  # CPU-less head
 1
+>>> local = plan_resources(cluster_cpus=2, backend="openai", two_stage=False, in_flight=256, fixed_cluster=True)
+>>> local.actors_max, local.calls_per_actor  # a local Ray cannot grow: one actor per CPU, each driving more
+(2, 128)
 >>> plan = plan_resources(cluster_cpus=2, backend="embedded", two_stage=False, in_flight=16)
 >>> plan.actors_max, plan.actor_cpus, plan.model_threads, plan.actor_memory == EMBEDDED_ACTOR_MEMORY
 (1, 0.5, 1, True)
@@ -133,11 +136,13 @@ def plan_resources(
     preprocess_actors: int | None = None,
     preprocess_cpus: float | None = None,
     shared_budget: bool = False,
+    fixed_cluster: bool = False,
 ) -> ResourcePlan:
     """Defaults for whatever the user did not set (see the module docstring).
 
     ``llm_concurrency`` is the patient actor's gateway concurrency when the user chose it (``--max-concurrency``);
-    ``shared_budget``: a job-wide limiter holds the budget (two-stage sides need not split it).
+    ``shared_budget``: a job-wide limiter holds the budget (two-stage sides need not split it); ``fixed_cluster``:
+    the cluster cannot grow (a local Ray the job started), so no more HTTP actors than CPUs are planned.
     """
     budget = DEFAULT_IN_FLIGHT if in_flight is None else in_flight
     for name, value in (("the LLM budget (--in-flight)", budget), ("actors", actors), ("patients per actor",
@@ -153,12 +158,12 @@ def plan_resources(
         return _embedded(cluster_cpus, two_stage, budget, llm_concurrency, actors, actor_cpus, patients_per_actor,
                          batch_size, preprocess_actors, preprocess_cpus)
     return _http(cluster_cpus, two_stage, budget, llm_concurrency, actors, actor_cpus, patients_per_actor, batch_size,
-                 preprocess_actors, preprocess_cpus, shared_budget)
+                 preprocess_actors, preprocess_cpus, shared_budget, fixed_cluster)
 
 
 def _http(cluster_cpus: float, two_stage: bool, budget: int, calls: int | None, actors: int | None,
           actor_cpus: float | None, per_actor: int | None, block: int | None, pre_actors: int | None,
-          pre_cpus: float | None, shared: bool) -> ResourcePlan:
+          pre_cpus: float | None, shared: bool, fixed: bool) -> ResourcePlan:
     pool = two_stage and pre_actors != 0
     if shared:  # the job's limiter holds the sum: each side may use the whole budget while the other waits
         pre_budget, chain_budget = (budget if pool else 0), budget
@@ -167,9 +172,10 @@ def _http(cluster_cpus: float, two_stage: bool, budget: int, calls: int | None, 
         chain_budget = max(1, budget - pre_budget)
     if actors is not None and calls is None:
         calls = math.ceil(chain_budget / actors)
-    calls = calls or min(chain_budget, MAX_CALLS_PER_ACTOR)
+    processes = max(1, math.floor(cluster_cpus / (2 if pool else 1))) if fixed and cluster_cpus > 0 else None
+    calls = calls or _calls_per_actor(chain_budget, processes)
     count = actors or math.ceil(chain_budget / calls)
-    n_pre = (pre_actors or math.ceil(pre_budget / min(pre_budget, MAX_CALLS_PER_ACTOR))) if pool else 0
+    n_pre = (pre_actors or math.ceil(pre_budget / _calls_per_actor(pre_budget, processes))) if pool else 0
     pre_calls = math.ceil(pre_budget / n_pre) if pool else 0
     per_actor = per_actor or (2 * calls if pool else calls + math.ceil(calls / 4))
     cpus = actor_cpus or IO_ACTOR_CPUS
@@ -204,6 +210,15 @@ def _embedded(cluster_cpus: float, two_stage: bool, budget: int, calls: int | No
     rows, tasks = _blocks(per_actor, block)
     return ResourcePlan(budget, low, high, cpus, EMBEDDED_ACTOR_MEMORY, calls, per_actor, rows, tasks, n_pre, p_cpus,
                         calls if pool else 0, max(1, math.floor(cpus)))
+
+
+def _calls_per_actor(budget: int, processes: int | None) -> int:
+    """Requests one HTTP actor drives: `MAX_CALLS_PER_ACTOR` (or the whole budget, when smaller); on a cluster that
+    cannot grow, enough that the budget needs at most ``processes`` actors (one per CPU): more processes than cores
+    only contend for them (1,000 patients at 256 in flight on 2 cores: 208 s with 8 actors x 32, 193 s with 2 x 128,
+    ``benchmarks/bench_predict_throughput.py``)."""
+    calls = min(budget, MAX_CALLS_PER_ACTOR)
+    return max(calls, math.ceil(budget / processes)) if processes else calls
 
 
 def _blocks(per_actor: int, block: int | None) -> tuple[int, int]:

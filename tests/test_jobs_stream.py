@@ -99,6 +99,16 @@ def test_two_stage_with_default_settings_completes_on_two_cpus(cohort, server, r
     assert 0 < summary.startup_s <= summary.first_row_s <= summary.wall_s
 
 
+@pytest.mark.timeout(600)  # the bug it guards against was a hang
+def test_two_stage_whose_preprocessors_hold_most_cpus_still_starts(cohort, server, ray_session, tmp_path):
+    """The work dataset is made before the preprocessor pool starts: `ray.data.from_arrow` runs a 1-CPU metadata
+    task per block, which waited forever behind preprocessors holding 1.2 of the head's 2 CPUs."""
+    summary, _ = run(args(cohort, server, tmp_path / "out", "--variant", "two_stage", "--chunk-tokens", "1500",
+                          "--preprocess-actors", "2", "--preprocess-cpus", "0.6", "--actors", "1", "--limit", "2",
+                          "--stall-timeout", "120", "--startup-timeout", "120"))
+    assert summary.complete and summary.by_status == {"ok": 2}
+
+
 def test_rows_are_written_while_the_slowest_patient_of_their_block_still_runs(cohort, server, ray_session, tmp_path):
     slow = cohort["subjects"][0]
     server.slow, server.slow_s = [marker(slow)], 1.5

@@ -5,6 +5,7 @@ malformed file, a patient without events and an event dated 2300 (three error ro
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -89,3 +90,10 @@ def test_xml_directory_with_bad_files_gives_three_error_rows_and_goes_on(ray_ses
     assert GraphStore(out).scan_index().collect()["subject_id"].unique().sort().to_list() == sorted(good.values())
     # a rerun skips all seven (errors included) and still reports them
     assert main(["--xml-dir", str(xml_dir), "--out", str(out), "--progress-every", "0"]) == 3
+    rerun = capsys.readouterr().out
+    assert "all 7 selected tasks already have an output" in rerun and "kept by --retry transient (3 permanent)" in rerun
+    assert errors["retry_class"].to_list() == ["permanent"] * 3
+    # --retry all runs the three again (bad input stays bad); the good ones are not touched
+    assert main(["--xml-dir", str(xml_dir), "--out", str(out), "--progress-every", "0", "--retry", "all"]) == 3
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["retried"], summary["ran"], summary["by_status"]) == (3, 3, {"error": 3})
