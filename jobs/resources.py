@@ -142,7 +142,7 @@ def plan_resources(
 
     ``llm_concurrency`` is the patient actor's gateway concurrency when the user chose it (``--max-concurrency``);
     ``shared_budget``: a job-wide limiter holds the budget (two-stage sides need not split it); ``fixed_cluster``:
-    the cluster cannot grow (a local Ray the job started), so no more HTTP actors than CPUs are planned.
+    the cluster cannot grow (a local Ray the job started), so a one-stage job plans no more HTTP actors than CPUs.
     """
     budget = DEFAULT_IN_FLIGHT if in_flight is None else in_flight
     for name, value in (("the LLM budget (--in-flight)", budget), ("actors", actors), ("patients per actor",
@@ -172,7 +172,8 @@ def _http(cluster_cpus: float, two_stage: bool, budget: int, calls: int | None, 
         chain_budget = max(1, budget - pre_budget)
     if actors is not None and calls is None:
         calls = math.ceil(chain_budget / actors)
-    processes = max(1, math.floor(cluster_cpus / (2 if pool else 1))) if fixed and cluster_cpus > 0 else None
+    # one-stage on a cluster that cannot grow: one actor per CPU (measured better on 2 cores; two-stage was not)
+    processes = max(1, math.floor(cluster_cpus)) if fixed and cluster_cpus > 0 and not pool else None
     calls = calls or _calls_per_actor(chain_budget, processes)
     count = actors or math.ceil(chain_budget / calls)
     n_pre = (pre_actors or math.ceil(pre_budget / _calls_per_actor(pre_budget, processes))) if pool else 0
