@@ -69,7 +69,7 @@ from jobs.ray_runtime import RayRuntime
 from jobs.resources import ResourcePlan, plan_resources
 from jobs.retry_policy import RetryCounts
 from jobs.row_parts import PartConsolidation
-from jobs.runner import CohortJob, LazyRay, Sizing, check_common_options, run_job, sized_settings, stream_actor_pool
+from jobs.runner import CohortJob, LazyRay, check_common_options, run_job, sized_settings, stream_actor_pool
 from jobs.summary import RunSummary
 from jobs.tasks import TaskKey, TaskPlan, keys_table, read_label_tasks, task_keys
 from jobs.vista_actor import VistaActor, VistaSettings
@@ -206,7 +206,7 @@ class GraphsJob(CohortJob):
 
     def check(self) -> None:
         args = self.args
-        check_common_options(args, {})
+        check_common_options(args)
         self.settings = settings = build_settings(args, self.run_id)
         if settings.dataset is not None and args.labels is None:
             check_listable(settings.dataset)  # names every unreadable shard (and a missing dataset) before Ray starts
@@ -231,17 +231,17 @@ class GraphsJob(CohortJob):
         ray.runtime()  # the subjects are listed by Ray Data tasks, one per shard
         return dataset_task_keys(self.settings.dataset)
 
-    def size(self, runtime: RayRuntime) -> Sizing:
+    def size(self, runtime: RayRuntime) -> int | None:
         args, llm = self.args, self.settings.llm
         self.cluster_cpus = runtime.cpus
         if llm is None:
-            return Sizing(in_flight=None)
+            return None
         self.resources = plan_resources(
             cluster_cpus=runtime.cpus, backend=llm.backend, two_stage=False, in_flight=args.in_flight,
             llm_concurrency=args.max_concurrency, actors=args.actors, actor_cpus=args.actor_cpus,
             patients_per_actor=args.patients_per_actor, batch_size=args.batch_size,
             shared_budget=llm.backend != "embedded", fixed_cluster=runtime.started_locally)
-        return Sizing(in_flight=self.resources.in_flight)
+        return self.resources.in_flight
 
     def _graph_only_pool(self, runtime_cpus: float) -> tuple[int, float, int]:
         """Actors, CPUs each and block rows of a graph-only run: CPU-bound actors, one per CPU, small blocks."""

@@ -58,7 +58,7 @@ from jobs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
 from jobs.resources import ResourcePlan, plan_resources
 from jobs.retry_policy import RetryCounts
-from jobs.runner import CohortJob, LazyRay, Sizing, check_common_options, run_job, sized_settings, stream_actor_pool
+from jobs.runner import CohortJob, LazyRay, check_common_options, run_job, sized_settings, stream_actor_pool
 from jobs.summary import RunSummary
 from jobs.tasks import (
     PREDICTION_TIME,
@@ -137,7 +137,7 @@ class PredictJob(CohortJob):
         from vista.meds.reader import MedsDataset
 
         args = self.args
-        check_common_options(args, {})
+        check_common_options(args)
         if args.preprocess_actors is not None and args.preprocess_actors < 0:
             raise JobInputError(f"--preprocess-actors must be 0 or more, not {args.preprocess_actors}")
         if not 0.0 <= args.threshold <= 1.0:
@@ -157,7 +157,7 @@ class PredictJob(CohortJob):
     def task_keys(self, ray: LazyRay) -> list[TaskKey]:
         return task_keys(self.tasks)
 
-    def size(self, runtime: RayRuntime) -> Sizing:
+    def size(self, runtime: RayRuntime) -> int | None:
         args, llm = self.args, self.settings.llm
         self.resources = plan_resources(
             cluster_cpus=runtime.cpus, backend=llm.backend, two_stage=self.settings.pipeline.variant.value == "two_stage",
@@ -167,7 +167,7 @@ class PredictJob(CohortJob):
             # `jobs.llm_budget.job_budget` holds the job's in-flight sum; a local Ray the job started cannot grow
             shared_budget=llm.backend != "embedded", fixed_cluster=runtime.started_locally,
         )
-        return Sizing(in_flight=self.resources.in_flight)
+        return self.resources.in_flight
 
     def order(self, todo: list[TaskKey]) -> tuple[list[TaskKey], float]:
         """Longest estimated chain first (``--order longest``, the default), or key order."""

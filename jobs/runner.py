@@ -27,7 +27,6 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
@@ -66,13 +65,6 @@ REPAIR_PASSES = 2
 """Extra passes over tasks whose row was lost with an actor (their answers come from the LLM cache)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Sizing:
-    """What the runner needs of a job's actor plan: the LLM budget to start (None: the job's default)."""
-
-    in_flight: int | None
-
-
 class CohortJob(ABC):
     """One cohort job: what differs between predict and build-graphs (see the module docstring)."""
 
@@ -82,7 +74,6 @@ class CohortJob(ABC):
     """The consolidated file under ``OUT``."""
     output_schema: ClassVar[pa.Schema]
     keys: ClassVar[RowKeys] = TASK_KEYS
-    what: ClassVar[str] = "tasks"
 
     def __init__(self, args: argparse.Namespace, run_id: str):
         self.args = args
@@ -117,8 +108,9 @@ class CohortJob(ABC):
         """Every task the inputs define (``ray`` joins Ray on first use, for listings that are Ray Data jobs)."""
 
     @abstractmethod
-    def size(self, runtime: RayRuntime) -> Sizing:
-        """Plan the actors for ``runtime``'s cluster (kept by the job for `announce` and `execute`)."""
+    def size(self, runtime: RayRuntime) -> int | None:
+        """Plan the actors for ``runtime``'s cluster (kept by the job for `announce` and `execute`); returns the
+        job's LLM in-flight budget (None: the budget's default)."""
 
     def order(self, todo: list[TaskKey]) -> tuple[list[TaskKey], float]:
         """The planned tasks in the order they should start, and the seconds deciding it took."""
@@ -190,14 +182,14 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
             tracker = ProgressTracker(job.name, to_run=len(plan.todo), skipped_before=plan.skipped)
             if plan.todo:
                 runtime = ray.runtime()
-                sizing = job.size(runtime)
+                in_flight = job.size(runtime)
                 ordered, order_s = job.order(plan.todo)
                 job.announce(console, plan, runtime, retry, order_s)
-                with _budget(job, sizing, tracker) as budget:
+                with _budget(job, in_flight, tracker) as budget:
                     passes = _run_passes(job, ordered, budget.ref if budget is not None else None, tracker, console)
                 budget_figures = budget.final if budget is not None else None
             else:
-                job.say(console, f"run {job.run_id}: all {len(plan.selected)} selected {job.what} already have an output; "
+                job.say(console, f"run {job.run_id}: all {len(plan.selected)} selected tasks already have an output; "
                                  f"consolidating only{kept_note(retry, job.policy)}")
         report = consolidate_parts(out, join(out, job.output_name), plan.selected, schema=job.output_schema,
                                    keys=job.keys)
@@ -221,13 +213,13 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
 
 
 @contextmanager
-def _budget(job: CohortJob, sizing: Sizing, tracker: ProgressTracker) -> Iterator[JobBudget | None]:
+def _budget(job: CohortJob, in_flight: int | None, tracker: ProgressTracker) -> Iterator[JobBudget | None]:
     """The job's LLM budget for the run (None without an LLM); the progress line reads its live figures."""
     llm = job.llm
     if llm is None:
         yield None
         return
-    with job_budget(llm, run_id=job.run_id, in_flight=sizing.in_flight, requests_per_s=job.args.requests_per_second,
+    with job_budget(llm, run_id=job.run_id, in_flight=in_flight, requests_per_s=job.args.requests_per_second,
                     tokens_per_min=job.args.tokens_per_minute) as budget:
         if budget is not None:
             prices = PriceTable.load(llm.prices_path)
@@ -271,10 +263,10 @@ def _closing_lines(job: CohortJob, console: Console, plan: TaskPlan, retry: Retr
         console.print(f"[{job.name}]{kept_note(retry, job.policy)}", markup=False, highlight=False, soft_wrap=True)
     not_ok = sum(n for status, n in report.statuses.items() if status != "ok")
     if not_ok:
-        job.say(console, f"{not_ok} of {len(plan.selected)} selected {job.what} ended in error or failure; their "
+        job.say(console, f"{not_ok} of {len(plan.selected)} selected tasks ended in error or failure; their "
                          f"rows in {report.path} say why")
     if report.missing:
-        job.say(console, f"{len(report.missing)} selected {job.what} have no output yet; rerun the same command to finish")
+        job.say(console, f"{len(report.missing)} selected tasks have no output yet; rerun the same command to finish")
 
 
 def stream_actor_pool(job: CohortJob, dataset, actor: type, constructor_kwargs: dict[str, object], *, compute,
@@ -313,14 +305,13 @@ def sized_settings(settings: ActorSettings, resources: ResourcePlan, budget: Bud
                                        "llm_budget": budget})
 
 
-def check_common_options(args: argparse.Namespace, counts: dict[str, int | None]) -> None:
-    """The options every cohort job shares, and the job's own ``counts`` (``--flag``: value), checked up front
-    (`JobInputError` naming the first bad one)."""
+def check_common_options(args: argparse.Namespace) -> None:
+    """The options every cohort job shares, checked up front (`JobInputError` naming the first bad one)."""
     from jobs.errors import JobInputError
 
     for flag, value in {"--limit": args.limit, "--sample": args.sample, "--actors": args.actors,
                         "--patients-per-actor": args.patients_per_actor, "--batch-size": args.batch_size,
-                        "--in-flight": args.in_flight, "--flush-rows": args.flush_rows, **counts}.items():
+                        "--in-flight": args.in_flight, "--flush-rows": args.flush_rows}.items():
         if value is not None and value < 1:
             raise JobInputError(f"{flag} must be at least 1, not {value}")
     for flag, value in (("--flush-seconds", args.flush_seconds), ("--stall-timeout", args.stall_timeout),
