@@ -260,7 +260,7 @@ class GraphsJob(CohortJob):
                       else f"{resources.actors_min}-{resources.actors_max}")
             pool = (f"LLM budget {resources.in_flight} in flight; {actors} actor(s) x {resources.actor_cpus:g} CPU x "
                     f"{resources.calls_per_actor} calls, {resources.patients_per_actor} patients each")
-            model = f"model {llm.model} ({llm.backend}, {llm.base_url or 'in-process'})"
+            model = f"model {llm.model} ({llm.backend}, {llm.endpoint_host})"
         self.say(console, f"run {self.run_id}: {len(plan.selected)} selected, {plan.skipped} already done, "
                           f"{len(plan.todo)} to run{self.retried_clause(plan, retry)} ({','.join(self.settings.stages)}) "
                           f"on {where} ({runtime.cpus:g} CPUs): {pool}; {model}; retry policy: {self.policy}")

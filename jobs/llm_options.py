@@ -1,8 +1,10 @@
 """The LLM options every LLM-using job shares (predict, build-graphs): the same flags, the same precedence, one check.
 
-Settings are resolved as defaults < ``VISTA_LLM_*`` < ``TRAJONCO_LLM_BASE_URL`` / ``TRAJONCO_LLM_MODEL`` (written
-by cluster.yaml on every node) < explicit options < ``--llm KEY=VALUE``; the response cache defaults to
-``OUT/llm_cache``, so rerunning a job in the same output directory pays no call twice.
+Settings are resolved by `vista.llm.LLMConfig.resolve`, the one rule every command shares: defaults <
+``VISTA_LLM_*`` < the deprecated ``TRAJONCO_LLM_BASE_URL`` / ``TRAJONCO_LLM_MODEL`` < explicit options <
+``--llm KEY=VALUE``, and a base URL named anywhere means that endpoint (backend openai). This module only wires the
+job's flags onto it; the response cache defaults to ``OUT/llm_cache``, so rerunning a job in the same output
+directory pays no call twice.
 
 Before any actor starts, the driver checks the settings (`check_llm`: key present, model file found) and the
 endpoint itself (`check_endpoint`: one ``GET /models`` — reachable, key accepted, model served, context window
@@ -25,9 +27,6 @@ LLM_ANSWER_FIELDS = ("backend", "model", "schema_mode", "schema_in_prompt", "tem
 """LLM settings that change answers (hence outputs). The others (endpoint URL, timeouts, concurrency, cache) only
 change where and how fast answers come; like the response cache's key, the manifest ignores them."""
 
-CLUSTER_ENV = {"base_url": "TRAJONCO_LLM_BASE_URL", "model": "TRAJONCO_LLM_MODEL"}
-"""The old second prefix (deprecated: one release left, with a warning): setting one selects the openai backend.
-Use ``VISTA_LLM_BASE_URL`` / ``VISTA_LLM_MODEL``, the one prefix every command reads."""
 
 
 def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,8 +35,9 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
         "LLM", "Defaults: the embedded SmolLM2 model; VISTA_LLM_<FIELD> environment variables (the same for every "
         "command), then these options apply, --llm KEY=VALUE last.")
     llm.add_argument("--backend", choices=["embedded", "openai"], help="embedded (in-process llama.cpp) or openai "
-                     "(any OpenAI-compatible endpoint)")
-    llm.add_argument("--base-url", help="endpoint root for --backend openai, e.g. http://HOST:8000/v1")
+                     "(any OpenAI-compatible endpoint; implied by a base URL)")
+    llm.add_argument("--base-url", help="an OpenAI-compatible endpoint root, e.g. http://HOST:8000/v1: the job asks "
+                     "it (backend openai); without one (and no VISTA_LLM_BASE_URL) the embedded model answers")
     llm.add_argument("--model", help="model name sent to the endpoint")
     llm.add_argument("--api-key-env", help="environment variable holding the API key (default OPENAI_API_KEY)")
     llm.add_argument("--max-concurrency", type=int, help="requests in flight per actor gateway (default 4)")
@@ -53,42 +53,35 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
                      "(repeatable), e.g. --llm qps=5 --llm schema_mode=json_object")
 
 
-MODEL_CHOICE_ENV = ("VISTA_LLM_BACKEND", "VISTA_LLM_BASE_URL", "VISTA_LLM_MODEL", *CLUSTER_ENV.values())
-"""Environment variables that choose a model (others, such as a timeout, only tune the default one)."""
-
-
 def llm_configured(args: argparse.Namespace, env: dict[str, str] | None = None) -> bool:
     """True when the user chose a model (an option or an environment variable), rather than leaving the default."""
+    from vista.llm.config import DEPRECATED_ENV, ENV_PREFIX, MODEL_CHOICE_FIELDS
+
     env = dict(os.environ if env is None else env)
     explicit = (args.backend, args.base_url, args.model) != (None, None, None)
-    return explicit or any(env.get(var) for var in MODEL_CHOICE_ENV)
+    named = [ENV_PREFIX + field.upper() for field in MODEL_CHOICE_FIELDS] + list(DEPRECATED_ENV)
+    items = {item.partition("=")[0].strip() for item in args.llm}
+    return explicit or bool(items & set(MODEL_CHOICE_FIELDS)) or any(env.get(var) for var in named)
 
 
 def llm_config(args: argparse.Namespace, env: dict[str, str] | None = None):
-    """The LLM settings: defaults < VISTA_LLM_* < TRAJONCO_LLM_* < explicit options < --llm KEY=VALUE."""
+    """The job's LLM settings (`vista.llm.LLMConfig.resolve` over its options), the cache under ``OUT`` by default."""
     from vista.llm import LLMConfig
     from vista.storage import is_remote, join
 
-    env = dict(os.environ if env is None else env)
-    config = LLMConfig.from_env(env)
-    cluster = {field: env[var] for field, var in CLUSTER_ENV.items() if env.get(var)}
-    if cluster:
-        old = ", ".join(var for var in CLUSTER_ENV.values() if env.get(var))
-        log.warning("%s: deprecated (kept for one release); set VISTA_LLM_BASE_URL / VISTA_LLM_MODEL instead", old)
-        config = config.with_overrides({"backend": "openai", **cluster})
-    explicit = {
+    options = {
         "backend": args.backend, "base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
         "max_concurrency": args.max_concurrency, "timeout_s": args.llm_timeout,
+        "cache_dir": "none" if args.no_cache else args.cache_dir,
     }
-    config = config.with_overrides({k: v for k, v in explicit.items() if v is not None})
-    if args.no_cache:
-        config = config.with_overrides({"cache_dir": None})
-    elif args.cache_dir is not None:
-        config = config.with_overrides({"cache_dir": args.cache_dir})
-    elif config.cache_dir is None:
+    labels = {"timeout_s": f"--llm-timeout {args.llm_timeout}", "cache_dir": "--no-cache" if args.no_cache else
+              f"--cache-dir {args.cache_dir}"}
+    config = LLMConfig.resolve(env=os.environ if env is None else env, options=options, items=args.llm,
+                               option_labels=labels)
+    named = args.no_cache or args.cache_dir is not None or any(
+        item.partition("=")[0].strip() == "cache_dir" for item in args.llm)
+    if config.cache_dir is None and not named:
         config = config.with_overrides({"cache_dir": join(args.out, "llm_cache")})
-    if args.llm:
-        config = config.with_overrides(args.llm)
     if config.cache_dir is not None and not is_remote(config.cache_dir):
         config = config.with_overrides({"cache_dir": Path(config.cache_dir).resolve()})
     return config

@@ -181,7 +181,6 @@ class PredictJob(CohortJob):
         settings, resources = self.settings, self.resources
         where = "local Ray" if runtime.started_locally else f"cluster {runtime.address}"
         llm = settings.llm
-        endpoint = llm.base_url or ("in-process" if llm.backend == "embedded" else "api.openai.com")
         actors = (f"{resources.actors_min}" if resources.actors_min == resources.actors_max
                   else f"{resources.actors_min}-{resources.actors_max}")
         pool = (f", {resources.preprocess_actors} preprocessor actor(s) x {resources.preprocess_cpus:g} CPU x "
@@ -194,7 +193,7 @@ class PredictJob(CohortJob):
                  f"CPUs): LLM budget {resources.in_flight} in flight; {actors} patient actor(s) x "
                  f"{resources.actor_cpus:g} CPU x {resources.calls_per_actor} calls, {resources.patients_per_actor} "
                  f"patients each, blocks of {resources.block_rows}{pool}{order}")
-        self.say(console, f"model {llm.model} ({llm.backend}, {endpoint}); retry policy: {self.policy}")
+        self.say(console, f"model {llm.model} ({llm.backend}, {llm.endpoint_host}); retry policy: {self.policy}")
         if runtime.cpus and resources.cpus_at_start > runtime.cpus:
             self.say(console, f"warning: the actors ask for {resources.cpus_at_start:g} CPUs at start, the cluster has "
                               f"{runtime.cpus:g}; they will start as CPUs become available (autoscaling) or the job "

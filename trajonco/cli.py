@@ -219,6 +219,10 @@ def _cmd_chunk(args: argparse.Namespace) -> int:
     return 0
 
 
+PREDICTION_FAILED = 3
+"""`predict-one`'s exit status when the prediction failed (no score), apart from 2 (a mistake in the command)."""
+
+
 def _cmd_predict_one(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
@@ -263,6 +267,10 @@ def _cmd_predict_one(args: argparse.Namespace) -> int:
     result = asyncio.run(_predict_with_progress(record, dataset.code_catalog(), config, llm, when,
                                                 any_cancer=args.cancer == "any"))
     print_result(result, as_json=args.json)
+    if result.status == "failed":  # no score: the caller (a script, CI) must not take the printout for an answer
+        print(f"error: subject {record.subject_id}: the prediction failed (no score; see the errors above)",
+              file=sys.stderr)
+        return PREDICTION_FAILED
     return 0
 
 
@@ -390,7 +398,9 @@ def build_parser(extra: Callable[[argparse._SubParsersAction], None] | None = No
                     "trajonco predict-one --dataset out/synth --subject 12 --cancer any "
                     "--labels out/cohorts/lung/labels/test.parquet --model gpt-4.1-mini --base-url "
                     "https://api.openai.com/v1"],
-                   details="A whole cohort runs on Ray with `trajonco predict` (resumable, one row per patient).")
+                   details="A whole cohort runs on Ray with `trajonco predict` (resumable, one row per patient).\n\n"
+                           "Exit status: 0 with a score (status ok or partial), 2 for a command-line or input "
+                           f"mistake, {PREDICTION_FAILED} when the prediction failed (no score: the LLM calls failed).")
     p.add_argument("--dataset", required=True, help="MEDS dataset root")
     p.add_argument("--subject", type=int, required=True, help="subject_id")
     p.add_argument("--cancer", default="lung", help=f"the cancer to assess: {cancers}; or 'any' for any cancer "

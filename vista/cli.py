@@ -251,19 +251,18 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------- parser
-LLM_OPTION_HELP = ("LLM setting (repeatable), e.g. --llm backend=openai --llm base_url=http://127.0.0.1:8000/v1 "
-                   "--llm model=NAME; default: the embedded model, overridable by VISTA_LLM_* variables")
+LLM_OPTION_HELP = ("LLM setting (repeatable), e.g. --llm base_url=http://127.0.0.1:8000/v1 --llm model=NAME; a base "
+                   "URL (here or in VISTA_LLM_BASE_URL) means that endpoint; default: the embedded model")
 
 
 class _LLMShortcut(argparse.Action):
-    """``--model NAME`` / ``--base-url URL`` / ``--backend B``: appended to the ``--llm`` list as ``key=value``
-    (a base URL also selects the openai backend), so shortcuts and ``--llm`` items apply in the order given."""
+    """``--model NAME`` / ``--base-url URL`` / ``--backend B``: appended to the ``--llm`` list as ``key=value``, so
+    shortcuts and ``--llm`` items apply in the order given (a base URL selects the openai backend by the rule of
+    `vista.llm.LLMConfig.resolve`)."""
 
     def __call__(self, parser, namespace, values, option_string=None):
         items = list(getattr(namespace, self.dest) or [])
         key = self.metavar.lower().replace("-", "_")
-        if key == "base_url":
-            items.append("backend=openai")
         items.append(f"{key}={values}")
         setattr(namespace, self.dest, items)
 
@@ -279,7 +278,7 @@ def add_llm_option(parser: argparse.ArgumentParser, flag: str = "--llm", help_te
     parser.add_argument("--backend", dest=dest, action=_LLMShortcut, metavar="BACKEND",
                         help="shortcut for --llm backend=B (embedded or openai)")
     parser.add_argument("--base-url", dest=dest, action=_LLMShortcut, metavar="BASE-URL",
-                        help="shortcut for --llm backend=openai --llm base_url=URL (any OpenAI-compatible endpoint)")
+                        help="shortcut for --llm base_url=URL: ask this OpenAI-compatible endpoint (backend openai)")
     parser.add_argument("--model", dest=dest, action=_LLMShortcut, metavar="MODEL",
                         help="shortcut for --llm model=NAME")
 

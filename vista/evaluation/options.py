@@ -47,8 +47,7 @@ def judge_config(items: Iterable[str], display: LLMConfig,
     env = os.environ if env is None else env
     if not items and not any(key.startswith(JUDGE_ENV_PREFIX) for key in env):
         return display, True
-    labels = {item.partition("=")[0].strip(): f"--judge-llm {item}" for item in items}
-    config = LLMConfig.from_env(env, prefix=JUDGE_ENV_PREFIX).with_overrides(items, labels=labels)
+    config = LLMConfig.resolve(env=env, prefix=JUDGE_ENV_PREFIX, items=items)
     return config, same_model(config, display)
 
 

@@ -30,6 +30,7 @@ class ChatRequest:
     max_tokens_field: str = "max_tokens"
     reasoning_effort: str | None = None
     response_format: Mapping[str, object] | None = None
+    max_response_bytes: int | None = None  # cap of the response body (HTTP backends; None: the backend's default)
 
     def payload(self) -> dict[str, object]:
         """The OpenAI chat-completions JSON body of this request."""
@@ -59,6 +60,7 @@ class ChatReply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_prompt_tokens: int | None = None
+    model: str | None = None  # the model the server says answered (the body's ``model``), when it says
 
 
 @runtime_checkable
@@ -109,6 +111,7 @@ class _WireUsage(_WireModel):
 class _WireCompletion(_WireModel):
     choices: list[_WireChoice] = Field(min_length=1)
     usage: _WireUsage | None = None
+    model: object = None  # any JSON value: recorded as text, never a reason to refuse the answer
 
 
 def parse_completion(body: object, *, source: str) -> ChatReply:
@@ -130,6 +133,7 @@ def parse_completion(body: object, *, source: str) -> ChatReply:
         prompt_tokens=usage.prompt_tokens if usage else None,
         completion_tokens=usage.completion_tokens if usage else None,
         cached_prompt_tokens=details.cached_tokens if details else None,
+        model=str(wire.model)[:200] if wire.model not in (None, "") else None,
     )
 
 

@@ -1,11 +1,13 @@
 """Content-addressed on-disk cache of validated answers, shared safely by concurrent processes.
 
-The key is the sha256 of everything that determines an answer (the endpoint's identity, model,
-sampling parameters, messages, schema, schema mode), so a rerun pays nothing for calls already made
+The key is the sha256 of everything that determines an answer (the backend kind, the endpoint's identity, the
+model asked for and the model the endpoint serves under that name, sampling parameters, messages, schema, schema
+mode), so a rerun pays nothing for calls already made
 and changing a prompt, the model, a parameter, the schema or the server misses exactly the affected
 calls. The endpoint identity is the backend's (`Backend` ``identity``): an HTTP endpoint's base URL,
 or the embedded GGUF file's sha256 and context size; two servers that both call their model
-``local`` never share answers. Entries are JSON
+``local`` never share answers, and neither do two models one server answers the same name with (a llama.cpp
+server answers any name with the file it loaded: its ``/v1/models`` listing names it). Entries are JSON
 files in 256 sharded folders, written to a temporary file and renamed into place (atomic on
 POSIX), so readers never see half an entry and concurrent writers of the same key both win.
 
@@ -31,7 +33,7 @@ from vista.storage import Location, is_remote, resolve
 
 log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 2  # bump when the key recipe or the entry layout changes (2: the endpoint joined the key)
+CACHE_FORMAT = 3  # bump when the key recipe or the entry layout changes (2: the endpoint; 3: backend, served model)
 
 
 def cache_key(
@@ -42,6 +44,8 @@ def cache_key(
     schema: Mapping[str, object] | None,
     schema_mode: str,
     parameters: Mapping[str, object],
+    backend: str = "",
+    served_model: str | None = None,
 ) -> str:
     """sha256 (hex) of the canonical JSON of one request's answer-determining inputs.
 
@@ -53,11 +57,15 @@ def cache_key(
     False
     >>> k == cache_key(endpoint="http://a:8000/v1", **(ask | {"messages": [Message("user", "hi!")]}))
     False
+    >>> k == cache_key(endpoint="http://a:8000/v1", served_model="B.gguf", **ask)  # the server now serves another model
+    False
     """
     material = {
         "format": CACHE_FORMAT,
+        "backend": backend,
         "endpoint": endpoint,
         "model": model,
+        "served_model": served_model,
         "messages": [m.to_wire() for m in messages],
         "schema": schema,
         "schema_mode": schema_mode,
@@ -76,6 +84,7 @@ class CachedAnswer:
     schema_name: str
     prompt_tokens: int
     completion_tokens: int
+    served_model: str | None = None  # the model as the server named it when it answered
 
 
 class ResponseCache:

@@ -8,11 +8,24 @@ the environment (``VISTA_LLM_<FIELD>``) or from ``key=value`` strings (e.g. a ``
 ('openai', 'gpt-4.1-mini', 0.0)
 >>> cfg.with_overrides(["max_tokens=256", "qps=none"]).max_tokens
 256
+
+One rule chooses the model, for every command and job (`LLMConfig.resolve`): whatever names an endpoint — an
+option, ``--llm base_url=…``, ``VISTA_LLM_BASE_URL`` or the deprecated ``TRAJONCO_LLM_BASE_URL`` — means that
+endpoint (backend ``openai``); the embedded model runs only when nothing names one, and naming the embedded backend
+together with an endpoint is an error:
+
+>>> LLMConfig.from_cli(["base_url=http://127.0.0.1:8000/v1", "model=M"], env={}).backend
+'openai'
+>>> LLMConfig.from_cli(["backend=embedded"], env={"VISTA_LLM_BASE_URL": "http://h:8000/v1"})  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+vista.llm.errors.LLMConfigError: --llm backend=embedded contradicts environment variable VISTA_LLM_BASE_URL ...
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import stat
 from collections.abc import Iterable, Mapping
@@ -25,7 +38,17 @@ from vista.llm.errors import LLMConfigError
 from vista.llm.schema import SchemaMode
 
 ENV_PREFIX = "VISTA_LLM_"
+DEPRECATED_ENV = {"TRAJONCO_LLM_BASE_URL": "base_url", "TRAJONCO_LLM_MODEL": "model"}
+"""The old second prefix cluster.yaml used to write (read for one release, with a warning): use ``VISTA_LLM_*``."""
+MODEL_CHOICE_FIELDS = ("backend", "base_url", "model")
+"""Settings that choose which model answers (the others only tune how it is asked)."""
+RESPONSE_BYTES_PER_TOKEN = 64
+"""Derived response cap: bytes allowed per max_tokens token (a token is ~4 characters; JSON escapes such as
+``\\u00e9`` take 6 bytes a character, and the body carries usage and other fields)."""
+RESPONSE_HEADROOM_BYTES = 1 << 20
+"""Derived response cap: bytes allowed on top of the per-token allowance (envelope, usage, logprobs, ...)."""
 EMBEDDED_MODEL_NAME = "smollm2-135m-instruct-q4_1"
+log = logging.getLogger(__name__)
 _NONE_WORDS = frozenset({"", "none", "null"})
 _MAX_KEY_BYTES = 4096  # an API key is a few hundred bytes at most; a larger file is not a key file
 
@@ -88,6 +111,11 @@ class LLMConfig(BaseModel):
     )
     seed: int | None = Field(0, description="Sampling seed sent to the endpoint (None omits it); also seeds retry jitter.")
     timeout_s: float = Field(120.0, gt=0, description="Time limit of one request, in seconds.")
+    max_response_bytes: int | None = Field(
+        None, gt=0, description="Largest response body accepted from an HTTP endpoint, enforced while it is read (a "
+        "larger one fails the call with error kind response_too_large, not retried); None derives it from the "
+        f"request's max_tokens: {RESPONSE_BYTES_PER_TOKEN} bytes per token + {RESPONSE_HEADROOM_BYTES >> 20} MiB.",
+    )
     max_concurrency: int = Field(4, ge=1, description="Most requests in flight at once from this gateway (a semaphore).")
     qps: float | None = Field(None, gt=0, description="Most requests started per second (token bucket); None = no limit.")
     max_retries: int = Field(
@@ -118,15 +146,87 @@ class LLMConfig(BaseModel):
         "(two threads on a busy 2-core machine ran ~10x slower than one)."
     )
 
+    # ----------------------------------------------------------------- identity
+    @property
+    def endpoint_host(self) -> str:
+        """Where answers come from, safe to record: ``host:port`` of the endpoint (never its path, credentials or
+        key), or ``in-process`` for the embedded model.
+
+        >>> LLMConfig(backend="openai", base_url="https://user:secret@llm.example.org/v1").endpoint_host
+        'llm.example.org:443'
+        >>> LLMConfig().endpoint_host
+        'in-process'
+        """
+        if self.backend == "embedded":
+            return "in-process"
+        return url_host(self.base_url or "https://api.openai.com/v1")
+
+    def response_byte_limit(self, max_tokens: int) -> int:
+        """The response-body cap of a request allowed ``max_tokens`` tokens (``max_response_bytes`` when set).
+
+        >>> LLMConfig().response_byte_limit(1000), LLMConfig(max_response_bytes=5000).response_byte_limit(1000)
+        (1112576, 5000)
+        """
+        if self.max_response_bytes is not None:
+            return self.max_response_bytes
+        return max_tokens * RESPONSE_BYTES_PER_TOKEN + RESPONSE_HEADROOM_BYTES
+
     # ----------------------------------------------------------------- overrides
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, *, prefix: str = ENV_PREFIX, base: LLMConfig | None = None) -> LLMConfig:
-        """``base`` (defaults if None) with every ``<prefix><FIELD>`` variable of ``env`` (os.environ if None) applied."""
+    def resolve(
+        cls,
+        *,
+        env: Mapping[str, str] | None = None,
+        options: Mapping[str, object | None] | None = None,
+        items: Iterable[str] = (),
+        option_labels: Mapping[str, str] | None = None,
+        prefix: str = ENV_PREFIX,
+        base: LLMConfig | None = None,
+    ) -> LLMConfig:
+        """THE way every command and job builds its LLM settings: ``base`` (defaults if None) < ``<prefix><FIELD>``
+        variables of ``env`` (os.environ if None) < the deprecated ``TRAJONCO_LLM_*`` (default prefix only) <
+        ``options`` (a CLI's named options; None values skipped) < ``items`` (``--llm KEY=VALUE``, last wins).
+
+        Then the one rule: a base URL named anywhere selects backend ``openai`` unless a backend is named too;
+        ``backend=embedded`` with a base URL raises `LLMConfigError` naming both sources.
+        """
         env = os.environ if env is None else env
+        values: dict[str, object] = {}
+        labels: dict[str, str] = {}
         names = {prefix + name.upper(): name for name in cls.model_fields}
-        values = {names[key]: value for key, value in env.items() if key in names}
-        labels = {field: f"environment variable {var}" for var, field in names.items()}
-        return (base or cls()).with_overrides(values, labels=labels)
+        for var, value in env.items():
+            if var in names:
+                values[names[var]], labels[names[var]] = value, f"environment variable {var}"
+        if prefix == ENV_PREFIX:
+            old = sorted(var for var in DEPRECATED_ENV if env.get(var))
+            if old:
+                log.warning("%s: deprecated (read for one release); set %s instead", ", ".join(old),
+                            ", ".join(ENV_PREFIX + DEPRECATED_ENV[var].upper() for var in old))
+            for var in old:
+                values[DEPRECATED_ENV[var]], labels[DEPRECATED_ENV[var]] = env[var], f"environment variable {var}"
+        for field, value in (options or {}).items():
+            if value is not None:
+                values[field] = value
+                labels[field] = (option_labels or {}).get(field, f"--{field.replace('_', '-')} {value}")
+        for item in items:
+            field, value = _split_pair(item)
+            values[field], labels[field] = value, f"--llm {item}"
+        config = (base or cls()).with_overrides(values, labels=labels)
+        if config.base_url is None:
+            return config
+        if "backend" not in values:
+            return config.with_overrides({"backend": "openai"})
+        if config.backend == "embedded":
+            raise LLMConfigError(
+                f"{labels['backend']} contradicts {labels.get('base_url', 'setting base_url')} (an endpoint means "
+                "backend openai; the embedded model runs only when no base URL is set): drop one of them")
+        return config
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, *, prefix: str = ENV_PREFIX, base: LLMConfig | None = None) -> LLMConfig:
+        """``base`` (defaults if None) with every ``<prefix><FIELD>`` variable of ``env`` (os.environ if None) applied,
+        by the rule of `resolve`."""
+        return cls.resolve(env=env, prefix=prefix, base=base)
 
     @field_validator("cache_dir", mode="before")
     @classmethod
@@ -172,10 +272,8 @@ class LLMConfig(BaseModel):
 
     @classmethod
     def from_cli(cls, items: Iterable[str], *, env: Mapping[str, str] | None = None) -> LLMConfig:
-        """Defaults, then ``VISTA_LLM_*`` environment variables, then ``key=value`` command-line items."""
-        items = list(items)
-        labels = {_split_pair(item)[0]: f"--llm {item}" for item in items}
-        return cls.from_env(env).with_overrides(items, labels=labels)
+        """Defaults, then ``VISTA_LLM_*`` environment variables, then ``key=value`` command-line items (`resolve`)."""
+        return cls.resolve(env=env, items=items)
 
     def api_key(self) -> str | None:
         """The API key: read from ``api_key_file`` when set (see `read_key_file`), else from the variable named by
@@ -230,6 +328,24 @@ def read_key_file(path: Path) -> str:
     if len(raw) > _MAX_KEY_BYTES or any(ch.isspace() for ch in key):
         raise LLMConfigError(f"{where} must hold the key alone, on one line")
     return key
+
+
+def url_host(url: str) -> str:
+    """``host:port`` of a URL (the scheme's default port when none is written), without credentials or path.
+
+    >>> url_host("http://127.0.0.1:8000/v1"), url_host("https://k:pw@api.openai.com/v1"), url_host("http://[::1]/v1")
+    ('127.0.0.1:8000', 'api.openai.com:443', '[::1]:80')
+    """
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    host = parts.hostname or "?"
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{port or (443 if parts.scheme == 'https' else 80)}"
 
 
 def _split_pair(item: str) -> tuple[str, str]:

@@ -53,6 +53,15 @@ def default_model_path() -> Path:
     )
 
 
+def model_alias(path: Path) -> str:
+    """The name the embedded server gives its model, and every answer carries: the GGUF file's stem.
+
+    >>> model_alias(Path("/x/SmolLM2-135M-Instruct.Q4_1.gguf"))
+    'SmolLM2-135M-Instruct.Q4_1'
+    """
+    return Path(path).stem
+
+
 def file_digest(path: Path) -> str:
     """sha256 (hex) of a file, computed once per process for each (path, size, mtime)."""
     stat = Path(path).stat()
@@ -96,7 +105,7 @@ class EmbeddedModel:
             raise LLMConfigError(f"embedded backend: model file {settings.model_path} does not exist")
         params = xllamacpp.CommonParams()
         params.model.path = str(settings.model_path)
-        params.model_alias = {settings.model_path.stem}
+        params.model_alias = {model_alias(settings.model_path)}
         params.n_ctx = settings.n_ctx
         params.n_parallel = 1
         params.cpuparams.n_threads = settings.threads
@@ -164,7 +173,13 @@ class EmbeddedBackend:
         self.compact_json = compact_json
         self._queue = asyncio.Lock()
         self.name = f"embedded:{model.settings.model_path.name}"
+        self.kind = "embedded"
+        self.host = "in-process"
         self.context_window: int | None = model.settings.n_ctx
+
+    async def served_model(self) -> str | None:
+        """The name llama.cpp answers with: the GGUF file's stem (e.g. ``SmolLM2-135M-Instruct.Q4_1``)."""
+        return model_alias(self.model.settings.model_path)
 
     @functools.cached_property
     def identity(self) -> str:

@@ -29,6 +29,7 @@ class ErrorKind(StrEnum):
     UNKNOWN_MODEL = "unknown_model"  # HTTP 404 / model_not_found: the endpoint does not serve this model
     QUOTA_EXCEEDED = "quota_exceeded"  # OpenAI's 429 insufficient_quota: no credit left (waiting will not help)
     HTTP_ERROR = "http_error"  # any other rejection (4xx, malformed request)
+    RESPONSE_TOO_LARGE = "response_too_large"  # the body went past max_response_bytes (an endless or runaway answer)
 
 
 RETRYABLE_KINDS: frozenset[ErrorKind] = frozenset(
@@ -76,6 +77,19 @@ class BackendError(Exception):
 
     def __repr__(self) -> str:
         return f"BackendError({self.kind.value!r}, {self.message!r}, status={self.status}, retry_after_s={self.retry_after_s})"
+
+
+class ResponseTooLarge(BackendError):
+    """The endpoint's response body went past the request's cap (``max_response_bytes``, derived from max_tokens).
+
+    Not retried: a server that answers a request with more than its max_tokens can hold does it again (each attempt
+    would read the cap again); the call ends with one error of kind ``response_too_large``, and the job goes on."""
+
+    def __init__(self, message: str):
+        super().__init__(ErrorKind.RESPONSE_TOO_LARGE, message)
+
+    def __reduce__(self):
+        return (ResponseTooLarge, (self.message,))
 
 
 class LLMCallFailed(RuntimeError):

@@ -6,7 +6,8 @@ call's `CallRecord` (also appended to ``gateway.ledger``). In order, one call:
 
 1. builds the bounded JSON schema of the response model and the ``response_format`` for ``schema_mode``;
 2. looks the request up in the response cache (a hit costs nothing and is still recorded); the key holds the
-   endpoint's identity (base URL, or the embedded model file's hash and context size) besides the request;
+   backend kind, the endpoint's identity (base URL, or the embedded model file's hash and context size) and the
+   model the endpoint serves (asked once: `served_model`) besides the request;
 3. sends it when its budgets allow — the gateway's own `RequestBudget` (``max_concurrency``, ``qps``, the
    Retry-After cool-down), then the ``limiter`` it shares with others, if any (a job-wide budget: in flight,
    requests/s, tokens/min, one cool-down, a circuit breaker) — and reports each attempt's outcome back;
@@ -15,7 +16,11 @@ call's `CallRecord` (also appended to ``gateway.ledger``). In order, one call:
 4. validates the answer with pydantic; an invalid answer is re-asked (up to ``max_reasks`` times) with
    the validation error quoted; only a validated answer is cached;
 5. records tokens (the server's ``usage``, else `vista.tokens.count_tokens`), latency, attempts,
-   retries, re-asks and cost from the price table.
+   retries, re-asks and cost from the price table, and who answered: the backend kind, the endpoint's host:port
+   and the model as the server named it (`CallRecord` ``backend``, ``endpoint_host``, ``served_model``).
+
+The response body of an HTTP endpoint is capped while it is read (``max_response_bytes``, derived from the
+request's max_tokens by default): past it the call fails with ``response_too_large``, never retried.
 """
 
 from __future__ import annotations
@@ -102,6 +107,7 @@ class _CallStats:
     cached_prompt_tokens: int = 0
     tokens_estimated: bool = False
     content: str | None = None  # the last answer text received
+    served_model: str | None = None  # the model the last answer says it came from
 
 
 def build_backend(config: LLMConfig) -> Backend:
@@ -166,6 +172,31 @@ class LLMGateway:
         self._schemas: dict[type[BaseModel], JSONSchema] = {}
         self._unpriced_warned: set[str] = set()
         self._context_tokens: int | None = None
+        self._served_model: str | None = None
+        self._served_known = False
+        self._served_lock = asyncio.Lock()  # concurrent first calls ask the endpoint once
+
+    # ------------------------------------------------------------------ who answers
+    @property
+    def backend_kind(self) -> str:
+        """Which kind of backend answers: embedded, openai, scripted, ... (recorded with every call)."""
+        return getattr(self.backend, "kind", None) or self.backend.name.partition(":")[0]
+
+    @property
+    def endpoint_host(self) -> str:
+        """Where it answers from, safe to record: the endpoint's host:port, or in-process."""
+        return getattr(self.backend, "host", None) or "in-process"
+
+    async def served_model(self) -> str | None:
+        """The model the endpoint serves under the configured name (its ``/v1/models`` listing; the embedded GGUF's
+        name), asked once per gateway; None when the endpoint cannot tell."""
+        if not self._served_known:
+            async with self._served_lock:
+                if not self._served_known:
+                    ask = getattr(self.backend, "served_model", None)
+                    self._served_model = await ask() if ask is not None else None
+                    self._served_known = True
+        return self._served_model
 
     # ------------------------------------------------------------------ public
     @functools.cached_property
@@ -227,12 +258,12 @@ class LLMGateway:
             start=self._clock.monotonic(),
         )
         request = self._request(messages, schema, call.schema_name, max_tokens)
-        key = self._key(request, schema) if (self._cache is not None and use_cache) else None
+        key = self._key(request, schema, await self.served_model()) if (self._cache is not None and use_cache) else None
 
         if key is not None and (hit := self._cache_lookup(key, response_model)) is not None:
-            output, content = hit
-            usage = self._record(call, _CallStats(), cache_hit=True, error=None)
-            return LLMResult(output, None, usage, content)
+            output, entry = hit
+            usage = self._record(call, _CallStats(served_model=entry.served_model), cache_hit=True, error=None)
+            return LLMResult(output, None, usage, entry.content)
 
         stats = _CallStats()
         error: LLMCallError | None = None
@@ -272,7 +303,9 @@ class LLMGateway:
             model=self.config.model,
             patient_id=call.patient_id,
             job_id=self.job_id,
-            backend=self.backend.name,
+            backend=self.backend_kind,
+            endpoint_host=self.endpoint_host,
+            served_model=stats.served_model,
             schema_name=call.schema_name,
             started_at=call.started_at,
             latency_s=self._clock.monotonic() - call.start,
@@ -307,9 +340,10 @@ class LLMGateway:
             max_tokens_field=cfg.max_tokens_field,
             reasoning_effort=cfg.reasoning_effort,
             response_format=response_format(schema, cfg.schema_mode, name),
+            max_response_bytes=cfg.response_byte_limit(max_tokens or cfg.max_tokens),
         )
 
-    def _key(self, request: ChatRequest, schema: JSONSchema) -> str:
+    def _key(self, request: ChatRequest, schema: JSONSchema, served_model: str | None) -> str:
         parameters = {
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
@@ -317,7 +351,9 @@ class LLMGateway:
             "reasoning_effort": request.reasoning_effort,
         }
         return cache_key(
+            backend=self.backend_kind,
             endpoint=self.endpoint,
+            served_model=served_model,
             model=request.model,
             messages=request.messages,
             schema=schema,
@@ -336,6 +372,7 @@ class LLMGateway:
                 stats.reasks += 1
             reply, value, problem = await self._send(request, response_model, stats, start)
             stats.content = reply.content
+            stats.served_model = reply.model or self._served_model
             if reply.refusal and not reply.content:
                 return None, LLMCallError(ErrorKind.REFUSED, reply.refusal[:500], attempts=stats.attempts)
             if reply.finish_reason == "content_filter":
@@ -451,7 +488,7 @@ class LLMGateway:
         return cost
 
     # ------------------------------------------------------------------- cache
-    def _cache_lookup(self, key: str, response_model: type[M]) -> tuple[M, str] | None:
+    def _cache_lookup(self, key: str, response_model: type[M]) -> tuple[M, CachedAnswer] | None:
         assert self._cache is not None
         entry = self._cache.get(key)
         if entry is None:
@@ -460,11 +497,12 @@ class LLMGateway:
         if value is None:
             log.warning("LLM cache entry %s no longer validates (%s); asking again", self._cache.path(key), problem[:200])
             return None
-        return value, entry.content
+        return value, entry
 
     def _cache_store(self, key: str, stats: _CallStats, name: str) -> None:
         assert self._cache is not None and stats.content is not None  # only called after a validated answer
-        entry = CachedAnswer(stats.content, self.config.model, name, stats.prompt_tokens, stats.completion_tokens)
+        entry = CachedAnswer(stats.content, self.config.model, name, stats.prompt_tokens, stats.completion_tokens,
+                             served_model=stats.served_model)
         try:
             self._cache.put(key, entry)
         except OSError as exc:

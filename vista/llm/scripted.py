@@ -59,6 +59,8 @@ class ScriptedBackend:
         self.context_window = context_window
         self.name = name
         self.identity = name
+        self.kind = "scripted"
+        self.host = "in-process"
         self.requests: list[ChatRequest] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -94,7 +96,8 @@ class ScriptedBackend:
             step = step.model_dump_json()
         if isinstance(step, str):
             usage = (self.prompt_tokens, self.completion_tokens) if self.report_usage else (None, None)
-            return ChatReply(content=step, finish_reason="stop", prompt_tokens=usage[0], completion_tokens=usage[1])
+            return ChatReply(content=step, finish_reason="stop", prompt_tokens=usage[0], completion_tokens=usage[1],
+                             model=request.model)
         raise TypeError(f"ScriptedBackend: unsupported step {step!r}")
 
     async def discover_context_window(self) -> int | None:

@@ -38,7 +38,9 @@ class CallRecord:
     model: str
     patient_id: str | None = None
     job_id: str | None = None
-    backend: str = ""
+    backend: str = ""  # which kind of backend answered: embedded, openai, scripted, ...
+    endpoint_host: str = ""  # where: host:port of the endpoint, or in-process (never a full URL or a key)
+    served_model: str | None = None  # the model as the server named it (None: no answer said, e.g. a failed call)
     schema_name: str = ""
     started_at: datetime | None = None  # wall-clock UTC
     latency_s: float = 0.0  # from the call's start to its end, waits included
@@ -84,6 +86,8 @@ _POLARS_SCHEMA = {
     "patient_id": pl.String,
     "job_id": pl.String,
     "backend": pl.String,
+    "endpoint_host": pl.String,
+    "served_model": pl.String,
     "schema_name": pl.String,
     "started_at": pl.Datetime("us", "UTC"),
     "latency_s": pl.Float64,
