@@ -69,7 +69,8 @@ class PredictSettings(BaseModel):
 
     def row_context(self) -> RowContext:
         return RowContext(cancer="any" if self.any_cancer else self.pipeline.cancer, variant=self.pipeline.variant.value,
-                          model=self.llm.model, threshold=self.threshold, run_id=self.run_id)
+                          model=self.llm.model, backend=self.llm.backend, endpoint_host=self.llm.endpoint_host,
+                          threshold=self.threshold, run_id=self.run_id)
 
 
 @dataclass(frozen=True, slots=True)

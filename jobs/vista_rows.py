@@ -29,7 +29,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from vista.graph import GraphFileError, GraphInputError
-from vista.llm.task_usage import USAGE_COLUMNS, TaskUsage, usage_columns
+from vista.llm.task_usage import USAGE_COLUMNS, TaskUsage, identity_columns, usage_columns
 from vista.meds.task_key import TaskKey
 
 from jobs.row_parts import RowKeys
@@ -89,6 +89,9 @@ class VistaRow(BaseModel):
     completion_tokens: int = 0
     cost_usd: float = 0.0
     unpriced_calls: int = 0
+    backend: str | None = Field(None, description="the backend that answered the LLM calls (embedded, openai, ...)")
+    endpoint_host: str | None = Field(None, description="its host:port, or in-process")
+    served_model: str | None = Field(None, description="the model as the server named it in its answers")
     toa_calls: int = 0
     display_calls: int = 0
     load_s: float = 0.0
@@ -103,7 +106,7 @@ class VistaRow(BaseModel):
         """This row with the LLM totals of ``usage`` (per stage) filled in."""
         total = sum(usage.values(), TaskUsage())
         return self.model_copy(update={
-            **usage_columns(total),
+            **usage_columns(total), **identity_columns(total),
             "toa_calls": usage.get("toa", TaskUsage()).calls, "display_calls": usage.get("display", TaskUsage()).calls,
         })
 

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trajonco.agents.results import AnyCancerResult, PatientResult
 from vista.llm.errors import ENDPOINT_KINDS, RETRYABLE_KINDS
-from vista.llm.task_usage import USAGE_COLUMNS, TaskUsage, usage_columns
+from vista.llm.task_usage import USAGE_COLUMNS, TaskUsage, identity_columns, usage_columns
 from vista.meds.task_key import TaskKey
 
 RowStatus = Literal["ok", "partial", "failed", "error"]
@@ -70,7 +70,12 @@ class PredictionRow(BaseModel):
     strongest_cancer: str | None = Field(None, description="any-cancer: the cancer the chain named as the most likely "
                                          "(chain mode), or the cancer carrying the highest score (max pooling)")
     variant: str
-    model: str
+    model: str = Field(description="the model name the run asked for (--model)")
+    backend: str = Field("", description="the backend that answered: embedded (the in-process SmolLM2), openai (an "
+                         "OpenAI-compatible endpoint), ...")
+    endpoint_host: str = Field("", description="where it answered from: the endpoint's host:port, or in-process")
+    served_model: str | None = Field(None, description="the model as the server named it in its answers (the "
+                                     "embedded GGUF's name for the embedded model); None when no call was answered")
     status: RowStatus = Field(description="ok | partial (some LLM calls failed) | failed (no score) | error (the task raised)")
     error_kind: str | None = Field(None, description="why a row is failed/error: llm_call_failed, data, timeline, "
                                    "context_budget, timeout, internal")
@@ -126,6 +131,9 @@ PREDICTION_SCHEMA = pa.schema([
     pa.field("strongest_cancer", pa.string()),
     pa.field("variant", pa.string()),
     pa.field("model", pa.string()),
+    pa.field("backend", pa.string()),
+    pa.field("endpoint_host", pa.string()),
+    pa.field("served_model", pa.string()),
     pa.field("status", pa.string()),
     pa.field("error_kind", pa.string()),
     pa.field("error", pa.string()),
@@ -177,8 +185,18 @@ class RowContext(BaseModel):
     cancer: str
     variant: str
     model: str
+    backend: str = Field("", description="the configured backend kind (rows whose calls answered say who did)")
+    endpoint_host: str = Field("", description="the configured endpoint's host:port, or in-process")
     threshold: float = Field(0.5, ge=0.0, le=1.0)
     run_id: str
+
+
+def _identity_fields(usage: TaskUsage, context: RowContext) -> dict[str, str | None]:
+    """Who answered the task's calls (from their records), else who was configured to; the served model only from
+    answers."""
+    seen = identity_columns(usage)
+    return {"backend": seen["backend"] or context.backend, "endpoint_host": seen["endpoint_host"] or context.endpoint_host,
+            "served_model": seen["served_model"]}
 
 
 def _usage_fields(usage: TaskUsage) -> dict[str, int | float]:
@@ -250,7 +268,7 @@ def row_from_result(
         predicted_boolean_value=None if probability is None else probability >= context.threshold,
         predicted_boolean_probability=probability,
         cancer=context.cancer, strongest_cancer=strongest, variant=context.variant,
-        model=basis.model if basis is not None else context.model,
+        model=basis.model if basis is not None else context.model, **_identity_fields(usage, context),
         status=status, error_kind=error_kind, error=errors, call_error_kinds=kinds,
         retry_class=retry_class(status, error_kind, kinds), risk_score=result.risk_score, cancer_scores=scores,
         risk_trajectory=_trajectory_json(shown) if shown is not None else "[]",
@@ -301,7 +319,7 @@ def row_from_failure(
     return PredictionRow(
         subject_id=key.subject_id, prediction_time=key.prediction_time, boolean_value=label,
         predicted_boolean_value=None, predicted_boolean_probability=None,
-        cancer=context.cancer, variant=context.variant, model=context.model,
+        cancer=context.cancer, variant=context.variant, model=context.model, **_identity_fields(usage, context),
         status="error", error_kind=kind, error=f"{type(exc).__name__}: {message}"[:_MAX_ERROR_CHARS],
         call_error_kinds=calls, retry_class=retry_class("error", kind, calls),
         **_usage_fields(usage), wall_s=wall_s, run_id=context.run_id, started_at=started_at,

@@ -14,7 +14,10 @@ test how a job isolates a patient whose calls fail. Like vLLM and OpenAI, a requ
 not serve gets HTTP 404 ``model_not_found``. For fail-fast and budget tests it can also answer every chat request
 with one status (``reject_status``, e.g. 401; ``quota_exhausted``: OpenAI's 429 ``insufficient_quota``), answer
 content that never validates (``invalid_answers``), or
-answer a burst of 429s with Retry-After (``rate_limit_burst``); it records each request's arrival time and status
+answer a burst of 429s with Retry-After (``rate_limit_burst``), or answer every chat request with a runaway body
+(``body_bytes`` of JSON-looking text, or ``endless_body``: streamed until the client hangs up) to test the
+response-size cap. ``served_model`` is the name its answers and listing carry (default: ``model``, the name it
+accepts). It records each request's arrival time and status
 (``stats.arrivals``) and the most requests it held at once (``stats.max_in_flight``).
 """
 
@@ -197,8 +200,12 @@ class SyntheticLLMServer:
                  per_token_s: float = 0.0, fail_markers: Sequence[str] = (), request_log: Path | None = None,
                  host: str = "127.0.0.1", port: int = 0, reject_status: int | None = None,
                  invalid_answers: bool = False, rate_limit_burst: RateLimitBurst | None = None,
-                 quota_exhausted: bool = False):
+                 quota_exhausted: bool = False, served_model: str | None = None, body_bytes: int | None = None,
+                 endless_body: bool = False):
         self.model = model
+        self.served_model = served_model or model
+        self.body_bytes = body_bytes
+        self.endless_body = endless_body
         self.context_window = context_window
         self.latency_s = latency_s
         self.per_token_s = per_token_s
@@ -219,12 +226,15 @@ class SyntheticLLMServer:
         self.base_url = ""
 
     # --------------------------------------------------------------------------------------------- handlers
-    async def _chat(self, request: web.Request) -> web.Response:
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
         arrived = time.time()
         with self._lock:
             self.stats.in_flight += 1
             self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
-        response = await self._answer(request, arrived)
+        if self.endless_body or self.body_bytes is not None:
+            response = await self._runaway(request)
+        else:
+            response = await self._answer(request, arrived)
         with self._lock:
             self.stats.in_flight -= 1
             self.stats.arrivals.append((arrived, response.status))
@@ -282,11 +292,36 @@ class SyntheticLLMServer:
             self.stats.digests[digest] += 1
         self._log(digest, rejected=False)
         return web.json_response({
-            "id": f"synthetic-{digest[:12]}", "object": "chat.completion", "created": int(time.time()), "model": self.model,
+            "id": f"synthetic-{digest[:12]}", "object": "chat.completion", "created": int(time.time()),
+            "model": self.served_model,
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
         })
+
+    async def _runaway(self, request: web.Request) -> web.StreamResponse:
+        """A chat completion whose content never ends (``endless_body``) or ends after ``body_bytes`` bytes."""
+        await request.read()
+        with self._lock:
+            self.stats.requests += 1
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        head = b'{"object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "'
+        tail = b'"}, "finish_reason": "stop"}]}'
+        block = b"a" * (1 << 20)
+        left = None if self.endless_body else max(0, (self.body_bytes or 0) - len(head) - len(tail))
+        try:
+            await response.write(head)
+            while left is None or left > 0:
+                piece = block if left is None or left >= len(block) else block[:left]
+                await response.write(piece)
+                if left is not None:
+                    left -= len(piece)
+            await response.write(tail)
+            await response.write_eof()
+        except (ConnectionError, RuntimeError):  # the client hung up (as it should, at its cap)
+            pass
+        return response
 
     def _log(self, digest: str, *, rejected: bool) -> None:
         if self.request_log is not None:
@@ -294,7 +329,8 @@ class SyntheticLLMServer:
                 handle.write(f"{digest} {'rejected' if rejected else 'answered'}\n")
 
     async def _models(self, _: web.Request) -> web.Response:
-        entry: dict[str, object] = {"id": self.model, "object": "model", "owned_by": "synthetic"}
+        owner = "synthetic" if self.served_model == self.model else "llamacpp"  # llama.cpp: one file, any name
+        entry: dict[str, object] = {"id": self.served_model, "object": "model", "owned_by": owner}
         if self.context_window is not None:
             entry["max_model_len"] = self.context_window
         return web.json_response({"object": "list", "data": [entry]})

@@ -11,6 +11,8 @@ usage this way keeps no per-call records (`NullLedger`), so its memory does not 
 ...     record_usage(CallRecord(call_id="c2", agent="manager", model="m", cache_hit=True, cost_usd=None), remote=True)
 >>> usage.calls, usage.cache_hits, usage.prompt_tokens, usage.retries, usage.unpriced_calls, usage.remote_calls
 (2, 1, 900, 1, 1, 1)
+>>> usage.backends, usage.served_models  # who answered (the records here say nothing of it)
+((), ())
 >>> (usage + usage).calls
 4
 >>> usage_columns(usage)["llm_calls"], USAGE_COLUMNS == tuple(usage_columns(usage))
@@ -42,6 +44,9 @@ class TaskUsage:
     cost_usd: float = 0.0
     unpriced_calls: int = 0
     remote_calls: int = 0  # calls answered by another worker pool (e.g. a job's two-stage preprocessors)
+    backends: tuple[str, ...] = ()  # the backend kinds that answered (embedded, openai, ...), sorted, distinct
+    endpoints: tuple[str, ...] = ()  # their host:port (or in-process)
+    served_models: tuple[str, ...] = ()  # the models as the servers named them in their answers
 
     def add(self, record: CallRecord, *, remote: bool = False) -> None:
         self.calls += 1
@@ -56,10 +61,22 @@ class TaskUsage:
             self.unpriced_calls += 1
         else:
             self.cost_usd += record.cost_usd
+        self.backends = _union(self.backends, (record.backend,))
+        self.endpoints = _union(self.endpoints, (record.endpoint_host,))
+        self.served_models = _union(self.served_models, (record.served_model,))
 
     def __add__(self, other: TaskUsage) -> TaskUsage:
-        """Field-wise sum (e.g. a task's total over its stages)."""
-        return TaskUsage(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+        """Field-wise sum (e.g. a task's total over its stages); who answered is the union."""
+        return TaskUsage(**{f.name: (_union(getattr(self, f.name), getattr(other, f.name)) if f.name in IDENTITY_FIELDS
+                                     else getattr(self, f.name) + getattr(other, f.name)) for f in fields(self)})
+
+
+IDENTITY_FIELDS = ("backends", "endpoints", "served_models")
+"""`TaskUsage` fields naming who answered (unions, not sums)."""
+
+
+def _union(a: tuple[str, ...] | list[str], b: tuple[str | None, ...] | list[str]) -> tuple[str, ...]:
+    return tuple(sorted({*a, *(x for x in b if x)}))
 
 
 USAGE_COLUMNS = (
@@ -75,6 +92,20 @@ def usage_columns(usage: TaskUsage) -> dict[str, int | float]:
         "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
         "cost_usd": usage.cost_usd, "unpriced_calls": usage.unpriced_calls,
     }
+
+
+IDENTITY_COLUMNS = ("backend", "endpoint_host", "served_model")
+"""The rows' columns naming who answered a task's calls (comma-joined when several did; None when none answered)."""
+
+
+def identity_columns(usage: TaskUsage) -> dict[str, str | None]:
+    """Who answered a task's calls, as the rows' `IDENTITY_COLUMNS`.
+
+    >>> identity_columns(TaskUsage(backends=("openai",), endpoints=("127.0.0.1:8000",), served_models=("M",)))
+    {'backend': 'openai', 'endpoint_host': '127.0.0.1:8000', 'served_model': 'M'}
+    """
+    return {"backend": ",".join(usage.backends) or None, "endpoint_host": ",".join(usage.endpoints) or None,
+            "served_model": ",".join(usage.served_models) or None}
 
 
 _CURRENT_USAGE: contextvars.ContextVar[TaskUsage | None] = contextvars.ContextVar("vista_task_usage", default=None)
