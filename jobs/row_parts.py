@@ -205,6 +205,24 @@ def latest_states(root: Path | str, keys: RowKeys = TASK_KEYS) -> dict[TaskKey, 
     }
 
 
+def answered_by(root: Path | str, run_id: str) -> dict[str, list[str]]:
+    """Who answered the LLM calls of run ``run_id``, from its rows: the distinct ``backend``, ``endpoint_host`` and
+    ``served_model`` values (comma-joined cells split), each sorted; empty lists when no row records them."""
+    from vista.llm.task_usage import IDENTITY_COLUMNS
+
+    files = _part_locations(root)
+    found: dict[str, set[str]] = {name: set() for name in IDENTITY_COLUMNS}
+    if files:
+        frame = scan_parquet(files)
+        present = [c for c in IDENTITY_COLUMNS if c in frame.collect_schema().names()]
+        if present:
+            rows = frame.filter(pl.col("run_id") == run_id).select(present).unique().collect(engine="streaming")
+            for name in present:
+                for cell in rows[name].drop_nulls().to_list():
+                    found[name].update(part for part in str(cell).split(",") if part)
+    return {name: sorted(values) for name, values in found.items()}
+
+
 @dataclass(slots=True)
 class PartConsolidation:
     """What went into the consolidated file."""

@@ -52,11 +52,12 @@ from jobs.row_parts import (
     PartConsolidation,
     RowKeys,
     RowState,
+    answered_by,
     consolidate_parts,
     latest_states,
     remove_stale_temporaries,
 )
-from jobs.summary import RunSummary
+from jobs.summary import AnsweringLLM, RunSummary
 from jobs.tasks import TaskKey, TaskPlan, plan_tasks
 
 log = logging.getLogger(__name__)
@@ -123,6 +124,15 @@ class CohortJob(ABC):
     @abstractmethod
     def execute(self, pending: list[TaskKey], budget: BudgetRef | None, tracker: ProgressTracker) -> None:
         """Run ``pending`` (in that order) on the actors; their rows land in the part files."""
+
+    def answering_llm(self) -> AnsweringLLM | None:
+        """Which LLM answered this run (the summary's ``llm``): the settings' LLM and what this run's rows record."""
+        llm = getattr(getattr(self, "settings", None), "llm", None)
+        if llm is None:
+            return None
+        seen = answered_by(self.args.out, self.run_id)
+        return AnsweringLLM(backend=llm.backend, endpoint_host=llm.endpoint_host, model=llm.model,
+                            backends=seen["backend"], served_models=seen["served_model"])
 
     def finish(self, report: PartConsolidation) -> dict[str, str]:
         """After consolidation: more outputs to name in the summary (e.g. the graph store's manifest)."""
@@ -203,6 +213,7 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
             "retry_policy": job.policy, "retried_by_class": dict(sorted(retry.retried.items())),
             "kept_by_class": dict(sorted(retry.kept.items())), "repair_passes": passes,
             "consolidated_rows": report.rows, "consolidation_s": round(report.seconds, 3), "llm_budget": budget_figures,
+            "llm": job.answering_llm(),
             # what this run's rows say (a task redone after an actor lost its row counts once)
             "ran": sum(statuses.values()), "by_status": statuses, "failed_by_reason": reasons,
         })

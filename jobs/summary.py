@@ -18,6 +18,23 @@ from jobs.llm_budget import LLMBudgetFigures
 from jobs.progress import STATUS_ORDER, ProgressTracker
 
 
+class AnsweringLLM(BaseModel):
+    """Which LLM answered a run: what was configured and what the rows of the run recorded."""
+
+    backend: str = Field(description="the configured backend: embedded (the in-process SmolLM2) or openai")
+    endpoint_host: str = Field(description="the endpoint's host:port, or in-process (never a full URL or a key)")
+    model: str = Field(description="the model name the run asked for")
+    backends: list[str] = Field(default_factory=list, description="backends that answered, from the rows")
+    served_models: list[str] = Field(default_factory=list, description="the models as the servers named them in "
+                                     "their answers, from the rows ([] when no call was answered)")
+
+    def describe(self) -> str:
+        """One line: ``embedded in-process: smollm2-… (served as SmolLM2-135M-Instruct.Q4_1)``."""
+        served = ", ".join(self.served_models)
+        return (f"{self.backend} {self.endpoint_host}: {self.model}"
+                + (f" (served as {served})" if served and served != self.model else ""))
+
+
 class RunSummary(BaseModel):
     """One run of a job."""
 
@@ -52,6 +69,7 @@ class RunSummary(BaseModel):
     consolidation_s: float | None = Field(None, description="seconds spent building the consolidated file")
     llm_budget: LLMBudgetFigures | None = Field(None, description="the job-wide LLM budget and what it allowed "
                                                 "(achieved concurrency, 429s, cool-downs); None: no shared budget")
+    llm: AnsweringLLM | None = Field(None, description="which LLM answered this run (None: the job ran no LLM stage)")
     complete: bool = Field(description="every selected task has an output")
     outputs: dict[str, str] = Field(default_factory=dict, description="consolidated files written by this run")
     totals: dict[str, int] = Field(default_factory=dict, description="status counts over every selected task's output")
@@ -99,6 +117,8 @@ class RunSummary(BaseModel):
             rows.append(("failures kept", ", ".join(f"{n:,} {kind}" for kind, n in self.kept_by_class.items())))
         if self.skipped_in_run:
             rows.append(("skipped on actor retry", f"{self.skipped_in_run:,}"))
+        if self.llm is not None:
+            rows.append(("LLM", self.llm.describe()))
         rows += [
             ("LLM calls (cache hits)", f"{self.llm_calls:,} ({self.cache_hits:,})"),
             ("tokens in / out", f"{self.prompt_tokens:,} / {self.completion_tokens:,}"),

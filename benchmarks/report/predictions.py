@@ -1,7 +1,9 @@
 """Prediction files as report "models": read, named after the LLM and variant that produced them, and evaluated.
 
-A file from ``jobs.predict`` carries ``model`` (the LLM) and ``variant`` columns, which name it in every table
-('one_stage · smollm2-135m-instruct-q4_1') so the report always says which LLM produced the agents' numbers.
+A file from ``jobs.predict`` carries ``model`` (the LLM asked for) and ``variant`` columns, which name it in every
+table ('one_stage · smollm2-135m-instruct-q4_1'), and who answered: ``backend`` (embedded, openai, ...),
+``endpoint_host`` and ``served_model`` (the model as the server named it); the report's caveats key on the backend,
+so the report always says which LLM produced the agents' numbers.
 Any MEDS-DEV prediction file (subject_id, [prediction_time], predicted_boolean_probability) works too.
 Files covering part of a cohort (the agents' subset) are evaluated on the rows they scored; the evaluation's
 notes say how many cohort rows had no score.
@@ -27,6 +29,8 @@ class LoadedPredictions:
     llm_model: str | None
     variant: str | None
     frame: pl.DataFrame
+    llm_backend: str | None = None  # the backend column (None: not recorded)
+    served_model: str | None = None  # the served_model column
 
 
 def _distinct(frame: pl.DataFrame, column: str) -> str | None:
@@ -47,7 +51,8 @@ def load_predictions(source: PredictionSource) -> LoadedPredictions:
         name = " · ".join(part for part in (variant, llm) if part)
     else:
         name = model.name
-    return LoadedPredictions(source=source, name=name, llm_model=llm, variant=variant, frame=frame)
+    return LoadedPredictions(source=source, name=name, llm_model=llm, variant=variant, frame=frame,
+                             llm_backend=_distinct(frame, "backend"), served_model=_distinct(frame, "served_model"))
 
 
 def evaluate_predictions(loaded: LoadedPredictions, test_labels: pl.DataFrame, *, cohort: str, gap_days: int,
@@ -62,8 +67,9 @@ def evaluate_predictions(loaded: LoadedPredictions, test_labels: pl.DataFrame, *
         evaluation = evaluate(scores, n_resamples=n_resamples, seed=seed)
     except MetricInputError as exc:
         return UnscoredRun(cohort=cohort, model=loaded.name, llm_model=loaded.llm_model, variant=loaded.variant,
-                           source=str(loaded.source.path), n_scored=scores.n, reason=str(exc)), scores
+                           source=str(loaded.source.path), n_scored=scores.n, reason=str(exc),
+                           llm_backend=loaded.llm_backend, served_model=loaded.served_model), scores
     result = ModelResult(cohort=cohort, gap_days=gap_days, model=loaded.name, kind="prediction_file",
-                         llm_model=loaded.llm_model, variant=loaded.variant, source=str(loaded.source.path),
-                         evaluation=evaluation)
+                         llm_model=loaded.llm_model, llm_backend=loaded.llm_backend, served_model=loaded.served_model,
+                         variant=loaded.variant, source=str(loaded.source.path), evaluation=evaluation)
     return result, scores

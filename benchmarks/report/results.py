@@ -112,6 +112,9 @@ class ModelResult(BaseModel):
     model: str = Field(description="display name: the baseline's name, or '<variant> · <LLM>' for prediction files")
     kind: ModelKind
     llm_model: str | None = Field(None, description="the LLM behind a prediction file's scores (its model column)")
+    llm_backend: str | None = Field(None, description="the backend that answered (the file's backend column: "
+                                    "embedded, openai, ...); None: not recorded (older files)")
+    served_model: str | None = Field(None, description="the model as the server named it (served_model column)")
     variant: str | None = Field(None, description="one_stage, two_stage or single_agent (prediction files)")
     source: str | None = Field(None, description="the prediction file")
     evaluation: Evaluation
@@ -156,6 +159,8 @@ class UnscoredRun(BaseModel):
     source: str
     n_scored: int
     reason: str
+    llm_backend: str | None = None
+    served_model: str | None = None
 
 
 class TruncationPoint(BaseModel):

@@ -24,6 +24,7 @@ from benchmarks.report.html import Figure, Section, Table, render_html
 from benchmarks.report.palette import Palette
 from benchmarks.report.record_length import imbalance_sentence
 from benchmarks.report.reproduce import ReportData
+from benchmarks.report.results import ModelResult, UnscoredRun
 from vista.llm.config import EMBEDDED_MODEL_NAME
 
 SECTION_IDS = ("overview", "characteristics", "record-length", "auroc", "paired", "auprc", "models", "roc-pr",
@@ -56,20 +57,39 @@ def report_palette(data: ReportData) -> Palette:
     return Palette(names)
 
 
+def ran_embedded(run: ModelResult | UnscoredRun) -> bool:
+    """Whether a prediction file's scores came from the embedded model: its recorded ``backend`` says so (files
+    from before the column existed: its model name is the embedded model's)."""
+    if run.llm_backend is not None:
+        return "embedded" in run.llm_backend.split(", ")
+    return bool(run.llm_model) and EMBEDDED_MODEL_NAME in (run.llm_model or "")
+
+
+def _answered_by(run: ModelResult | UnscoredRun) -> str:
+    """'M (openai, served as X)' — the model asked for, and who answered when the file records it."""
+    if not run.llm_model:
+        return "not recorded in the file"
+    who = [run.llm_backend] if run.llm_backend else []
+    if run.served_model and run.served_model != run.llm_model:
+        who.append(f"served as {run.served_model}")
+    return run.llm_model + (f" ({', '.join(who)})" if who else "")
+
+
 def notices(data: ReportData) -> list[str]:
     """The caveats shown at the top of the report (none when nothing needs saying)."""
     r = data.results
     out = []
-    runs = [(x.model, x.llm_model, x.evaluation.n) for x in r.results if x.kind == "prediction_file"]
-    runs += [(u.model, u.llm_model, u.n_scored) for u in r.unscored]
-    embedded = [(name, n) for name, llm, n in runs if llm and EMBEDDED_MODEL_NAME in llm]
+    runs = [(x.model, x, x.evaluation.n) for x in r.results if x.kind == "prediction_file"]
+    runs += [(u.model, u, u.n_scored) for u in r.unscored]
+    embedded = [(name, run, n) for name, run, n in runs if ran_embedded(run)]
     if embedded:
+        served = sorted({run.served_model for _, run, _ in embedded if run.served_model}) or [EMBEDDED_MODEL_NAME]
         out.append("Read the agents' numbers as a test of the machinery only: they come from the embedded test model "
-                   f"{EMBEDDED_MODEL_NAME} (SmolLM2, 135M parameters, ~100 MB) on "
-                   + ", ".join(f"{n} patients ({name})" for name, n in embedded)
+                   f"{', '.join(served)} (SmolLM2, 135M parameters, ~100 MB, run in process) on "
+                   + ", ".join(f"{n} patients ({name})" for name, _, n in embedded)
                    + ". It proves the pipeline runs end to end with a real model; its clinical judgement is poor and "
                    "says nothing about the method's accuracy. For a real comparison, run the agents against a capable "
-                   "endpoint (--backend openai --base-url ... --model ...) on more patients.")
+                   "endpoint (--base-url ... --model ...) on more patients.")
     small = [x for x in r.results if x.kind == "prediction_file" and x.too_few]
     if small:
         out.append(f"Agent runs with fewer than {MIN_CASES} cases or controls — "
@@ -85,9 +105,9 @@ def _llm_sentence(data: ReportData) -> str:
     unscored = data.results.unscored
     if not files and not unscored:
         return "No LLM prediction file was given or produced, so no agent appears in the tables."
-    described = [f"{r.model} on {r.cohort}: LLM {r.llm_model or 'not recorded in the file'} ({r.evaluation.n} "
+    described = [f"{r.model} on {r.cohort}: LLM {_answered_by(r)} ({r.evaluation.n} "
                  f"patients scored: {r.evaluation.n_positive} cases, {r.evaluation.n_negative} controls)" for r in files]
-    described += [f"{u.model} on {u.cohort}: LLM {u.llm_model or 'not recorded in the file'} ({u.n_scored} patients "
+    described += [f"{u.model} on {u.cohort}: LLM {_answered_by(u)} ({u.n_scored} patients "
                   f"scored, not evaluated: {u.reason})" for u in unscored]
     return f"The agents' numbers were produced by these LLM runs — {'; '.join(described)}."
 
