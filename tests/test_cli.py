@@ -149,3 +149,16 @@ def test_version(capsys):
             main_(["--version"])
         assert stop.value.code == 0
     assert capsys.readouterr().out.count("trajonco ") == 2
+
+
+def test_predict_one_exits_3_when_the_prediction_failed(small_dataset, capsys):
+    """No score (every call rejected): exit status 3 and a closing line on stderr, not 0."""
+    from trajonco.cli import PREDICTION_FAILED
+
+    subject = first_subject(small_dataset)
+    with SyntheticLLMServer(reject_status=400) as server:
+        code = main(["predict-one", "--dataset", str(small_dataset), "--subject", str(subject), "--json",
+                     "--all-history", "--base-url", server.base_url, "--model", "synthetic", "--llm", "cache_dir="])
+    captured = capsys.readouterr()
+    assert code == PREDICTION_FAILED == 3
+    assert json.loads(captured.out)["status"] == "failed" and "the prediction failed" in captured.err
