@@ -1,0 +1,93 @@
+"""`trajonco predict` asks the endpoint its options name, and says so: the README's form (``--base-url URL --model
+M``, no ``--backend``) sends every request to that server, and the rows and the summary record the backend, the
+endpoint's host:port and the model the server named; a run left to the embedded model is labelled with it in rows,
+summary and report. (The rule itself, without Ray: tests/test_llm_choice.py.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from vista.llm.synthetic_server import SyntheticLLMServer
+
+pytestmark = pytest.mark.ray
+
+
+def rows_of(out: Path) -> pl.DataFrame:
+    """Every row the job wrote (its part files hold every column, wherever the consolidated files put them)."""
+    from jobs.row_parts import part_files
+
+    return pl.concat([pl.read_parquet(path) for path in part_files(out)], how="diagonal_relaxed")
+
+N_PATIENTS = 4
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory) -> dict[str, Path]:
+    """A synthetic MEDS dataset and a label file of a few lung-cohort patients."""
+    from trajonco.cohorts import build_cohort, load_definition
+    from vista.synth import SynthConfig, generate
+
+    root = tmp_path_factory.mktemp("llm_choice")
+    generate(SynthConfig(n_subjects=600, seed=3, workers=1), root / "meds", progress=False)
+    build_cohort(root / "meds", load_definition("lung"), root / "lung")
+    labels = pl.read_parquet(root / "lung" / "labels" / "train.parquet").sort("subject_id").head(N_PATIENTS)
+    pq.write_table(labels.to_arrow(), root / "labels.parquet")
+    return {"dataset": root / "meds", "labels": root / "labels.parquet", "root": root}
+
+
+def test_predict_with_a_base_url_and_no_backend_asks_that_endpoint(cohort, ray_session, tmp_path, monkeypatch):
+    from jobs.cli import trajonco_main
+
+    for var in ("VISTA_LLM_BACKEND", "VISTA_LLM_BASE_URL", "VISTA_LLM_MODEL", "TRAJONCO_LLM_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    out = tmp_path / "out"
+    with SyntheticLLMServer(model="M", served_model="M-2026-01-15") as server:
+        code = trajonco_main(["predict", "--labels", str(cohort["labels"]), "--dataset", str(cohort["dataset"]),
+                              "--out", str(out), "--base-url", server.base_url, "--model", "M",
+                              "--context-tokens", "32768", "--actors", "1", "--patients-per-actor", "2"])
+        asked = server.stats.requests
+    assert code == 0 and asked > 0  # the server answered the job's calls (0 when the embedded model ran instead)
+    port = server.base_url.split(":")[2].split("/")[0]
+    frame = rows_of(out)
+    assert frame.height == N_PATIENTS
+    assert set(frame["backend"]) == {"openai"} and set(frame["endpoint_host"]) == {f"127.0.0.1:{port}"}
+    assert set(frame["model"]) == {"M"} and set(frame["served_model"]) == {"M-2026-01-15"}
+    summary = (out / "summary.json").read_text()
+    llm = json.loads(summary)["llm"]
+    assert (llm["backend"], llm["endpoint_host"], llm["model"]) == ("openai", f"127.0.0.1:{port}", "M")
+    assert llm["served_models"] == ["M-2026-01-15"] and server.base_url not in summary
+
+
+@pytest.mark.llm
+def test_a_run_on_the_embedded_model_is_labelled_with_it_in_rows_summary_and_report(cohort, ray_session, tmp_path,
+                                                                                     monkeypatch):
+    from benchmarks.report.predictions import evaluate_predictions, load_predictions
+    from benchmarks.report.sections import ran_embedded
+    from benchmarks.report.settings import PredictionSource
+    from jobs import predict
+
+    for var in ("VISTA_LLM_BACKEND", "VISTA_LLM_BASE_URL", "VISTA_LLM_MODEL", "TRAJONCO_LLM_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    out = tmp_path / "embedded"
+    labels = cohort["root"] / "one.parquet"
+    pq.write_table(pl.read_parquet(cohort["labels"]).head(1).to_arrow(), labels)
+    argv = ["--labels", str(labels), "--dataset", str(cohort["dataset"]), "--out", str(out), "--actors", "1",
+            "--actor-cpus", "1", "--patients-per-actor", "1", "--llm", "max_tokens=384", "--truncate-tokens", "3000"]
+    summary = predict.run(predict.build_parser().parse_args(argv))
+    assert summary.ran == 1 and summary.llm is not None
+    assert (summary.llm.backend, summary.llm.endpoint_host) == ("embedded", "in-process")
+    assert summary.llm.served_models == ["SmolLM2-135M-Instruct.Q4_1"]
+    row = rows_of(out).row(0, named=True)
+    assert (row["backend"], row["endpoint_host"], row["served_model"]) == ("embedded", "in-process",
+                                                                          "SmolLM2-135M-Instruct.Q4_1")
+    path = out / "predictions.parquet"
+    loaded = load_predictions(PredictionSource(path=path, cohort="lung"))
+    assert loaded.llm_backend == "embedded" and loaded.served_model == "SmolLM2-135M-Instruct.Q4_1"
+    result, _ = evaluate_predictions(loaded, pl.read_parquet(labels), cohort="lung", gap_days=365, n_resamples=10,
+                                     seed=0)
+    assert ran_embedded(result)  # the report's caveat: machinery only
