@@ -154,18 +154,26 @@ def _listed_models(llm, url: str, timeout_s: float) -> list | None:
     """The ``data`` of ``GET {url}/models`` (None when the server does not list models)."""
     import openai
 
+    from vista.llm.body_limit import IDENTITY_ENCODING, BodyTooLarge, too_large_cause
     from vista.llm.errors import LLMEndpointFailure
-    from vista.llm.openai_backend import connection_problem
+    from vista.llm.openai_backend import capped_sync_client, connection_problem
 
     key_hint = f"check --api-key-env (now {llm.api_key_env}{'' if llm.api_key() else ', which is not set'})"
-    client = openai.OpenAI(base_url=url, api_key=llm.api_key() or "EMPTY", max_retries=0)
+    client = openai.OpenAI(base_url=url, api_key=llm.api_key() or "EMPTY", max_retries=0,
+                           http_client=capped_sync_client(), default_headers=IDENTITY_ENCODING)
+    too_big = (f"LLM endpoint {url}: GET /models answered a body too large to be a model listing — is this an "
+               "OpenAI-compatible API root? check --base-url")
     try:
         raw = client.models.with_raw_response.list(timeout=timeout_s)
         text = raw.text
+    except BodyTooLarge:
+        raise LLMEndpointFailure(too_big) from None
     except openai.APITimeoutError:
         raise LLMEndpointFailure(f"LLM endpoint {url}: no answer to GET /models within {timeout_s:g} s — check "
                                  "--base-url (is the server up?)") from None
     except openai.APIConnectionError as exc:
+        if too_large_cause(exc) is not None:
+            raise LLMEndpointFailure(too_big) from None
         raise LLMEndpointFailure(f"LLM endpoint {url}: {connection_problem(exc)} — check --base-url") from None
     except openai.APIStatusError as exc:
         status = exc.status_code

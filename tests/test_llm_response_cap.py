@@ -110,3 +110,13 @@ def test_an_answer_under_the_cap_is_read_as_usual():
         result = asyncio.run(ask(server.base_url))
     assert result.error is not None and result.error.kind.value == "invalid_output"  # read whole, then validated
     assert len(result.content or "") > 190_000
+
+
+def test_the_drivers_endpoint_check_stops_on_an_endless_listing_in_one_line():
+    from jobs.llm_options import check_endpoint
+    from vista.llm.errors import LLMEndpointFailure
+
+    with SyntheticLLMServer(endless_body=True) as server:
+        with pytest.raises(LLMEndpointFailure) as caught:
+            check_endpoint(LLMConfig(backend="openai", base_url=server.base_url, model="synthetic"), timeout_s=15)
+    assert "too large" in str(caught.value) and "\n" not in str(caught.value)

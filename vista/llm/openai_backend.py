@@ -29,6 +29,18 @@ LISTING_LIMIT_BYTES = 8 << 20
 """Cap of a ``GET /models`` body (and of any body read without a request's own cap): a listing is a few KB."""
 
 
+def capped_sync_client():
+    """The `openai` client's synchronous HTTP client over a `CappedSyncTransport` (bodies capped at
+    `LISTING_LIMIT_BYTES` unless a `body_limit` block says otherwise)."""
+    import httpx2
+    from openai._constants import DEFAULT_CONNECTION_LIMITS
+
+    from vista.llm.body_limit import CappedSyncTransport
+
+    inner = httpx2.HTTPTransport(limits=DEFAULT_CONNECTION_LIMITS)
+    return openai.DefaultHttpxClient(transport=CappedSyncTransport(LISTING_LIMIT_BYTES, inner))
+
+
 def capped_async_client():
     """The `openai` client's async HTTP client (its own defaults) over a `CappedTransport`."""
     import httpx2

@@ -14,9 +14,9 @@ test how a job isolates a patient whose calls fail. Like vLLM and OpenAI, a requ
 not serve gets HTTP 404 ``model_not_found``. For fail-fast and budget tests it can also answer every chat request
 with one status (``reject_status``, e.g. 401; ``quota_exhausted``: OpenAI's 429 ``insufficient_quota``), answer
 content that never validates (``invalid_answers``), or
-answer a burst of 429s with Retry-After (``rate_limit_burst``), or answer every chat request with a runaway body
-(``body_bytes`` of JSON-looking text, or ``endless_body``: streamed until the client hangs up) to test the
-response-size cap. ``served_model`` is the name its answers and listing carry (default: ``model``, the name it
+answer a burst of 429s with Retry-After (``rate_limit_burst``), or answer every chat and listing request with a
+runaway body (``body_bytes`` of JSON-looking text, or ``endless_body``: streamed until the client hangs up) to test
+the response-size cap. ``served_model`` is the name its answers and listing carry (default: ``model``, the name it
 accepts). It records each request's arrival time and status
 (``stats.arrivals``) and the most requests it held at once (``stats.max_in_flight``).
 """
@@ -299,11 +299,12 @@ class SyntheticLLMServer:
                       "total_tokens": prompt_tokens + completion_tokens},
         })
 
-    async def _runaway(self, request: web.Request) -> web.StreamResponse:
+    async def _runaway(self, request: web.Request, *, count: bool = True) -> web.StreamResponse:
         """A chat completion whose content never ends (``endless_body``) or ends after ``body_bytes`` bytes."""
         await request.read()
-        with self._lock:
-            self.stats.requests += 1
+        if count:
+            with self._lock:
+                self.stats.requests += 1
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
         await response.prepare(request)
         head = b'{"object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "'
@@ -328,7 +329,9 @@ class SyntheticLLMServer:
             with self._lock, self.request_log.open("a", encoding="utf-8") as handle:
                 handle.write(f"{digest} {'rejected' if rejected else 'answered'}\n")
 
-    async def _models(self, _: web.Request) -> web.Response:
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        if self.endless_body or self.body_bytes is not None:  # a runaway endpoint runs away on every route
+            return await self._runaway(request, count=False)
         owner = "synthetic" if self.served_model == self.model else "llamacpp"  # llama.cpp: one file, any name
         entry: dict[str, object] = {"id": self.served_model, "object": "model", "owned_by": owner}
         if self.context_window is not None:
