@@ -20,6 +20,7 @@ MODULES = [
     "vista.llm.embedded",
     "vista.llm.synthetic_server",
     "vista.llm.task_usage",
+    "vista.llm.body_limit",
 ]
 
 

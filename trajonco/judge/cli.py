@@ -55,7 +55,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
     if args.reason_chars is not None and not 20 <= args.reason_chars <= 400:
         raise CommandLineError(f"--reason-chars must be within 20..400, got {args.reason_chars}")
     out = Path(args.out)
-    config = LLMConfig.from_cli(args.judge_llm)
+    config = LLMConfig.from_cli(args.judge_llm, flag="--judge-llm")
     if config.cache_dir is None:  # a rerun (e.g. after an interruption or with more resamples) asks nothing twice
         config = config.with_overrides({"cache_dir": str(out / "llm_cache")})
     names = tuple(args.names) if args.names else (None, None)

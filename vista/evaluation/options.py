@@ -47,7 +47,7 @@ def judge_config(items: Iterable[str], display: LLMConfig,
     env = os.environ if env is None else env
     if not items and not any(key.startswith(JUDGE_ENV_PREFIX) for key in env):
         return display, True
-    config = LLMConfig.resolve(env=env, prefix=JUDGE_ENV_PREFIX, items=items)
+    config = LLMConfig.resolve(env=env, prefix=JUDGE_ENV_PREFIX, items=items, flag="--judge-llm")
     return config, same_model(config, display)
 
 

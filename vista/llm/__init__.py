@@ -34,11 +34,11 @@ Choosing the model (fields of `LLMConfig`, or ``VISTA_LLM_<FIELD>`` environment 
   variable named by ``api_key_env``). For reasoning models (gpt-5, o-series) also set
   ``max_tokens_field=max_completion_tokens temperature=none reasoning_effort=medium``; if an endpoint
   rejects a parameter (HTTP 400 naming it, recorded as ``http_error``), set it to ``none`` (e.g. ``seed=none``).
-* **vLLM** – start ``vllm serve <model> --port 8000`` and use ``backend=openai
-  base_url=http://HOST:8000/v1 model=<model>`` (any key, or ``--api-key`` with ``api_key_env``).
+* **vLLM** – start ``vllm serve <model> --port 8000`` and use
+  ``base_url=http://HOST:8000/v1 model=<model>`` (a base URL means backend openai: `LLMConfig.resolve`) (any key, or ``--api-key`` with ``api_key_env``).
   vLLM enforces ``schema_mode=json_schema`` with its guided decoding.
-* **llama.cpp server** – ``llama-server -m model.gguf --port 8080`` then ``backend=openai
-  base_url=http://HOST:8080/v1``; recent builds accept ``json_schema``; older builds and
+* **llama.cpp server** – ``llama-server -m model.gguf --port 8080`` then
+  ``base_url=http://HOST:8080/v1``; recent builds accept ``json_schema``; older builds and
   llama-cpp-python's server want ``schema_mode=json_object``.
 * Endpoints without constrained decoding: ``schema_mode=none`` puts the schema in the prompt;
   answers are still validated and re-asked.
@@ -51,7 +51,15 @@ on when ``cache_dir`` is set; `ScriptedBackend` is the test double for code that
 from vista.llm.backend import Backend, ChatReply, ChatRequest
 from vista.llm.cache import ResponseCache, cache_key
 from vista.llm.config import LLMConfig
-from vista.llm.errors import BackendError, ErrorKind, LLMCallError, LLMCallFailed, LLMConfigError, SchemaError
+from vista.llm.errors import (
+    BackendError,
+    ErrorKind,
+    LLMCallError,
+    LLMCallFailed,
+    LLMConfigError,
+    ResponseTooLarge,
+    SchemaError,
+)
 from vista.llm.answers import parse_answer
 from vista.llm.gateway import LLMGateway, LLMResult, build_backend
 from vista.llm.messages import Message, assistant, system, user
@@ -79,6 +87,7 @@ __all__ = [
     "ModelPrice",
     "PriceTable",
     "ResponseCache",
+    "ResponseTooLarge",
     "SchemaError",
     "ScriptedBackend",
     "SyncLLMGateway",

@@ -182,10 +182,12 @@ class LLMConfig(BaseModel):
         option_labels: Mapping[str, str] | None = None,
         prefix: str = ENV_PREFIX,
         base: LLMConfig | None = None,
+        flag: str = "--llm",
     ) -> LLMConfig:
         """THE way every command and job builds its LLM settings: ``base`` (defaults if None) < ``<prefix><FIELD>``
         variables of ``env`` (os.environ if None) < the deprecated ``TRAJONCO_LLM_*`` (default prefix only) <
-        ``options`` (a CLI's named options; None values skipped) < ``items`` (``--llm KEY=VALUE``, last wins).
+        ``options`` (a CLI's named options; None values skipped) < ``items`` (``KEY=VALUE`` of the repeatable ``flag``,
+        last wins). Errors name where each value came from.
 
         Then the one rule: a base URL named anywhere selects backend ``openai`` unless a backend is named too;
         ``backend=embedded`` with a base URL raises `LLMConfigError` naming both sources.
@@ -210,7 +212,7 @@ class LLMConfig(BaseModel):
                 labels[field] = (option_labels or {}).get(field, f"--{field.replace('_', '-')} {value}")
         for item in items:
             field, value = _split_pair(item)
-            values[field], labels[field] = value, f"--llm {item}"
+            values[field], labels[field] = value, f"{flag} {item}"
         config = (base or cls()).with_overrides(values, labels=labels)
         if config.base_url is None:
             return config
@@ -271,9 +273,9 @@ class LLMConfig(BaseModel):
         parser.add_argument(flag, action="append", default=[], metavar="KEY=VALUE", help="override an LLMConfig field")
 
     @classmethod
-    def from_cli(cls, items: Iterable[str], *, env: Mapping[str, str] | None = None) -> LLMConfig:
+    def from_cli(cls, items: Iterable[str], *, env: Mapping[str, str] | None = None, flag: str = "--llm") -> LLMConfig:
         """Defaults, then ``VISTA_LLM_*`` environment variables, then ``key=value`` command-line items (`resolve`)."""
-        return cls.resolve(env=env, items=items)
+        return cls.resolve(env=env, items=items, flag=flag)
 
     def api_key(self) -> str | None:
         """The API key: read from ``api_key_file`` when set (see `read_key_file`), else from the variable named by
