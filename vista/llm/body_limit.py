@@ -3,8 +3,8 @@ body costs one failed call and a bounded amount of memory, never the process.
 
 The `openai` client reads whole bodies (also the body of an error status) before handing them over, and its timeout
 is a time between two reads, which a body that never ends never exceeds. So the cap sits under the client, in the
-HTTP transport (`CappedTransport`, `CappedSyncTransport`): the body stream counts the bytes it yields and raises
-`BodyTooLarge` past the cap, which the backend turns into `vista.llm.errors.ResponseTooLarge`. The cap of a request
+HTTP client (`ResponseCap`, a response hook run before the body is read): the body stream counts the bytes it yields
+and raises `BodyTooLarge` past the cap, which the backend turns into `vista.llm.errors.ResponseTooLarge`. The cap of a request
 is set around the call with `body_limit` (a context variable, so concurrent calls on one client keep their own).
 Bodies are asked for uncompressed (``Accept-Encoding: identity``), so the bytes counted are the bytes decoded.
 
@@ -96,40 +96,32 @@ def _where(request: httpx2.Request) -> str:
     return f"{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}{url.path}"
 
 
-class CappedTransport(httpx2.AsyncBaseTransport):
-    """An async transport whose response bodies are capped (the `body_limit` in force, else ``default_limit``)."""
+class ResponseCap:
+    """An httpx ``response`` event hook that wraps each body stream in a counting one, before anything reads it: the
+    cap is the `body_limit` in force, else ``default_limit``. A hook rather than a transport, so the client keeps
+    its own transport and what it reads from the environment (``HTTPS_PROXY``, ...).
 
-    def __init__(self, default_limit: int, inner: httpx2.AsyncBaseTransport | None = None):
+    >>> import asyncio
+    >>> response = httpx2.Response(200, stream=httpx2.ByteStream(b"x" * 100), request=httpx2.Request("GET", "http://h/v1"))
+    >>> asyncio.run(ResponseCap(10).async_hook(response))
+    >>> asyncio.run(response.aread())
+    Traceback (most recent call last):
+    ...
+    vista.llm.body_limit.BodyTooLarge: response body larger than 10 bytes from h:80/v1
+    """
+
+    def __init__(self, default_limit: int):
         self.default_limit = default_limit
-        self._inner = inner or httpx2.AsyncHTTPTransport()
 
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        limit = _limit_for(self.default_limit)
-        response = await self._inner.handle_async_request(request)
+    async def async_hook(self, response: httpx2.Response) -> None:
+        limit, where = _limit_for(self.default_limit), _where(response.request)
         assert isinstance(response.stream, httpx2.AsyncByteStream)
-        response.stream = _CappedAsyncStream(response.stream, limit, _where(request))
-        return response
+        response.stream = _CappedAsyncStream(response.stream, limit, where)
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-class CappedSyncTransport(httpx2.BaseTransport):
-    """The synchronous `CappedTransport` (e.g. a driver's one ``GET /models``)."""
-
-    def __init__(self, default_limit: int, inner: httpx2.BaseTransport | None = None):
-        self.default_limit = default_limit
-        self._inner = inner or httpx2.HTTPTransport()
-
-    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        limit = _limit_for(self.default_limit)
-        response = self._inner.handle_request(request)
+    def sync_hook(self, response: httpx2.Response) -> None:
+        limit, where = _limit_for(self.default_limit), _where(response.request)
         assert isinstance(response.stream, httpx2.SyncByteStream)
-        response.stream = _CappedSyncStream(response.stream, limit, _where(request))
-        return response
-
-    def close(self) -> None:
-        self._inner.close()
+        response.stream = _CappedSyncStream(response.stream, limit, where)
 
 
 def too_large_cause(exc: BaseException) -> BodyTooLarge | None:

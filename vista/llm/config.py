@@ -219,9 +219,10 @@ class LLMConfig(BaseModel):
         if "backend" not in values:
             return config.with_overrides({"backend": "openai"})
         if config.backend == "embedded":
+            where = redact_url(labels.get("base_url", "setting base_url"))
             raise LLMConfigError(
-                f"{labels['backend']} contradicts {labels.get('base_url', 'setting base_url')} (an endpoint means "
-                "backend openai; the embedded model runs only when no base URL is set): drop one of them")
+                f"{labels['backend']} contradicts {where} (an endpoint means backend openai; the embedded model runs "
+                "only when no base URL is set): drop one of them")
         return config
 
     @classmethod
@@ -348,6 +349,17 @@ def url_host(url: str) -> str:
     host = parts.hostname or "?"
     host = f"[{host}]" if ":" in host else host
     return f"{host}:{port or (443 if parts.scheme == 'https' else 80)}"
+
+
+def redact_url(text: str) -> str:
+    """``text`` with the credentials of any URL in it replaced by ``***`` (for messages).
+
+    >>> redact_url("--base-url https://user:pw@h:8000/v1")
+    '--base-url https://***@h:8000/v1'
+    """
+    import re
+
+    return re.sub(r"(\w+://)[^/@\s]+@", r"\1***@", text)
 
 
 def _split_pair(item: str) -> tuple[str, str]:

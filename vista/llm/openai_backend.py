@@ -15,7 +15,7 @@ import logging
 import openai
 
 from vista.llm.backend import ChatReply, ChatRequest, error_from_body, kind_for_status, parse_completion
-from vista.llm.body_limit import IDENTITY_ENCODING, BodyTooLarge, CappedTransport, body_limit, too_large_cause
+from vista.llm.body_limit import IDENTITY_ENCODING, BodyTooLarge, ResponseCap, body_limit, too_large_cause
 from vista.llm.config import url_host
 from vista.llm.errors import BackendError, ErrorKind, LLMConfigError, ResponseTooLarge
 from vista.llm.retry import retry_after_from_headers
@@ -30,24 +30,14 @@ LISTING_LIMIT_BYTES = 8 << 20
 
 
 def capped_sync_client():
-    """The `openai` client's synchronous HTTP client over a `CappedSyncTransport` (bodies capped at
-    `LISTING_LIMIT_BYTES` unless a `body_limit` block says otherwise)."""
-    import httpx2
-    from openai._constants import DEFAULT_CONNECTION_LIMITS
-
-    from vista.llm.body_limit import CappedSyncTransport
-
-    inner = httpx2.HTTPTransport(limits=DEFAULT_CONNECTION_LIMITS)
-    return openai.DefaultHttpxClient(transport=CappedSyncTransport(LISTING_LIMIT_BYTES, inner))
+    """The `openai` client's synchronous HTTP client (its own defaults), its bodies capped by `ResponseCap`
+    (`LISTING_LIMIT_BYTES` unless a `body_limit` block says otherwise)."""
+    return openai.DefaultHttpxClient(event_hooks={"response": [ResponseCap(LISTING_LIMIT_BYTES).sync_hook]})
 
 
 def capped_async_client():
-    """The `openai` client's async HTTP client (its own defaults) over a `CappedTransport`."""
-    import httpx2
-    from openai._constants import DEFAULT_CONNECTION_LIMITS
-
-    inner = httpx2.AsyncHTTPTransport(limits=DEFAULT_CONNECTION_LIMITS)
-    return openai.DefaultAsyncHttpxClient(transport=CappedTransport(LISTING_LIMIT_BYTES, inner))
+    """The `openai` client's async HTTP client (its own defaults), its bodies capped by `ResponseCap`."""
+    return openai.DefaultAsyncHttpxClient(event_hooks={"response": [ResponseCap(LISTING_LIMIT_BYTES).async_hook]})
 
 
 class OpenAIBackend:
