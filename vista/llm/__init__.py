@@ -35,7 +35,8 @@ Choosing the model (fields of `LLMConfig`, or ``VISTA_LLM_<FIELD>`` environment 
   ``max_tokens_field=max_completion_tokens temperature=none reasoning_effort=medium``; if an endpoint
   rejects a parameter (HTTP 400 naming it, recorded as ``http_error``), set it to ``none`` (e.g. ``seed=none``).
 * **vLLM** – start ``vllm serve <model> --port 8000`` and use
-  ``base_url=http://HOST:8000/v1 model=<model>`` (a base URL means backend openai: `LLMConfig.resolve`) (any key, or ``--api-key`` with ``api_key_env``).
+  ``base_url=http://HOST:8000/v1 model=<model>`` (a base URL means backend openai: `LLMConfig.resolve`; any key,
+  or ``--api-key`` with ``api_key_env``).
   vLLM enforces ``schema_mode=json_schema`` with its guided decoding.
 * **llama.cpp server** – ``llama-server -m model.gguf --port 8080`` then
   ``base_url=http://HOST:8080/v1``; recent builds accept ``json_schema``; older builds and
