@@ -90,6 +90,7 @@ async def _evaluate(settings: EvaluateSettings, subject_id: int, truth: object) 
     from vista.evaluation.evaluate import as_truth_sources, score_items, source_name
     from vista.evaluation.options import with_demographics
     from vista.llm import LLMGateway
+    from vista.llm.config import redact_url
 
     started = time.perf_counter()
     graph = _stored_graph(settings.store, subject_id)
@@ -102,7 +103,7 @@ async def _evaluate(settings: EvaluateSettings, subject_id: int, truth: object) 
     async with LLMGateway(settings.judge) as judge:
         items, calls = await score_items({display.method: [display]}, {subject_id: case}, specs, judge,
                                          threshold=settings.threshold, judge_max_tokens=settings.judge_max_tokens)
-        endpoint, backend = judge.endpoint, judge.backend.name
+        endpoint, backend = redact_url(judge.endpoint), judge.backend.name
     return EvaluatedPatient(subject_id=subject_id, display=display, items=tuple(items), judge_calls=calls,
                             truth_source=source_name(case), judge_endpoint=endpoint, judge_backend=backend,
                             seconds=time.perf_counter() - started)

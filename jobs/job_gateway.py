@@ -151,7 +151,8 @@ async def answer_remote(gateway: LLMGateway, call: RemoteCall) -> RemoteAnswer:
                                         patient_id=call.patient_id, max_tokens=call.max_tokens, use_cache=call.use_cache)
     except LLMEndpointFailure as exc:
         record = CallRecord(call_id="stopped", agent=call.agent, model=gateway.config.model, patient_id=call.patient_id,
-                            backend=gateway.backend.name, ok=False, error_kind="job_stopped", error_message=exc.message)
+                            backend=gateway.backend_kind, endpoint_host=gateway.endpoint_host, ok=False,
+                            error_kind="job_stopped", error_message=exc.message)
         return RemoteAnswer(None, None, record, stopped=exc.message)
     return RemoteAnswer.from_result(result)
 

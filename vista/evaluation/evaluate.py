@@ -31,6 +31,7 @@ from vista.evaluation.judge import JudgeScore, judge_value
 from vista.evaluation.report import EvaluationReport, ItemScore, MethodResult, VariableResult
 from vista.evaluation.scorers import SCORERS
 from vista.llm import LLMGateway, LLMResult
+from vista.llm.config import redact_url
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +261,7 @@ async def evaluate(displays: Iterable[TumorBoardDisplay], truths: Mapping[int, o
                                            judge_max_tokens=judge_max_tokens)
     return report_from_items(
         items, specs, by_method, judge_model=judge_gateway.config.model, judge_backend=judge_gateway.backend.name,
-        judge_endpoint=judge_gateway.endpoint, judge_is_display_model=same, judge_calls=judge_calls,
+        judge_endpoint=redact_url(judge_gateway.endpoint), judge_is_display_model=same, judge_calls=judge_calls,
         truth_sources=tuple(sorted({source_name(c) for c in cases.values()})), threshold=threshold, level=level,
         n_resamples=n_resamples, seed=seed)
 
