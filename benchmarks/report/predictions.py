@@ -1,6 +1,7 @@
 """Prediction files as report "models": read, named after the LLM and variant that produced them, and evaluated.
 
-A file from ``jobs.predict`` carries ``model`` (the LLM) and ``variant`` columns, which name it in every table
+A run of ``jobs.predict`` (its ``predictions.parquet``, read with the ``prediction_details.parquet`` beside it by
+`trajonco.prediction_files.read_predictions`) carries ``model`` (the LLM) and ``variant`` columns, which name it in every table
 ('one_stage · smollm2-135m-instruct-q4_1') so the report always says which LLM produced the agents' numbers.
 Any MEDS-DEV prediction file (subject_id, [prediction_time], predicted_boolean_probability) works too.
 Files covering part of a cohort (the agents' subset) are evaluated on the rows they scored; the evaluation's
@@ -16,6 +17,7 @@ import polars as pl
 from baselines import MetricInputError, ModelScores, PredictionFileModel, evaluate
 from benchmarks.report.results import ModelResult, UnscoredRun
 from benchmarks.report.settings import PredictionSource
+from trajonco.prediction_files import read_predictions
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ def _distinct(frame: pl.DataFrame, column: str) -> str | None:
 def load_predictions(source: PredictionSource) -> LoadedPredictions:
     """Read a prediction file (errors name the file and the column) and name it."""
     model = PredictionFileModel(source.path, on_missing="subset")  # validates keys and scores
-    frame = pl.read_parquet(source.path)
+    frame = pl.from_arrow(read_predictions(source.path))  # with the run's prediction_details.parquet, if any
     llm, variant = _distinct(frame, "model"), _distinct(frame, "variant")
     if source.name:
         name = source.name
