@@ -46,9 +46,10 @@ PREDICTIONS_SCHEMA = pa.schema([
     pa.field(PREDICTION_TIME, pa.timestamp("us"), nullable=False),
     pa.field(BOOLEAN_VALUE, pa.bool_()),
     pa.field(PREDICTED_VALUE, pa.bool_()),
-    pa.field(PROBABILITY, pa.float64()),
+    pa.field(PROBABILITY, pa.float32()),
 ])
-"""What `write_predictions` writes: MEDS-DEV's prediction columns."""
+"""What `write_predictions` writes: MEDS-DEV's prediction columns, with the types its evaluator validates (a float32
+score; `trajonco.prediction_files`)."""
 
 
 @dataclass(frozen=True, eq=False)
