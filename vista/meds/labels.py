@@ -168,6 +168,32 @@ def _with_details(table: pa.Table, source: str, details: Location) -> pa.Table:
     return joined.select(names).cast(pa.schema([*table.schema, *[extra.schema.field(n) for n in names[table.num_columns:]]]))
 
 
+def merge_label_files(files: list[Path], out: Path) -> pa.Table:
+    """One label file at ``out`` from shard files of one schema (ACES's per-shard outputs), in file order; the
+    optional MEDS label columns that are null in every row are left out, since ``meds.LabelSchema`` (0.4.1) makes
+    them optional but refuses their nulls: ACES 0.7.3 writes ``integer_value``/``float_value``/``categorical_value``
+    all null for a boolean task, which ``meds.LabelSchema.validate`` rejects. Returns the table written.
+
+    >>> import tempfile
+    >>> from datetime import datetime
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> shard = pa.table({"subject_id": [1], "prediction_time": [datetime(2020, 1, 1)], "boolean_value": [True],
+    ...                   "integer_value": pa.nulls(1, pa.int64())})
+    >>> pq.write_table(shard, folder / "0.parquet")
+    >>> merge_label_files([folder / "0.parquet"], folder / "held_out.parquet").column_names
+    ['subject_id', 'prediction_time', 'boolean_value']
+    """
+    import meds
+
+    table = pa.concat_tables(pq.read_table(f) for f in files)
+    optional = set(meds.LabelSchema.schema().names) - set(KEY)
+    empty = [name for name in table.column_names if name in optional and table.column(name).null_count == table.num_rows]
+    table = table.drop_columns(empty) if table.num_rows else table
+    with atomic_path(out) as tmp:
+        pq.write_table(table, tmp)
+    return table
+
+
 def write_label_file(table: pa.Table, path: Path) -> Path | None:
     """Write a label table whose first columns are the MEDS label ones: exactly ``meds.LabelSchema``'s columns to
     ``path`` (checked by `meds`), the others (if any) with the key to `label_details_path` (atomically). Returns
