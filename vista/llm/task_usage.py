@@ -65,7 +65,7 @@ class TaskUsage:
 USAGE_COLUMNS = (
     "llm_calls", "cache_hits", "failed_calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls",
 )
-"""The usage columns of the jobs' per-task rows (``predictions.parquet``, ``patients.parquet``), in their order."""
+"""The usage columns of the jobs' per-task rows (``prediction_details.parquet``, ``patients.parquet``), in their order."""
 
 
 def usage_columns(usage: TaskUsage) -> dict[str, int | float]:
