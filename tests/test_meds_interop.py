@@ -103,6 +103,20 @@ def test_a_label_details_file_that_does_not_match_its_labels_is_refused(cohort, 
         read_label_table(folder / "labels" / "test.parquet")
 
 
+
+def test_a_label_details_file_with_a_repeated_row_is_refused(cohort, tmp_path):
+    folder = tmp_path / "c"
+    (folder / "labels").mkdir(parents=True)
+    (folder / "label_details").mkdir()
+    source = cohort["cohort"]
+    pq.write_table(pq.read_table(source / "labels" / "test.parquet"), folder / "labels" / "test.parquet")
+    details = pq.read_table(source / "label_details" / "test.parquet")
+    pq.write_table(pa.concat_tables([details.slice(0, 1), details.slice(0, details.num_rows - 1)]),
+                   folder / "label_details" / "test.parquet")  # as many rows, one twice and one missing
+    with pytest.raises(LabelFileError, match=r"1 label row\(s\) without a details row, 16 details rows"):
+        read_label_table(folder / "labels" / "test.parquet")
+
+
 # ------------------------------------------------------------------------------------------------ predictions
 def predict(cohort, server, out, *, labelled: bool = True):
     """The predict actor over the test cohort plus one unknown subject, then the job's consolidation."""
@@ -167,4 +181,3 @@ def test_a_plain_meds_dev_file_is_read_as_it_is_and_mismatched_files_are_refused
     with pytest.raises(PredictionFilesError, match=r"predictions\.parquet: subject 2: 1 scored task\(s\) are not in "
                                                    r".*prediction_details\.parquet"):
         read_predictions(run)
-

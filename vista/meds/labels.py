@@ -24,9 +24,10 @@ file (ACES's, a hand-made one) has none.
 
 `read_label_table` returns ``subject_id`` int64, ``prediction_time`` timestamp[us] (naive, never null: a label row
 without a time would let a model read the outcome) and ``boolean_value`` bool (null: an unlabelled task) first,
-then the file's other columns unchanged, then those of its details file. ``index_timestamp`` becomes ``prediction_time``; ``label`` becomes
-``boolean_value``; an integer label is a count, true when non-zero (as ``aces-cli`` itself casts it); other integer
-widths, other time units and ``date`` columns are cast. It neither sorts nor removes duplicates: the readers decide.
+then the file's other columns unchanged, then those of its details file. ``index_timestamp`` becomes
+``prediction_time``; ``label`` becomes ``boolean_value``; an integer label is a count, true when non-zero (as
+``aces-cli`` itself casts it); other integer widths, other time units and ``date`` columns are cast. It neither sorts
+nor removes duplicates: the readers decide.
 
 >>> import tempfile
 >>> from datetime import datetime
@@ -156,7 +157,8 @@ def _with_details(table: pa.Table, source: str, details: Location) -> pa.Table:
                              extra.column(PREDICTION_TIME).cast(pa.timestamp("us")))
     order = table.append_column("_row", pa.array(range(table.num_rows), pa.int64()))
     joined = order.join(extra, keys=list(KEY), join_type="inner")
-    if joined.num_rows != table.num_rows or extra.num_rows != table.num_rows:
+    distinct = pc.count_distinct(joined.column("_row")).as_py()
+    if not joined.num_rows == distinct == extra.num_rows == table.num_rows:  # one details row per label row
         matched = set(joined.column("_row").to_pylist())
         unmatched = [i for i in range(table.num_rows) if i not in matched]
         first = table.column(SUBJECT_ID)[unmatched[0]].as_py() if unmatched else None
