@@ -1,7 +1,8 @@
 """Model scores on an evaluation cohort: zero-shot "models" read from prediction files, and writing scores back out.
 
 Prediction files follow MEDS-DEV: ``subject_id``, optional ``prediction_time``, ``predicted_boolean_probability``
-(plus anything else, ignored). A `PredictionFileModel` lets the LLM agents and the single-agent baseline sit in
+(plus anything else, ignored); a ``jobs.predict`` run is read with its ``prediction_details.parquet``
+(`trajonco.prediction_files.read_predictions`), so its failed tasks count as null scores, not as absent rows. A `PredictionFileModel` lets the LLM agents and the single-agent baseline sit in
 the same tables as the supervised baselines: it is "fitted" on nothing and scores a `FeatureMatrix` by looking its
 rows up in the file. A row of the cohort without a usable score (absent, or null after a failed run) raises,
 unless ``on_missing="subset"``, in which case the model is evaluated on the rows it scored and `ModelScores`
@@ -28,6 +29,8 @@ import pyarrow.parquet as pq
 
 from vista.atomic import atomic_path
 
+from trajonco.prediction_files import PredictionFilesError, read_predictions
+
 from baselines.errors import PredictionFileError
 from baselines.features import FeatureMatrix
 from baselines.labels import BOOLEAN_VALUE, PREDICTION_TIME, SUBJECT_ID, check_labels
@@ -43,9 +46,10 @@ PREDICTIONS_SCHEMA = pa.schema([
     pa.field(PREDICTION_TIME, pa.timestamp("us"), nullable=False),
     pa.field(BOOLEAN_VALUE, pa.bool_()),
     pa.field(PREDICTED_VALUE, pa.bool_()),
-    pa.field(PROBABILITY, pa.float64()),
+    pa.field(PROBABILITY, pa.float32()),
 ])
-"""What `write_predictions` writes: MEDS-DEV's prediction columns."""
+"""What `write_predictions` writes: MEDS-DEV's prediction columns, with the types its evaluator validates (a float32
+score; `trajonco.prediction_files`)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,10 +128,11 @@ class PredictionFileModel:
         source = str(self.path)
         if not self.path.is_file():
             raise PredictionFileError(source, "prediction file not found")
-        try:
-            frame = pl.read_parquet(self.path)
-        except (pl.exceptions.PolarsError, OSError) as exc:
-            raise PredictionFileError(source, f"cannot read the prediction file ({' '.join(str(exc).split())})") from None
+        try:  # a jobs.predict run: with its prediction_details.parquet, so failed tasks count as failed, not absent
+            frame = pl.from_arrow(read_predictions(self.path, columns=[SUBJECT_ID, PREDICTION_TIME, self.probability_column]))
+        except PredictionFilesError as exc:
+            raise PredictionFileError(exc.source, f"cannot read the prediction file ({exc.problem})",
+                                      subject_id=exc.subject_id, field=exc.field) from None
         for column in (SUBJECT_ID, self.probability_column):
             if column not in frame.columns:
                 raise PredictionFileError(source, f"column is missing (columns: {', '.join(frame.columns)})", field=column)

@@ -19,10 +19,12 @@ RSS after imports, then ``VmHWM`` reset to it before the step, so the peak is th
 
 * plan a rerun: read the label file, the newest state of every task (`jobs.row_parts.latest_states` over the part
   files | `MarkerStore.scan` over the marker files) and `jobs.tasks.plan_tasks` with the retry policy;
-* consolidate ``predictions.parquet`` (`jobs.row_parts.consolidate_parts` | `jobs.consolidate.consolidate`);
+* consolidate the predictions (`jobs.row_parts.consolidate_parts`: ``predictions.parquet`` and
+  ``prediction_details.parquet`` | `jobs.consolidate.consolidate`: one ``predictions.parquet``);
 * the bare cost of the old layout: open and ``json.loads`` every per-patient file one at a time.
 
-The two ``predictions.parquet`` files are compared (same rows, same values). Files are in the page cache (just
+The two layouts' rows are compared (same rows, same values; the new one read back by
+`trajonco.prediction_files.read_predictions`). Files are in the page cache (just
 written): a cold or network filesystem adds one round trip per file opened, which is what the part files save.
 
 **VISTA node index.** ``--graphs`` patients of a `vista.synth` cohort:
@@ -167,7 +169,7 @@ def _rows(patients: int, seed: int, retry_share: float, left_share: float) -> It
 
     rng = random.Random(seed)
     contexts = {run: RowContext(cancer="lung", variant="one_stage", model="gpt-4o-mini", run_id=run) for run in ("r1", "r2")}
-    retried: list[int] = []
+    retried: list[tuple[int, bool]] = []
     for k in range(patients):
         key = task_key_of(k)
         label = rng.random() < 0.5
@@ -182,13 +184,13 @@ def _rows(patients: int, seed: int, retry_share: float, left_share: float) -> It
                                        usage, contexts["r1"], wall_s=3600.0)
             yield "r1", row, result, usage
             if draw < retry_share:
-                retried.append(k)
+                retried.append((k, label))
             continue
         result, usage = simulated_result(k, rng)
         yield "r1", row_from_result(key, label, result, usage, contexts["r1"], wall_s=result.latency.total + 0.2), result, usage
-    for k in retried:
+    for k, label in retried:  # the job's retry carries the task's label, as every row does
         result, usage = simulated_result(k, rng)
-        yield "r2", row_from_result(task_key_of(k), None, result, usage, contexts["r2"], wall_s=result.latency.total), result, usage
+        yield "r2", row_from_result(task_key_of(k), label, result, usage, contexts["r2"], wall_s=result.latency.total), result, usage
 
 
 def simulate(work: Path, patients: int, rows_per_part: int, *, seed: int, retry_share: float, left_share: float,
@@ -281,11 +283,14 @@ def _consolidate(work: Path, layout: str) -> str:
     from trajonco.prediction_rows import PREDICTION_SCHEMA, rows_to_table
     from jobs.tasks import read_label_tasks, task_keys
 
-    keys = task_keys(read_label_tasks(work / "labels.parquet"))
+    tasks = read_label_tasks(work / "labels.parquet")
+    keys = task_keys(tasks)
     if layout == "parts":
+        from jobs.predict import prediction_outputs
         from jobs.row_parts import consolidate_parts
 
-        report = consolidate_parts(work / "parts", work / "parts" / "predictions.parquet", keys, schema=PREDICTION_SCHEMA)
+        outputs = prediction_outputs(work / "parts", labelled=tasks.column("boolean_value").null_count == 0)
+        report = consolidate_parts(work / "parts", outputs, keys)
     else:
         from jobs.consolidate import consolidate
         from jobs.outputs import MarkerStore
@@ -354,8 +359,10 @@ def measure_step(step: str, work: Path, layout: str) -> Measured:
 def same_predictions(work: Path) -> str:
     import polars as pl
 
-    new = pl.read_parquet(work / "parts" / "predictions.parquet")
-    old = pl.read_parquet(work / "json" / "predictions.parquet")
+    from trajonco.prediction_files import read_predictions
+
+    new = pl.from_arrow(read_predictions(work / "parts"))  # predictions.parquet + prediction_details.parquet
+    old = pl.read_parquet(work / "json" / "predictions.parquet")  # the legacy layout: one file with every column
     keys = ["subject_id", "prediction_time"]
     equal = new.sort(keys).equals(old.sort(keys))
     return f"same rows and values in both predictions.parquet: {equal} ({new.height:,} vs {old.height:,} rows)"

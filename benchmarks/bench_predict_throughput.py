@@ -40,6 +40,8 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
+from trajonco.prediction_files import read_predictions
+
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled", "RAY_DATA_DISABLE_PROGRESS_BARS": "1"}
 
 
@@ -202,7 +204,7 @@ def run_one(args: argparse.Namespace, head: RayHead, endpoint: Endpoint, dataset
         print(done.stdout[-2000:], done.stderr[-2000:], sep="\n")
         return Figure(variant, budget, args.patients, calls, wall, 0, 0, 0, 0, 0, 0, done.returncode, per_actor)
     summary = json.loads((out / "summary.json").read_text())
-    frame = pl.read_parquet(out / "predictions.parquet")
+    frame = pl.from_arrow(read_predictions(out))  # the run's rows with their prediction_details.parquet columns
     if variant == "two_stage":
         chains = (frame["n_chunks_reduced"].fill_null(0) + 2).to_list()  # one filter round + workers + manager
     else:

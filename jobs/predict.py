@@ -30,10 +30,12 @@ default) calls already answered cost nothing, so rows an actor had not written w
 free. Rows that are not ok carry a retry class (`trajonco.prediction_rows.retry_class`): by default the next run runs
 again the tasks whose failure was transient (rate limit, timeout, server error, connection) and keeps those whose
 failure is permanent (bad input, answers that never validated); ``--retry all`` or ``--retry none`` change that.
-Each run ends with ``predictions.parquet`` (one row per task with a row — of this run's selection and of earlier
-runs: a smaller ``--limit`` never drops rows; MEDS-DEV's prediction columns plus risk, trajectory, evidence with
-provenance, usage, latency, status, error, retry class), built by a polars scan over the part files, and
-``summary.json``.
+Each run ends with two files built by a polars scan over the part files (covering every task with a row — of this
+run's selection and of earlier runs: a smaller ``--limit`` never drops rows), and ``summary.json`` (``output_rows``
+says how many rows each holds): ``predictions.parquet``, exactly MEDS-DEV's five columns for the scored tasks (what
+``meds-evaluation`` reads as it is), and ``prediction_details.parquet``, every task's row with the project's
+columns (risk, trajectory, evidence with provenance, usage, latency, status, error, retry class).
+`trajonco.prediction_files.read_predictions` joins them back.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from jobs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
 from jobs.resources import ResourcePlan, plan_resources
 from jobs.retry_policy import RetryCounts
+from jobs.row_parts import OutputFile
 from jobs.runner import CohortJob, LazyRay, check_common_options, run_job, sized_settings, stream_actor_pool
 from jobs.summary import RunSummary
 from jobs.tasks import (
@@ -71,9 +74,17 @@ from jobs.tasks import (
     schedule,
     task_keys,
 )
+from trajonco.prediction_files import (
+    DETAILS_FILE,
+    DETAILS_SCHEMA,
+    PREDICTIONS_FILE,
+    details_rows,
+    meds_dev_rows,
+    meds_dev_schema,
+)
 from trajonco.prediction_rows import PREDICTION_SCHEMA
 from vista.cli_kit import check_output_dir
-from vista.storage import normalize
+from vista.storage import join, normalize
 
 log = logging.getLogger("jobs.predict")
 
@@ -111,6 +122,17 @@ def build_settings(args: argparse.Namespace, run_id: str) -> PredictSettings:
     )
 
 
+def prediction_outputs(out: Path | str, *, labelled: bool) -> list[OutputFile]:
+    """The predict job's consolidated files: ``prediction_details.parquet`` (every task's row) and MEDS-DEV's
+    ``predictions.parquet`` (the scored tasks; without ``boolean_value`` when the label file has unlabelled tasks),
+    as `trajonco.prediction_files` describes them."""
+    return [
+        OutputFile(Path(DETAILS_FILE).stem, join(out, DETAILS_FILE), DETAILS_SCHEMA, details_rows),
+        OutputFile(Path(PREDICTIONS_FILE).stem, join(out, PREDICTIONS_FILE), meds_dev_schema(labelled),
+                   lambda rows: meds_dev_rows(rows, labelled)),
+    ]
+
+
 def fingerprint(settings: PredictSettings, labels: Path | str) -> dict[str, object]:
     """The settings that decide the outputs (see `jobs.manifest`)."""
     return {
@@ -124,7 +146,7 @@ class PredictJob(CohortJob):
     """The predict job's parts of the shared driver (`jobs.runner`)."""
 
     name = "predict"
-    output_name = "predictions.parquet"
+    output_name = PREDICTIONS_FILE
     output_schema = PREDICTION_SCHEMA
 
     def __init__(self, args: argparse.Namespace, run_id: str):
@@ -153,6 +175,9 @@ class PredictJob(CohortJob):
 
     def fingerprint(self) -> dict[str, object]:
         return fingerprint(self.settings, self.args.labels)
+
+    def output_files(self) -> list[OutputFile]:
+        return prediction_outputs(self.out, labelled=self.tasks.column("boolean_value").null_count == 0)
 
     def task_keys(self, ray: LazyRay) -> list[TaskKey]:
         return task_keys(self.tasks)

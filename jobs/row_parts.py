@@ -36,7 +36,8 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -223,38 +224,60 @@ def answered_by(root: Path | str, run_id: str) -> dict[str, list[str]]:
     return {name: sorted(values) for name, values in found.items()}
 
 
+@dataclass(frozen=True, slots=True)
+class OutputFile:
+    """One consolidated file: its name in the summary, where it goes, its schema (the columns it keeps), and which
+    of the newest rows it keeps (``rows``: a table of every task's newest row, with the union of the files'
+    columns -> this file's rows; None: every row)."""
+
+    name: str
+    path: Path | str
+    schema: pa.Schema
+    rows: Callable[[pa.Table], pa.Table] | None = None
+
+    def of(self, chunk: pa.Table) -> pa.Table:
+        table = self.rows(chunk) if self.rows is not None else chunk
+        return table.select(self.schema.names).cast(self.schema)
+
+
 @dataclass(slots=True)
 class PartConsolidation:
-    """What went into the consolidated file."""
+    """What went into the consolidated files."""
 
-    path: Path | str
-    rows: int = 0  # rows written (every task with a row, selected or not)
+    path: Path | str  # the first file (the one with every task's row)
+    rows: int = 0  # tasks with a row (selected or not)
     missing: list[TaskKey] = field(default_factory=list)  # selected tasks without a row
     statuses: Counter[str] = field(default_factory=Counter)  # over the selected tasks
     seconds: float = 0.0
+    paths: dict[str, str] = field(default_factory=dict)  # each file, by name
+    file_rows: dict[str, int] = field(default_factory=dict)  # the rows each file holds, by name
 
     @property
     def complete(self) -> bool:
         return not self.missing
 
 
-def consolidate_parts(root: Path | str, path: Path | str, selected: Iterable[TaskKey], *, schema: pa.Schema,
+def consolidate_parts(root: Path | str, files: Sequence[OutputFile], selected: Iterable[TaskKey], *,
                       keys: RowKeys = TASK_KEYS, chunk_rows: int = 10_000) -> PartConsolidation:
     """Write the newest row of every task with a row (not only this run's selection: a rerun with a smaller
-    ``--limit`` keeps the others) to ``path`` in key order, atomically; report the selected tasks without one.
-    ``schema`` is the consolidated file's: the part files' columns, or some of them (the task key may be left out).
+    ``--limit`` keeps the others) into each of ``files`` (its rows and columns, `OutputFile`) in key order,
+    atomically; report the selected tasks without one.
 
     The scan runs key range by key range (``chunk_rows`` tasks each), so memory holds one range at a time: each row
     carries ~7 KB of detail JSON that the join/sort copies several times, so 10,000 rows peak near 0.85 GB where
     50,000 peaked near 2.4 GB (``benchmarks/bench_consolidation.py``, 100k patients).
     """
     started = time.perf_counter()
-    target = resolve(path)
-    report = PartConsolidation(Path(target.path) if target.is_local else target.uri)
-    files = _part_locations(root)
+    if not files:
+        raise ValueError("consolidate_parts needs at least one output file")
+    targets = [resolve(f.path) for f in files]
+    shown = [Path(t.path) if t.is_local else t.uri for t in targets]
+    report = PartConsolidation(shown[0], paths={f.name: str(p) for f, p in zip(files, shown)},
+                               file_rows={f.name: 0 for f in files})
+    parts = _part_locations(root)
     selected = set(selected)
-    winners = (_latest(files, ["status"], keys).collect(engine="streaming").sort(keys.columns)
-               if files else pl.DataFrame(schema={keys.subject: pl.Int64, keys.time: pl.Datetime("us"),
+    winners = (_latest(parts, ["status"], keys).collect(engine="streaming").sort(keys.columns)
+               if parts else pl.DataFrame(schema={keys.subject: pl.Int64, keys.time: pl.Datetime("us"),
                                                    ORDER_COLUMN: pl.Datetime("us", "UTC"), "status": pl.String}))
     found: set[TaskKey] = set()
     for s, t, status in zip(winners[keys.subject].to_list(), winners[keys.time].to_list(),
@@ -264,22 +287,26 @@ def consolidate_parts(root: Path | str, path: Path | str, selected: Iterable[Tas
         if key in selected:
             report.statuses[status] += 1
     report.missing = sorted(selected - found, key=TaskKey.sort_key)
-    with target.publish() as tmp:
-        with pq.ParquetWriter(tmp, schema) as writer:
-            for lo in range(0, winners.height, chunk_rows):
-                chunk = winners.slice(lo, chunk_rows).select([*keys.columns, ORDER_COLUMN])
-                first, last = chunk[keys.subject][0], chunk[keys.subject][-1]
-                rows = (scan_parquet(files)
-                        .filter(pl.col(keys.subject).is_between(first, last))
-                        .select(list(dict.fromkeys([*keys.columns, ORDER_COLUMN, *schema.names])))
-                        .join(chunk.lazy(), on=[*keys.columns, ORDER_COLUMN], how="semi", nulls_equal=True)
-                        .unique(subset=keys.columns, keep="first")  # two writes of one row at the same instant
-                        .sort(keys.columns, nulls_last=False)
-                        .select(schema.names)
-                        .collect(engine="streaming"))
-                table = rows.to_arrow().cast(schema)
+    report.rows = winners.height
+    columns = list(dict.fromkeys(name for f in files for name in f.schema.names))
+    with ExitStack() as stack:
+        writers = [stack.enter_context(pq.ParquetWriter(stack.enter_context(t.publish()), f.schema))
+                   for f, t in zip(files, targets)]
+        for lo in range(0, winners.height, chunk_rows):
+            chunk = winners.slice(lo, chunk_rows).select([*keys.columns, ORDER_COLUMN])
+            first, last = chunk[keys.subject][0], chunk[keys.subject][-1]
+            rows = (scan_parquet(parts)
+                    .filter(pl.col(keys.subject).is_between(first, last))
+                    .select(list(dict.fromkeys([*keys.columns, ORDER_COLUMN, *columns])))
+                    .join(chunk.lazy(), on=[*keys.columns, ORDER_COLUMN], how="semi", nulls_equal=True)
+                    .unique(subset=keys.columns, keep="first")  # two writes of one row at the same instant
+                    .sort(keys.columns, nulls_last=False)
+                    .select(columns)
+                    .collect(engine="streaming")).to_arrow()
+            for f, writer in zip(files, writers):
+                table = f.of(rows)
                 writer.write_table(table)
-                report.rows += table.num_rows
+                report.file_rows[f.name] += table.num_rows
     report.seconds = time.perf_counter() - started
     return report
 

@@ -15,7 +15,7 @@ The run, in order:
    the plan announced, the job's LLM budget started (`jobs.llm_budget`: one limiter every actor asks), and the
    tasks run (``job.execute``, which streams an actor pool through `stream_actor_pool`). Then up to
    `REPAIR_PASSES` passes over tasks whose row was lost with an actor (their answers come from the caches).
-4. The consolidated file (``job.output_name``) built by a polars scan over the part files, ``job.finish`` (e.g. the
+4. The consolidated files (``job.output_files``) built by a polars scan over the part files, ``job.finish`` (e.g. the
    graph store's manifest), and ``summary.json`` written and printed.
 """
 
@@ -49,6 +49,7 @@ from jobs.resources import ResourcePlan
 from jobs.retry_policy import RetryCounts, kept_note, reruns, retry_policy
 from jobs.row_parts import (
     TASK_KEYS,
+    OutputFile,
     PartConsolidation,
     RowKeys,
     RowState,
@@ -72,7 +73,7 @@ class CohortJob(ABC):
     name: ClassVar[str]
     """The progress prefix and the manifest's job kind: ``predict``, ``build-graphs``."""
     output_name: ClassVar[str]
-    """The consolidated file under ``OUT``."""
+    """The consolidated file under ``OUT`` (`output_files` may write more)."""
     output_schema: ClassVar[pa.Schema]
     keys: ClassVar[RowKeys] = TASK_KEYS
 
@@ -133,6 +134,11 @@ class CohortJob(ABC):
         seen = answered_by(self.args.out, self.run_id)
         return AnsweringLLM(backend=llm.backend, endpoint_host=llm.endpoint_host, model=llm.model,
                             backends=seen["backend"], served_models=seen["served_model"])
+
+    def output_files(self) -> list[OutputFile]:
+        """The consolidated files, the one holding every task's row first: by default ``output_name`` with
+        ``output_schema``."""
+        return [OutputFile(Path(self.output_name).stem, join(self.out, self.output_name), self.output_schema)]
 
     def finish(self, report: PartConsolidation) -> dict[str, str]:
         """After consolidation: more outputs to name in the summary (e.g. the graph store's manifest)."""
@@ -201,9 +207,8 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
             else:
                 job.say(console, f"run {job.run_id}: all {len(plan.selected)} selected tasks already have an output; "
                                  f"consolidating only{kept_note(retry, job.policy)}")
-        report = consolidate_parts(out, join(out, job.output_name), plan.selected, schema=job.output_schema,
-                                   keys=job.keys)
-        outputs = {Path(job.output_name).stem: str(report.path), **job.finish(report)}
+        report = consolidate_parts(out, job.output_files(), plan.selected, keys=job.keys)
+        outputs = {**report.paths, **job.finish(report)}
         statuses, reasons = _this_run(latest_states(out, job.keys) if plan.todo else {}, job.run_id)
         summary = RunSummary.from_tracker(
             tracker, run_id=job.run_id, started_at=started_at, selected=len(plan.selected), skipped=plan.skipped,
@@ -212,8 +217,8 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
         ).model_copy(update={
             "retry_policy": job.policy, "retried_by_class": dict(sorted(retry.retried.items())),
             "kept_by_class": dict(sorted(retry.kept.items())), "repair_passes": passes,
-            "consolidated_rows": report.rows, "consolidation_s": round(report.seconds, 3), "llm_budget": budget_figures,
-            "llm": job.answering_llm(),
+            "consolidated_rows": report.rows, "output_rows": report.file_rows,
+            "consolidation_s": round(report.seconds, 3), "llm_budget": budget_figures, "llm": job.answering_llm(),
             # what this run's rows say (a task redone after an actor lost its row counts once)
             "ran": sum(statuses.values()), "by_status": statuses, "failed_by_reason": reasons,
         })

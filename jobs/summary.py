@@ -65,7 +65,10 @@ class RunSummary(BaseModel):
                                     "started (its first LLM request follows within milliseconds)")
     first_row_s: float | None = Field(None, description="seconds from the start of the run to the first finished task")
     repair_passes: int = Field(0, description="passes over tasks whose row was lost with an actor")
-    consolidated_rows: int | None = Field(None, description="rows of the consolidated file (every task with a row)")
+    consolidated_rows: int | None = Field(None, description="tasks with a row (of any run) in the consolidated files")
+    output_rows: dict[str, int] = Field(default_factory=dict, description="the rows each consolidated file holds, by "
+                                        "name (predict: predictions = the scored tasks, prediction_details = every "
+                                        "task with a row)")
     consolidation_s: float | None = Field(None, description="seconds spent building the consolidated file")
     llm_budget: LLMBudgetFigures | None = Field(None, description="the job-wide LLM budget and what it allowed "
                                                 "(achieved concurrency, 429s, cool-downs); None: no shared budget")
@@ -141,7 +144,8 @@ class RunSummary(BaseModel):
             if b.stopped:
                 rows.append(("stopped by the circuit breaker", b.stopped))
         if self.consolidation_s is not None:
-            rows.append(("consolidation", f"{self.consolidated_rows or 0:,} rows in {self.consolidation_s:.1f} s"))
+            rows.append(("consolidation", f"{self.consolidated_rows or 0:,} tasks in {self.consolidation_s:.1f} s"))
+        rows += [(f"  rows in {name}", f"{count:,}") for name, count in self.output_rows.items()]
         rows += [(f"all outputs: {status}", f"{count:,}") for status, count in self.totals.items()]
         rows += [(name, path) for name, path in self.outputs.items()]
         for name, value in rows:

@@ -9,13 +9,14 @@
 #   TASK      an ACES task config: predicates, trigger, windows, with `index_timestamp: end` on the input window
 #             (the prediction time) and `label:` on the target window (e.g. tests/data/aces_lung.yaml)
 #   OUT_DIR   receives aces-cli's own files, OUT_DIR/shards/<split>/<n>.parquet, and the same rows merged per split,
-#             OUT_DIR/<split>.parquet (e.g. OUT_DIR/held_out.parquet), with the same columns and types
+#             OUT_DIR/<split>.parquet (e.g. OUT_DIR/held_out.parquet), with the same types, less the label columns
+#             ACES leaves null in every row (so meds.LabelSchema validates the file as it is)
 #   HYDRA_OVERRIDE  passed on to aces-cli, e.g. window_stats_dir=OUT_DIR/stats
 # Environment: ACES_VENV (default .venv-aces), PYTHON (default python3.11).
 # Then, e.g.: .venv/bin/python -m jobs.predict --labels OUT_DIR/held_out.parquet --dataset DATASET --out out/predict
 set -euo pipefail
 if [[ $# -lt 3 ]]; then
-  sed -n '2,15p' "$0" >&2
+  sed -n '2,16p' "$0" >&2
   exit 2
 fi
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -27,6 +28,7 @@ shift 3
 [[ -d "$DATASET/data" ]] || { echo "aces_labels: $DATASET/data: not a MEDS dataset (no data/ folder)" >&2; exit 2; }
 [[ -f "$TASK" ]] || { echo "aces_labels: $TASK: task config not found" >&2; exit 2; }
 [[ "$TASK" == *.yaml ]] || { echo "aces_labels: $TASK: the task config must end in .yaml" >&2; exit 2; }
+[[ -x "$ROOT/.venv/bin/python" ]] || { echo "aces_labels: $ROOT/.venv missing: run make setup first (the project's venv merges and checks the labels)" >&2; exit 2; }
 
 ACES_VERSION=0.7.3
 VENV="${ACES_VENV:-$ROOT/.venv-aces}"
@@ -51,32 +53,22 @@ echo "== aces-cli on $DATASET ($SHARDS) with $TASK" >&2
   "output_filepath=$OUT/shards"'${data._prefix}.parquet' "log_dir=$OUT/.logs" "$@" \
   > "$OUT/aces-cli.log" 2>&1 || { tail -20 "$OUT/aces-cli.log" >&2; echo "aces_labels: aces-cli failed; log: $OUT/aces-cli.log" >&2; exit 1; }
 
-# Merge each split's shard files (identical schemas) into OUT/<split>.parquet.
-"$VENV/bin/python" - "$OUT" <<'PY'
+# Merge each split's shard files (identical schemas) into OUT/<split>.parquet, leaving out the optional label columns
+# ACES writes all null (meds.LabelSchema refuses them: vista.meds.labels.merge_label_files), then read every split
+# back with the project's own label reader (what the commands will see) and check it against meds.LabelSchema.
+"$ROOT/.venv/bin/python" - "$OUT" <<'PY'
 import sys
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+import meds
+import pyarrow.compute as pc
+
+from vista.meds.labels import LabelFileError, merge_label_files, read_label_table
 
 out = Path(sys.argv[1])
 for split in sorted(p for p in (out / "shards").iterdir() if p.is_dir()):
-    files = sorted(split.rglob("*.parquet"))
-    table = pa.concat_tables(pq.read_table(f) for f in files)
-    pq.write_table(table, out / f"{split.name}.parquet")
-PY
-
-# Read every split back with the project's own label reader: what the commands will see.
-if [[ -x "$ROOT/.venv/bin/python" ]]; then
-  "$ROOT/.venv/bin/python" - "$OUT" <<'PY'
-import sys
-from pathlib import Path
-
-import pyarrow.compute as pc
-
-from vista.meds.labels import LabelFileError, read_label_table
-
-for path in sorted(Path(sys.argv[1]).glob("*.parquet")):
+    path = out / f"{split.name}.parquet"
+    meds.LabelSchema.validate(merge_label_files(sorted(split.rglob("*.parquet")), path))
     try:
         table = read_label_table(path)
     except LabelFileError as exc:
@@ -85,6 +77,3 @@ for path in sorted(Path(sys.argv[1]).glob("*.parquet")):
     positives = pc.sum(table.column("boolean_value")).as_py() or 0
     print(f"{path}: {table.num_rows} label rows, {subjects} subjects, {positives} true")
 PY
-else
-  ls -l "$OUT"/*.parquet
-fi

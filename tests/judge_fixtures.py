@@ -6,8 +6,7 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
+from trajonco.prediction_files import write_prediction_files
 from trajonco.prediction_rows import PredictionRow, rows_to_table
 
 PREDICTION = datetime(2021, 6, 1)
@@ -41,9 +40,9 @@ def prediction_row(subject_id: int, *, variant: str, model: str = "scripted-mode
 
 def write_run(folder: Path, rows: list[PredictionRow], *, horizon_days: int = 365,
               dataset: Path | None = None) -> Path:
-    """A jobs.predict-like output folder: predictions.parquet and a job.json with the pipeline settings."""
-    folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(rows_to_table(rows), folder / "predictions.parquet")
+    """A jobs.predict-like output folder: predictions.parquet, prediction_details.parquet and a job.json with the
+    pipeline settings."""
+    write_prediction_files(rows_to_table(rows), folder)
     settings = {"pipeline": {"horizon_days": horizon_days, "variant": rows[0].variant},
                 "dataset": str(dataset) if dataset else None, "coding_profile": None}
     (folder / "job.json").write_text(json.dumps({"job": "predict", "settings": settings}), encoding="utf-8")

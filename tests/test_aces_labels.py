@@ -4,7 +4,8 @@ The fixtures are real ACES 0.7.3 output for the task ``tests/data/aces_lung.yaml
 outpatient encounter) on the ``tuning`` split of the synthetic dataset ``trajonco synth --subjects 80 --seed 5``:
 
 - ``aces_labels.parquet``: what ``aces-cli ... data.standard=meds`` wrote (``bash scripts/aces_labels.sh DATASET
-  tests/data/aces_lung.yaml OUT`` -> ``OUT/shards/tuning/0.parquet``): the MEDS label schema, one row per trigger.
+  tests/data/aces_lung.yaml OUT`` -> ``OUT/shards/tuning/0.parquet``): the MEDS label schema, one row per trigger
+  (the script's merged ``OUT/tuning.parquet`` leaves out the label columns ACES wrote all null).
 - ``aces_query.parquet``: the same task through ACES's Python API (``aces.query.query(cfg, predicates_df)
   .write_parquet(...)``, the table ACES's docs show): ``index_timestamp``, ``label`` as an int64 count, ``trigger``
   and one struct ``*_summary`` column per window.
@@ -34,7 +35,7 @@ from jobs.tasks import TaskKey, read_label_tasks, task_keys
 from trajonco.cli import _label_time, main
 from trajonco.cohort_timelines import iter_cohort_timelines, read_labels as timeline_read_labels
 from vista.errors import CommandLineError
-from vista.meds.labels import LabelFileError, read_label_table
+from vista.meds.labels import LabelFileError, merge_label_files, read_label_table
 from vista.meds.reader import MedsDataset
 from vista.meds.schema import LABEL_SCHEMA
 from vista.synth import SynthConfig, generate
@@ -70,6 +71,23 @@ def test_aces_cli_writes_exactly_the_meds_label_schema_one_row_per_trigger():
     assert (raw.height, raw["subject_id"].n_unique(), raw["boolean_value"].sum()) == (ROWS, SUBJECTS, TRUE)
     assert raw.group_by("subject_id").len()["len"].max() > 1  # several prediction times per subject
     assert raw.select("integer_value", "float_value", "categorical_value").null_count().row(0) == (ROWS, ROWS, ROWS)
+
+
+def test_the_merged_split_file_passes_meds_label_schema_though_aces_own_shard_does_not(tmp_path):
+    """ACES leaves its three other label columns null in every row, which meds.LabelSchema refuses; the split file
+    scripts/aces_labels.sh writes (`merge_label_files`) leaves them out and keeps every row."""
+    import meds
+    from flexible_schema import TableValidationError
+
+    with pytest.raises(TableValidationError, match="integer_value, float_value, categorical_value"):
+        meds.LabelSchema.validate(pq.read_table(ACES_CLI))
+    half = pq.read_table(ACES_CLI)
+    pq.write_table(half.slice(0, 60), tmp_path / "0.parquet")
+    pq.write_table(half.slice(60), tmp_path / "1.parquet")
+    merge_label_files([tmp_path / "0.parquet", tmp_path / "1.parquet"], tmp_path / "tuning.parquet")
+    merged = pq.read_table(tmp_path / "tuning.parquet")
+    meds.LabelSchema.validate(merged)
+    assert merged.column_names == MEDS and _sorted(merged).equals(_sorted(read_label_table(ACES_CLI)))
 
 
 def test_the_aces_rows_are_the_task_on_the_regenerated_dataset(dataset):

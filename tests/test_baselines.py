@@ -8,8 +8,10 @@ from datetime import datetime, timedelta
 
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 import scipy.sparse as sp
+from meds_evaluation.schema import PredictionSchema
 
 from baselines.errors import FeatureMismatchError, NotFittedError, PredictionFileError, TrainTestOverlapError
 from baselines.evaluation import check_no_overlap, fit_and_score
@@ -176,6 +178,7 @@ def test_written_predictions_read_back_as_a_model(cohorts, tmp_path):
     frame = pl.read_parquet(path)
     assert frame.columns == ["subject_id", "prediction_time", "boolean_value", "predicted_boolean_value",
                              "predicted_boolean_probability"]
+    PredictionSchema.validate(pq.read_table(path))  # MEDS-DEV's evaluator takes the file as it is
     again = PredictionFileModel(path, name="lr").scores_for(test)
     assert np.allclose(again.scores, scores.scores) and np.array_equal(again.labels, scores.labels)
 

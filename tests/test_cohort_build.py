@@ -21,6 +21,7 @@ from trajonco.cohorts import (
     build_cohort,
     load_definition,
 )
+from vista.meds.labels import read_label_table
 
 LUNG = load_definition("lung")
 C34 = "ICD10CM//C34.11"
@@ -49,9 +50,10 @@ def dataset(tmp_path: Path) -> Path:
 
 def test_outputs_follow_the_label_schema_and_the_manifest_is_complete(dataset: Path, tmp_path: Path):
     result = build_cohort(dataset, LUNG, tmp_path / "cohort")
-    table = pq.read_table(tmp_path / "cohort" / "labels" / "test.parquet")
-    assert table.schema.equals(LABELS_SCHEMA)
-    meds.LabelSchema.validate(table.select(["subject_id", "prediction_time", "boolean_value"]))
+    path = tmp_path / "cohort" / "labels" / "test.parquet"
+    meds.LabelSchema.validate(pq.read_table(path))  # the file as written: only the MEDS label columns
+    table = read_label_table(path)  # with the cohort's columns from label_details/test.parquet
+    assert [(f.name, f.type) for f in table.schema] == [(f.name, f.type) for f in LABELS_SCHEMA]
     labels = pl.from_arrow(table)
     assert labels.filter(pl.col("role") == "case")["subject_id"].sort().to_list() == list(range(1, 9))
     assert labels.height == 16 and labels["boolean_value"].sum() == 8
@@ -89,7 +91,8 @@ def test_same_seed_same_cohort_other_seed_other_controls(dataset: Path, tmp_path
     a = build_cohort(dataset, LUNG, tmp_path / "a")
     b = build_cohort(dataset, LUNG, tmp_path / "b")
     assert a.test.equals(b.test) and a.manifest == b.manifest
-    assert (tmp_path / "a/labels/test.parquet").read_bytes() == (tmp_path / "b/labels/test.parquet").read_bytes()
+    for name in ("labels/test.parquet", "label_details/test.parquet"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     others = [build_cohort(dataset, LUNG, tmp_path / f"s{s}", seed=s) for s in (1, 2, 3)]
     assert any(not o.test.equals(a.test) for o in others)
     assert others[0].manifest.definition.seed == 1 and others[0].manifest.definition_hash != a.manifest.definition_hash

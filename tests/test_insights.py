@@ -23,6 +23,7 @@ from trajonco.insights import (InsightsInputError, InsightsResult, InsightsSetti
                                insights_section, read_run, write_insights)
 from trajonco.insights.cli import add_parser
 from trajonco.insights.transitions import FAILED, NO_RECORD
+from trajonco.prediction_files import write_prediction_files
 from trajonco.prediction_rows import RowContext, row_from_failure, row_from_result, rows_to_table
 from vista.errors import CommandLineError
 from vista.llm.task_usage import TaskUsage
@@ -90,7 +91,7 @@ def synthetic_rows(n_cases: int, n_controls: int, seed: int = 7, *, eventless: i
 def write_run(tmp_path, rows, name="run"):
     folder = tmp_path / name
     folder.mkdir()
-    pq.write_table(rows_to_table(rows), folder / "predictions.parquet")
+    write_prediction_files(rows_to_table(rows), folder)
     return folder
 
 
@@ -123,7 +124,7 @@ def test_malformed_events_column_names_file_patient_and_field(tmp_path):
     with pytest.raises(InsightsInputError) as info:
         read_run(folder)
     message = str(info.value)
-    assert "subject 42" in message and "'events'" in message and "predictions.parquet" in message
+    assert "subject 42" in message and "'events'" in message and "prediction_details.parquet" in message
     assert "not JSON" in message
     wrong = row(43, True, [RiskLevel.HIGH], ["cough"], 8).model_copy(
         update={"risk_trajectory": '[{"chunk_index": 0, "start_time": null, "end_time": null, "risk_level": "Huge"}]'})

@@ -41,6 +41,7 @@ import pytest
 from aiohttp import web
 
 from jobs.row_parts import latest_states, part_files
+from trajonco.prediction_files import read_predictions
 from trajonco.prediction_rows import RUN_DEPENDENT_COLUMNS
 from vista.llm.synthetic_server import SyntheticLLMServer, request_digest
 
@@ -325,7 +326,7 @@ def test_a_worker_node_killed_mid_job_loses_no_row_and_pays_no_answer_twice(coho
     assert "(3 CPUs)" in printed, printed[-4000:]  # the driver joined the three-node cluster, no Ray of its own
 
     # exactly one row per patient, every one ok, and nothing left unwritten
-    frame = pl.read_parquet(out / "predictions.parquet")
+    frame = pl.from_arrow(read_predictions(out))
     assert frame.height == N_PATIENTS and frame.select("subject_id", "prediction_time").is_unique().all()
     assert frame["status"].to_list() == ["ok"] * N_PATIENTS, frame.filter(pl.col("status") != "ok")["error"].to_list()
     summary = json.loads((out / "summary.json").read_text())

@@ -25,6 +25,7 @@ import pytest
 from jobs.row_parts import ROWS, latest_states, part_files, read_details
 from jobs.tasks import TaskKey
 from trajonco.prediction_rows import RUN_DEPENDENT_COLUMNS
+from trajonco.prediction_files import read_predictions
 from vista.llm.synthetic_server import SyntheticLLMServer
 
 pytestmark = pytest.mark.ray
@@ -82,7 +83,7 @@ def digests(server: SyntheticLLMServer) -> Counter[str]:
 
 
 def content_columns(path: Path) -> pl.DataFrame:
-    frame = pl.read_parquet(path)
+    frame = pl.from_arrow(read_predictions(path))
     return frame.drop(list(RUN_DEPENDENT_COLUMNS)).sort("subject_id", "prediction_time")
 
 
@@ -129,7 +130,7 @@ def test_uninterrupted_run_gives_every_patient_one_row_and_isolates_failures(coh
     assert summary.complete and summary.selected == N_PATIENTS + 1 and summary.ran == N_PATIENTS + 1
     assert summary.by_status == {"ok": N_PATIENTS - 1, "failed": 1, "error": 1}
     assert summary.failed_by_reason == {"data": 1, "llm_call_failed": 1}
-    frame = pl.read_parquet(reference["out"] / "predictions.parquet")
+    frame = pl.from_arrow(read_predictions(reference["out"]))  # predictions.parquet + prediction_details.parquet
     assert frame.height == N_PATIENTS + 1 and frame.select("subject_id", "prediction_time").is_unique().all()
     bad = frame.filter(pl.col("subject_id") == MISSING_SUBJECT).row(0, named=True)
     assert (bad["status"], bad["error_kind"]) == ("error", "data") and "not in the dataset" in bad["error"]
@@ -145,6 +146,20 @@ def test_uninterrupted_run_gives_every_patient_one_row_and_isolates_failures(coh
     assert linked and all(s["shard"].startswith("data/") and s["row"] >= 0 for s in linked)
     assert sum(reference["asked"].values()) == len(reference["asked"]) == cache_entries(reference["out"])
     assert summary.llm_calls == ok["llm_calls"].sum() + failed["llm_calls"]
+
+
+def test_meds_evaluation_reads_the_jobs_predictions_file_unmodified(reference):
+    """MEDS-DEV's evaluator on the file as the job wrote it: the scored tasks, its five columns, float32 scores."""
+    from meds_evaluation.evaluate import evaluate_binary_classification
+    from meds_evaluation.schema import PredictionSchema
+
+    path = reference["out"] / "predictions.parquet"
+    table = pq.read_table(path)
+    PredictionSchema.validate(table)
+    metrics = evaluate_binary_classification(pl.read_parquet(path))
+    assert 0.0 <= metrics["samples_equally_weighted"]["roc_auc_score"] <= 1.0
+    assert table.num_rows == N_PATIENTS - 1  # the failed and the error task have no score: in the details only
+    assert reference["summary"].output_rows == {"prediction_details": N_PATIENTS + 1, "predictions": N_PATIENTS - 1}
 
 
 def test_driver_killed_mid_run_then_resumed_recomputes_nothing(cohort, llm, ray_session, reference, tmp_path):
@@ -233,7 +248,7 @@ def test_two_stage_sends_chunk_filters_to_the_preprocessor_pool(cohort, llm, ray
     summary = run_in_process(predict, predict_args(cohort, llm, out, "--variant", "two_stage", "--limit", "6",
                                                    "--chunk-tokens", "1500", "--actors", "1", "--preprocess-actors", "2"))
     assert summary.complete and summary.by_status == {"ok": 6}
-    frame = pl.read_parquet(out / "predictions.parquet").sort("subject_id")
+    frame = pl.from_arrow(read_predictions(out)).sort("subject_id")
     assert (frame["n_chunks_reduced"] <= frame["n_chunks"]).all() and frame["n_chunks"].max() > 1
     dataset = MedsDataset(cohort["dataset"])
     config = PipelineConfig(variant="two_stage", chunk_tokens=1500, context_tokens=32768)
@@ -356,7 +371,7 @@ def test_embedded_model_predicts_and_resumes_from_its_cache(cohort, ray_session,
             "--actors", "1", "--actor-cpus", "1", "--patients-per-actor", "1", "--llm", "max_tokens=384"]
     first = run_in_process(predict, argv)
     assert first.complete and first.ran == n and first.llm_calls >= 2 * n and first.cache_hits == 0
-    frame = pl.read_parquet(out / "predictions.parquet")
+    frame = pl.from_arrow(read_predictions(out))
     assert frame["status"].to_list() == ["ok"] * n and frame["model"].to_list() == ["smollm2-135m-instruct-q4_1"] * n
 
     for part in part_files(out):  # forget the rows, keep the LLM cache

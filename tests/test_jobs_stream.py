@@ -20,6 +20,7 @@ from rich.console import Console
 
 from jobs.row_parts import latest_states, part_files
 from jobs.tasks import TaskKey
+from trajonco.prediction_files import read_predictions
 from vista.llm.synthetic_server import SyntheticLLMServer, prompt_text
 
 pytestmark = pytest.mark.ray
@@ -153,7 +154,7 @@ def test_transient_failures_are_retried_on_the_next_run_and_permanent_ones_kept(
         fourth, _ = run([*argv, "--retry", "all"])
         assert fourth.retried_by_class == {"permanent": 1} and server.seen[marker(broken)] > asked_broken
         assert fourth.totals == {"failed": 1, "ok": 5}
-        frame = pl.read_parquet(out / "predictions.parquet")
+        frame = pl.from_arrow(read_predictions(out))
         assert frame.height == 6 and frame.filter(pl.col("subject_id") == flaky)["status"].to_list() == ["ok"]
 
 
@@ -169,10 +170,10 @@ def test_a_rerun_with_a_smaller_limit_keeps_every_earlier_row(cohort, server, ra
     smaller, printed = run(args(cohort, server, out, "--limit", "3"))
     assert (smaller.selected, smaller.skipped, smaller.ran, smaller.complete) == (3, 3, 0, True)
     assert "all 3 selected tasks already have an output" in printed
-    frame = pl.read_parquet(out / "predictions.parquet")
+    frame = pl.from_arrow(read_predictions(out))
     assert frame["subject_id"].to_list() == sorted(cohort["subjects"][:6]) and smaller.consolidated_rows == 6
     larger, _ = run(args(cohort, server, out, "--limit", "8"))
-    assert (larger.skipped, larger.ran) == (6, 2) and pl.read_parquet(out / "predictions.parquet").height == 8
+    assert (larger.skipped, larger.ran) == (6, 2) and pl.read_parquet(out / "prediction_details.parquet").height == 8
 
 
 def test_a_job_whose_endpoint_never_answers_stops_with_one_line(cohort, ray_session, tmp_path):

@@ -14,7 +14,7 @@ import pytest
 from jobs.driver import JobStalled, stream_status
 from jobs.retry_policy import reruns
 from jobs.progress import ProgressTracker, StatusRow, status_table
-from jobs.row_parts import PartWriter, RowState, consolidate_parts, latest_states, part_files, remove_stale_temporaries
+from jobs.row_parts import OutputFile, PartWriter, RowState, consolidate_parts, latest_states, part_files, remove_stale_temporaries
 from jobs.tasks import TaskKey, estimate_lengths, plan_tasks, schedule
 from trajonco.prediction_rows import PART_SCHEMA, PREDICTION_SCHEMA, RowContext, part_record, row_from_failure
 from vista.llm.task_usage import TaskUsage
@@ -81,13 +81,18 @@ def test_the_newest_row_of_a_task_wins_and_consolidation_keeps_rows_outside_the_
     assert states[TaskKey(5, T0)] == RowState("ok", None, "r2") and states[TaskKey(6, T0)].retry_class == "permanent"
 
     selected = [TaskKey(s, T0) for s in (1, 2, 9)]  # a smaller selection, and one task never run
-    report = consolidate_parts(tmp_path, tmp_path / "predictions.parquet", selected, schema=PREDICTION_SCHEMA,
-                               chunk_rows=2)
-    table = pq.read_table(tmp_path / "predictions.parquet")
+    ok_only = OutputFile("ok", tmp_path / "ok.parquet", pa.schema([PREDICTION_SCHEMA.field("subject_id")]),
+                         lambda rows: rows.filter(pa.compute.equal(rows.column("status"), "ok")))
+    report = consolidate_parts(tmp_path, [OutputFile("all", tmp_path / "all.parquet", PREDICTION_SCHEMA), ok_only],
+                               selected, chunk_rows=2)
+    table = pq.read_table(tmp_path / "all.parquet")
     assert table.schema == PREDICTION_SCHEMA and table.column("subject_id").to_pylist() == [1, 2, 3, 5, 6]
     assert table.filter(pa.compute.equal(table.column("subject_id"), 5)).column("status").to_pylist() == ["ok"]
+    assert pq.read_table(tmp_path / "ok.parquet").column("subject_id").to_pylist() == [1, 2, 3, 5]
     assert report.rows == 5 and report.missing == [TaskKey(9, T0)] and dict(report.statuses) == {"ok": 2}
-    empty = consolidate_parts(tmp_path / "none", tmp_path / "none.parquet", [TaskKey(1, T0)], schema=PREDICTION_SCHEMA)
+    assert report.file_rows == {"all": 5, "ok": 4} and report.path == tmp_path / "all.parquet"
+    empty = consolidate_parts(tmp_path / "none", [OutputFile("none", tmp_path / "none.parquet", PREDICTION_SCHEMA)],
+                              [TaskKey(1, T0)])
     assert pq.read_table(tmp_path / "none.parquet").num_rows == 0 and empty.missing == [TaskKey(1, T0)]
 
 

@@ -13,6 +13,7 @@ from judge_fixtures import prediction_row, write_run
 from trajonco.judge import RUBRIC_KEYS, JudgeReport, compare_runs, load_run, pair_runs, read_report
 from trajonco.judge.runs import RunFileError
 from trajonco.judge.stats import cohen_kappa
+from trajonco.prediction_files import read_predictions
 from vista.llm import ChatRequest, LLMConfig, ScriptedBackend
 
 PATIENTS = (1, 2, 3, 4, 5, 6)
@@ -168,9 +169,14 @@ def test_bad_runs_fail_with_one_clear_message(tmp_path):
         pair_runs(load_run(folder), load_run(longer))
     import polars as pl
 
-    pl.read_parquet(folder / "predictions.parquet").drop("summary").write_parquet(tmp_path / "bad.parquet")
+    pl.from_arrow(read_predictions(folder)).drop("summary").write_parquet(tmp_path / "bad.parquet")
     with pytest.raises(RunFileError, match=r"bad.parquet: missing column\(s\) summary"):
         load_run(tmp_path / "bad.parquet")
+    alone = tmp_path / "alone"  # the MEDS-DEV file without its details
+    alone.mkdir()
+    (alone / "predictions.parquet").write_bytes((folder / "predictions.parquet").read_bytes())
+    with pytest.raises(RunFileError, match=r"missing column\(s\) cancer, status.*prediction_details.parquet beside it"):
+        load_run(alone)
     parser = argparse.ArgumentParser()
     judge_cli.add_parser(parser.add_subparsers(dest="command"))
     disjoint = write_run(tmp_path / "w", [prediction_row(2, variant="two_stage")])

@@ -15,6 +15,7 @@ import pytest
 
 from spellings import EXPECTED, WRITERS
 from trajonco.outcome_guard import prior_target_codes
+from trajonco.prediction_files import read_predictions
 from vista.coding import profile_report
 from vista.display.structured import demographics_value
 from vista.graph import build_graph
@@ -167,7 +168,7 @@ def test_cohort_and_ray_predict_job_on_another_spelling(datasets, ray_session, t
         summary = predict.run(predict.build_parser().parse_args(argv))
     budget = summary.llm_budget  # the job-wide budget's figures reach the summary
     assert budget is not None and budget.requests == server.stats.requests and 1 <= budget.in_flight_peak <= 16
-    rows = pl.read_parquet(out / "predictions.parquet")
+    rows = pl.from_arrow(read_predictions(out))
     assert rows.height == pl.read_parquet(labels).height
     assert rows["status"].to_list() == ["ok"] * rows.height, rows.select("subject_id", "status", "error").rows()
     manifest = json.loads((out / "job.json").read_text())

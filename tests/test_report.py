@@ -22,7 +22,9 @@ from baselines import PredictionFileModel, SummaryFeaturizer, evaluate, fit_and_
 from benchmarks.report import SECTION_IDS, ReportResults, load_results, pareto_front
 from benchmarks.report.tables import ci, ci_n
 from browser_check import SKIP_WITHOUT_CHROMIUM, check_figure_files, open_report
+from trajonco.prediction_files import read_predictions
 from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.meds.labels import read_label_table
 from vista.meds.reader import MedsDataset
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
@@ -130,7 +132,7 @@ def test_latency_profile_compares_one_and_two_stage(report):
     assert set(profiles) == {"one_stage", "two_stage"}
     assert "preprocess" in profiles["two_stage"].stages and "preprocess" not in profiles["one_stage"].stages
     for p in profiles.values():
-        frame = pl.read_parquet(p.source)
+        frame = pl.from_arrow(read_predictions(p.source))  # with its prediction_details.parquet
         fresh = frame.filter(pl.col("cache_hits") == 0)
         assert p.profiled == fresh.height
         if fresh.height:
@@ -148,7 +150,7 @@ def test_latency_profile_compares_one_and_two_stage(report):
 
 def test_characteristics_equal_the_label_files(report):
     results: ReportResults = report["results"]
-    test = pl.read_parquet(report["out"] / "cohorts" / "lung" / "labels" / "test.parquet")
+    test = pl.from_arrow(read_label_table(report["out"] / "cohorts" / "lung" / "labels" / "test.parquet"))
     lung = next(c for c in results.characteristics if c.cohort == "lung")
     cases = test.filter(pl.col("boolean_value"))
     assert lung.cases.n == cases.height and lung.controls.n == test.height - cases.height
@@ -252,7 +254,7 @@ def test_agents_run_over_truncation_budgets_and_gaps_beside_the_baselines(report
     run = [p for p in results.agent_truncation if not p.reused_full_run]
     assert run, "the smallest budget should cut these timelines"
     for p in run:
-        frame = pl.read_parquet(p.source)
+        frame = pl.from_arrow(read_predictions(p.source))  # with its prediction_details.parquet
         assert frame.height == 2 and (frame["timeline_tokens"] <= p.budget_tokens).all()
         assert frame["timeline_tokens"].max() < p.longest_timeline_tokens  # the longest timeline was cut
         assert any(f"--truncate-tokens {p.budget_tokens}" in c for c in results.commands)

@@ -27,6 +27,7 @@ from vista.meds import duplicates as duplicates_module
 from vista.meds import metadata as metadata_module
 from vista.meds.duplicates import DuplicateMarker, find_duplicates, write_deduplicated
 from vista.meds.errors import MedsDataError, MedsFileError, MedsMetadataError, MedsSubjectNotFoundError
+from vista.meds.labels import read_label_table
 from vista.meds.reader import MedsDataset
 from vista.meds.reports import QuarantineReport
 from vista.meds.validation import deduplicate_dataset, validate_dataset
@@ -299,7 +300,7 @@ def test_cohort_validate_option_stops_at_bad_rows_and_keeps_results_on_good_data
     assert main(["cohort", "lung", "--dataset", str(cohort_root), "--out", str(tmp_path / "b"), "--validate"]) == 0
     capsys.readouterr()
     for name in ("test", "train"):
-        a, b = (pl.read_parquet(tmp_path / d / "labels" / f"{name}.parquet") for d in "ab")
+        a, b = (pl.from_arrow(read_label_table(tmp_path / d / "labels" / f"{name}.parquet")) for d in "ab")
         assert a.equals(b)
     shard = cohort_root / "data/held_out/0.parquet"
     table = pq.read_table(shard)

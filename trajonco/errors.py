@@ -13,6 +13,7 @@ _TRAJONCO_USER_ERRORS = (
     ("trajonco.agents.budget", "BudgetError"),
     ("trajonco.cancers", "UnknownCancerError"),
     ("trajonco.insights.errors", "InsightsInputError"),
+    ("trajonco.prediction_files", "PredictionFilesError"),
 )
 
 

@@ -57,7 +57,8 @@ _MAX_ERROR_CHARS = 2000
 
 
 class PredictionRow(BaseModel):
-    """One task's row of ``predictions.parquet`` (and the ``row`` of its per-patient JSON)."""
+    """One task's row (and the ``row`` of its per-patient JSON); on disk, `trajonco.prediction_files` splits it into
+    MEDS-DEV's ``predictions.parquet`` and the project's ``prediction_details.parquet``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -166,7 +167,9 @@ PREDICTION_SCHEMA = pa.schema([
     pa.field("started_at", pa.timestamp("us", tz="UTC")),
     pa.field("finished_at", pa.timestamp("us", tz="UTC")),
 ])
-"""``predictions.parquet``: MEDS-DEV's five prediction columns first, then the project's."""
+"""A task's row: MEDS-DEV's five prediction columns first, then the project's (the part files' columns;
+`trajonco.prediction_files` writes the first five to ``predictions.parquet``, the key, the label and the rest to
+``prediction_details.parquet``)."""
 
 assert PREDICTION_SCHEMA.names == list(PredictionRow.model_fields), "keep PREDICTION_SCHEMA in step with PredictionRow"
 
@@ -333,7 +336,7 @@ DETAIL_COLUMNS = ("result_json", "usage_json")
 chunk statistics) and this run's `TaskUsage` (e.g. calls answered by the preprocessor pool), as JSON text."""
 
 PART_SCHEMA = pa.schema([*PREDICTION_SCHEMA, pa.field("result_json", pa.string()), pa.field("usage_json", pa.string())])
-"""The rows actors write to ``OUT/rows/`` (``predictions.parquet`` is their `PREDICTION_SCHEMA` columns)."""
+"""The rows actors write to ``OUT/rows/`` (the consolidated files hold their `PREDICTION_SCHEMA` columns)."""
 
 
 def part_record(row: PredictionRow, result: PatientResult | AnyCancerResult | None,

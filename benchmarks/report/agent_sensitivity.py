@@ -27,6 +27,7 @@ from benchmarks.report.predictions import load_predictions
 from benchmarks.report.results import AgentSensitivityPoint
 from benchmarks.report.settings import PredictionSource, ReportSettings, gap_days_of
 from benchmarks.report.timelines import pick_subset, sample_per_role, token_counts
+from vista.meds.labels import read_label_table
 
 if TYPE_CHECKING:
     from benchmarks.report.cohort_tasks import CohortOutcome
@@ -100,7 +101,7 @@ def run_agent_sensitivity(settings: ReportSettings, request: AgentRequest, full_
     variant = request.variants[0]
     folder = request.out_dir / "sensitivity"
     folder.mkdir(parents=True, exist_ok=True)
-    subset = sample_per_role(pl.read_parquet(request.labels), max(1, n // 2), settings.seed)
+    subset = sample_per_role(pl.from_arrow(read_label_table(request.labels)), max(1, n // 2), settings.seed)
     labels_path = folder / "labels.parquet"
     subset.write_parquet(labels_path)
     longest = int(token_counts(dataset_root, subset, source=str(labels_path))["xml_tokens"].max())

@@ -1,7 +1,8 @@
 """Prediction files as report "models": read, named after the LLM and variant that produced them, and evaluated.
 
-A file from ``jobs.predict`` carries ``model`` (the LLM asked for) and ``variant`` columns, which name it in every
-table ('one_stage · smollm2-135m-instruct-q4_1'), and who answered: ``backend`` (embedded, openai, ...),
+A run of ``jobs.predict`` (its ``predictions.parquet``, read with the ``prediction_details.parquet`` beside it by
+`trajonco.prediction_files.read_predictions`) carries ``model`` (the LLM asked for) and ``variant`` columns, which name
+it in every table ('one_stage · smollm2-135m-instruct-q4_1'), and who answered: ``backend`` (embedded, openai, ...),
 ``endpoint_host`` and ``served_model`` (the model as the server named it); the report's caveats key on the backend,
 so the report always says which LLM produced the agents' numbers.
 Any MEDS-DEV prediction file (subject_id, [prediction_time], predicted_boolean_probability) works too.
@@ -18,6 +19,7 @@ import polars as pl
 from baselines import MetricInputError, ModelScores, PredictionFileModel, evaluate
 from benchmarks.report.results import ModelResult, UnscoredRun
 from benchmarks.report.settings import PredictionSource
+from trajonco.prediction_files import read_predictions
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ def _distinct(frame: pl.DataFrame, column: str) -> str | None:
 def load_predictions(source: PredictionSource) -> LoadedPredictions:
     """Read a prediction file (errors name the file and the column) and name it."""
     model = PredictionFileModel(source.path, on_missing="subset")  # validates keys and scores
-    frame = pl.read_parquet(source.path)
+    frame = pl.from_arrow(read_predictions(source.path))  # with the run's prediction_details.parquet, if any
     llm, variant = _distinct(frame, "model"), _distinct(frame, "variant")
     if source.name:
         name = source.name

@@ -44,7 +44,8 @@ class PredictionSource(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     path: Path = Field(description="parquet with subject_id, prediction_time, predicted_boolean_probability "
-                       "(and, from jobs.predict, model, variant, usage and latency columns)")
+                       "(from jobs.predict: its predictions.parquet, whose prediction_details.parquet beside it gives "
+                       "the model, variant, usage and latency columns)")
     cohort: str = Field("lung", description="the cohort (definition name) whose test labels the file scores")
     name: str | None = Field(None, description="how tables name it (default: '<variant> · <model>' from the file, "
                              "else the file name)")

@@ -1,8 +1,10 @@
 """Build the test and training case–control cohorts of a definition and write MEDS labels plus a manifest.
 
-Output, under ``out_dir``: ``labels/test.parquet`` and ``labels/train.parquet`` (MEDS label columns ``subject_id``,
-``prediction_time``, ``boolean_value``, then ``index_time``, ``cancer``, ``role``, ``matched_to``, ``age_at_index``,
-``sex``, ``split``) and ``manifest.json``. A model may read a subject's static rows and rows strictly before
+Output, under ``out_dir``: ``labels/test.parquet`` and ``labels/train.parquet`` (exactly the MEDS label columns
+``subject_id``, ``prediction_time``, ``boolean_value``, so MEDS tools read them as they are), beside them
+``label_details/test.parquet`` and ``label_details/train.parquet`` (the same key, then ``index_time``, ``cancer``,
+``role``, ``matched_to``, ``age_at_index``, ``sex``, ``split``; `vista.meds.labels.read_label_table` joins them back
+for every reader) and ``manifest.json``. A model may read a subject's static rows and rows strictly before
 ``prediction_time`` = ``index_time`` - gap. Everything runs as polars group-bys and joins over the whole dataset.
 
 Leakage door: the phenotype accepts an isolated earlier target code outside the washout, but if it lies before the
@@ -18,11 +20,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import meds
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from trajonco.cohorts.codesets import CodeHierarchy, CodeSets, read_hierarchy
 from trajonco.cohorts.coding import ProfileSpec
@@ -48,6 +48,7 @@ from trajonco.cohorts.phenotype import PhenotypeStatus, classify_subjects, targe
 from trajonco.cohorts.population import Population, load_population
 from trajonco.cohorts.source import SPLIT, dataset_info, open_events, read_splits
 from vista.meds import schema
+from vista.meds.labels import write_label_file
 
 log = logging.getLogger(__name__)
 SID = schema.SUBJECT_ID
@@ -67,7 +68,8 @@ LABELS_SCHEMA = pa.schema(
         pa.field("split", pa.string(), nullable=False),
     ]
 )
-"""Label files: the MEDS label columns first (prediction_time exclusive, see module doc), then the cohort's own."""
+"""Label tables: the MEDS label columns first (prediction_time exclusive, see module doc), then the cohort's own (on
+disk: ``labels/`` and ``label_details/``, see the module doc)."""
 
 ROLE_CASE, ROLE_CONTROL = "case", "control"
 
@@ -358,10 +360,9 @@ def build_split_cohort(
 
 
 def write_labels(labels: pl.DataFrame, path: Path) -> None:
-    """Write a label table with the exact arrow types of LABELS_SCHEMA (its MEDS columns checked by `meds`)."""
-    table = labels.to_arrow().cast(LABELS_SCHEMA)
-    meds.LabelSchema.validate(table.select(list(LABEL_COLUMNS)))
-    pq.write_table(table, path)
+    """Write a label table with the exact arrow types of LABELS_SCHEMA: its MEDS columns to ``labels/<split>.parquet``
+    (checked by `meds`), the cohort's own to ``label_details/<split>.parquet`` (`vista.meds.labels.write_label_file`)."""
+    write_label_file(labels.to_arrow().cast(LABELS_SCHEMA), path)
 
 
 def _with_age(frame: pl.DataFrame, definition: CohortDefinition) -> pl.DataFrame:

@@ -1,4 +1,5 @@
-"""Read a prediction run (``predictions.parquet`` of ``jobs.predict``) into typed per-patient inputs.
+"""Read a prediction run (``predictions.parquet`` and ``prediction_details.parquet`` of ``jobs.predict``) into typed
+per-patient inputs.
 
 Only what the population insights need is kept: the label, the manager's final score, the workers' per-chunk risk
 trajectory and the final events the agents extracted. The nested columns are JSON written by
@@ -27,12 +28,18 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 
-import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from trajonco.agents.results import ChunkRisk, EvidenceEvent
 from trajonco.agents.schemas import RiskLevel
 from trajonco.insights.errors import InsightsInputError
+from trajonco.prediction_files import (
+    DETAILS_FILE,
+    PredictionFilesError,
+    details_file,
+    prediction_file,
+    read_predictions,
+)
 
 UNSCORED_STATUSES = frozenset({"failed", "error"})
 _COLUMNS = ("subject_id", "prediction_time", "boolean_value", "risk_score", "status", "cancer", "variant", "model",
@@ -133,7 +140,7 @@ def inputs_from_records(records: Iterable[Mapping[str, object]], *, source: str)
 
 def resolve_run(path: Path) -> Path:
     """The prediction file of a run: ``path`` itself, or ``path/predictions.parquet`` for a run folder."""
-    candidate = path / "predictions.parquet" if path.is_dir() else path
+    candidate = prediction_file(path)
     if not candidate.is_file():
         raise InsightsInputError(str(path), "no prediction file here (expected a predictions.parquet file or a "
                                  "jobs.predict output folder holding one)")
@@ -141,15 +148,15 @@ def resolve_run(path: Path) -> Path:
 
 
 def read_run(path: Path | str) -> RunInputs:
-    """The typed inputs of a run's ``predictions.parquet`` (or of the run folder holding it)."""
+    """The typed inputs of a run's ``predictions.parquet`` (or of the run folder holding it), with the
+    ``prediction_details.parquet`` beside it (`trajonco.prediction_files.read_predictions`)."""
     file = resolve_run(Path(path))
     try:
-        schema = pq.read_schema(file)
-    except Exception as exc:  # pyarrow raises several types for a file that is not parquet
-        raise InsightsInputError(str(file), f"not a readable parquet file ({type(exc).__name__}: {exc})") from None
-    missing = [c for c in _REQUIRED if c not in schema.names]
+        table = read_predictions(file, columns=_COLUMNS)
+    except PredictionFilesError as exc:
+        raise InsightsInputError(exc.source, exc.problem, subject_id=exc.subject_id, field=exc.field) from None
+    missing = [c for c in _REQUIRED if c not in table.column_names]
     if missing:
         raise InsightsInputError(str(file), "not a jobs.predict prediction file (the insights need the agents' "
-                                 f"columns)", field=missing[0])
-    table = pq.read_table(file, columns=[c for c in _COLUMNS if c in schema.names])
-    return inputs_from_records(table.to_pylist(), source=str(file))
+                                 f"columns, from the {DETAILS_FILE} beside it)", field=missing[0])
+    return inputs_from_records(table.to_pylist(), source=str(details_file(file) or file))  # where the columns are

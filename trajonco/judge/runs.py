@@ -1,6 +1,7 @@
 """Prediction runs of `jobs.predict` as judge candidates, and the pairing of two runs on the same patients.
 
-A run is a ``predictions.parquet`` file or the output folder holding it (its ``job.json``, when present, gives the
+A run is a ``predictions.parquet`` file or the output folder holding it, read with the ``prediction_details.parquet``
+beside it (`trajonco.prediction_files.read_predictions`; its ``job.json``, when present, gives the
 horizon, dataset and coding profile). A patient is a task key: (subject_id, prediction_time, cancer). Only patients
 present in both runs with a usable answer (status ok or partial and a summary) in both are compared; the others are
 counted by reason in `Pairing`, never dropped silently.
@@ -17,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trajonco.judge.errors import EvaluationInputError
+from trajonco.prediction_files import DETAILS_FILE, PredictionFilesError, prediction_file, read_predictions
 
 REQUIRED_COLUMNS = ("subject_id", "prediction_time", "cancer", "status", "boolean_value", "risk_score", "summary",
                     "reasoning", "events", "risk_trajectory", "model", "variant")
@@ -118,17 +120,18 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
     import polars as pl
 
     path = Path(path)
-    file = path / "predictions.parquet" if path.is_dir() else path
+    file = prediction_file(path)
     if not file.is_file():
         raise RunFileError(f"{path}: no predictions.parquet (give a jobs.predict output folder or its parquet file)")
     file = file.resolve()  # one spelling per file: the judge report and the review key name runs by path
     try:
-        frame = pl.read_parquet(file)
-    except Exception as exc:  # polars raises several types for unreadable files
-        raise RunFileError(f"{file}: not a readable parquet file ({type(exc).__name__}: {exc})") from None
+        frame = pl.from_arrow(read_predictions(file))  # with the run's prediction_details.parquet
+    except PredictionFilesError as exc:
+        raise RunFileError(str(exc)) from None
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
-        raise RunFileError(f"{file}: missing column(s) {', '.join(missing)} (is it a jobs.predict predictions file?)")
+        raise RunFileError(f"{file}: missing column(s) {', '.join(missing)} (is it a jobs.predict predictions file, "
+                           f"with its {DETAILS_FILE} beside it?)")
     settings = _job_settings(file.parent)
     pipeline = settings.get("pipeline", {}) if isinstance(settings, dict) else {}
     candidates: dict[tuple[int, datetime | None, str], Candidate] = {}

@@ -82,7 +82,7 @@ def _union(a: tuple[str, ...] | list[str], b: tuple[str | None, ...] | list[str]
 USAGE_COLUMNS = (
     "llm_calls", "cache_hits", "failed_calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls",
 )
-"""The usage columns of the jobs' per-task rows (``predictions.parquet``, ``patients.parquet``), in their order."""
+"""The usage columns of the jobs' per-task rows (``prediction_details.parquet``, ``patients.parquet``), in their order."""
 
 
 def usage_columns(usage: TaskUsage) -> dict[str, int | float]:

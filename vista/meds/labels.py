@@ -15,11 +15,19 @@ What ACES (PyPI ``es-aces`` 0.7.3, the MEDS ecosystem's cohort extractor) writes
   ``subject_id``, ``index_timestamp`` (or ``prediction_time``), ``label`` (or ``boolean_value``) as an int64 *count*
   of the label predicate in its window, ``trigger``, and one struct ``<window>.<start|end>_summary`` per window.
 
+What ``trajonco cohort`` writes: ``COHORT/labels/<split>.parquet`` holds exactly ``meds.LabelSchema``'s columns
+(so ``meds.LabelSchema.validate``/``align`` and every MEDS tool accept it as it is), and the cohort's own columns
+(``index_time``, ``role``, ``matched_to``, …) are in ``COHORT/label_details/<split>.parquet``, keyed by
+(``subject_id``, ``prediction_time``): `label_details_path`, written by `write_label_file`. A label file in a
+folder named ``labels`` with such a details file gets its columns back here, so every reader sees them; any other
+file (ACES's, a hand-made one) has none.
+
 `read_label_table` returns ``subject_id`` int64, ``prediction_time`` timestamp[us] (naive, never null: a label row
 without a time would let a model read the outcome) and ``boolean_value`` bool (null: an unlabelled task) first,
-then the file's other columns unchanged. ``index_timestamp`` becomes ``prediction_time``; ``label`` becomes
-``boolean_value``; an integer label is a count, true when non-zero (as ``aces-cli`` itself casts it); other integer
-widths, other time units and ``date`` columns are cast. It neither sorts nor removes duplicates: the readers decide.
+then the file's other columns unchanged, then those of its details file. ``index_timestamp`` becomes
+``prediction_time``; ``label`` becomes ``boolean_value``; an integer label is a count, true when non-zero (as
+``aces-cli`` itself casts it); other integer widths, other time units and ``date`` columns are cast. It neither sorts
+nor removes duplicates: the readers decide.
 
 >>> import tempfile
 >>> from datetime import datetime
@@ -47,8 +55,9 @@ import pyarrow.parquet as pq
 import pyarrow.types as pat
 from pyarrow.fs import FileType
 
+from vista.atomic import atomic_path
 from vista.meds.errors import MedsDataError, one_line
-from vista.storage import StorageError, resolve
+from vista.storage import Location, StorageError, resolve
 
 SUBJECT_ID = "subject_id"
 PREDICTION_TIME = "prediction_time"
@@ -57,6 +66,10 @@ LABEL_COLUMNS = (SUBJECT_ID, PREDICTION_TIME, BOOLEAN_VALUE)
 
 ALIASES = {PREDICTION_TIME: "index_timestamp", BOOLEAN_VALUE: "label"}
 """MEDS label column -> the name ACES's Python API (and its non-MEDS outputs) gives it."""
+
+LABELS_FOLDER, DETAILS_FOLDER = "labels", "label_details"
+"""A label file ``X/labels/NAME.parquet`` keeps its extra columns in ``X/label_details/NAME.parquet``."""
+KEY = (SUBJECT_ID, PREDICTION_TIME)
 
 LABEL_TYPES = pa.schema([
     pa.field(SUBJECT_ID, pa.int64()),
@@ -98,7 +111,114 @@ def read_label_table(path: str | Path) -> pa.Table:
     rest = [name for name in table.column_names if name not in LABEL_COLUMNS]
     columns = [subjects, times, labels] + [table.column(name) for name in rest]
     fields = list(LABEL_TYPES) + [table.schema.field(name) for name in rest]
-    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+    table = pa.Table.from_arrays(columns, schema=pa.schema(fields))
+    details = _details_location(location)
+    return _with_details(table, source, details) if details is not None and details.is_file() else table
+
+
+def _details_location(location: Location) -> Location | None:
+    if location.parent.name != LABELS_FOLDER:
+        return None
+    return location.parent.parent / DETAILS_FOLDER / location.name
+
+
+def label_details_path(path: str | Path) -> Path | str | None:
+    """Where the extra columns of label file ``path`` go (``X/labels/NAME.parquet`` ->
+    ``X/label_details/NAME.parquet``), or None for a file outside a ``labels`` folder.
+
+    >>> label_details_path("cohorts/lung/labels/test.parquet")
+    PosixPath('cohorts/lung/label_details/test.parquet')
+    >>> label_details_path("aces/held_out.parquet") is None
+    True
+    """
+    location = _details_location(resolve(path))
+    if location is None:
+        return None
+    if not location.is_local:
+        return location.uri
+    return Path(path).parent.parent / DETAILS_FOLDER / Path(path).name
+
+
+def _with_details(table: pa.Table, source: str, details: Location) -> pa.Table:
+    """``table`` with the columns of its details file, joined on the key (every label row needs exactly one)."""
+    where = str(Path(details.path)) if details.is_local else details.uri
+    try:
+        extra = pq.read_table(details.path, filesystem=details.fs)
+    except (OSError, pa.ArrowException) as exc:
+        raise LabelFileError(source, f"its details file {where} is not a readable parquet file ({one_line(exc)})") from None
+    missing = [name for name in KEY if name not in extra.column_names]
+    if missing:
+        raise LabelFileError(where, "missing from the label details file", field=missing[0])
+    clash = [name for name in extra.column_names if name not in KEY and name in table.column_names]
+    if clash:
+        raise LabelFileError(source, f"column in both the label file and its details file {where}", field=clash[0])
+    extra = extra.set_column(extra.column_names.index(SUBJECT_ID), SUBJECT_ID, extra.column(SUBJECT_ID).cast(pa.int64()))
+    extra = extra.set_column(extra.column_names.index(PREDICTION_TIME), PREDICTION_TIME,
+                             extra.column(PREDICTION_TIME).cast(pa.timestamp("us")))
+    order = table.append_column("_row", pa.array(range(table.num_rows), pa.int64()))
+    joined = order.join(extra, keys=list(KEY), join_type="inner")
+    distinct = pc.count_distinct(joined.column("_row")).as_py()
+    if not joined.num_rows == distinct == extra.num_rows == table.num_rows:  # one details row per label row
+        matched = set(joined.column("_row").to_pylist())
+        unmatched = [i for i in range(table.num_rows) if i not in matched]
+        first = table.column(SUBJECT_ID)[unmatched[0]].as_py() if unmatched else None
+        raise LabelFileError(source, f"its details file {where} does not match: {len(unmatched)} label row(s) without "
+                                     f"a details row, {extra.num_rows} details rows for {table.num_rows} label rows",
+                             subject_id=first)
+    joined = joined.sort_by("_row").drop_columns(["_row"])
+    names = table.column_names + [n for n in extra.column_names if n not in KEY]
+    return joined.select(names).cast(pa.schema([*table.schema, *[extra.schema.field(n) for n in names[table.num_columns:]]]))
+
+
+def merge_label_files(files: list[Path], out: Path) -> pa.Table:
+    """One label file at ``out`` from shard files of one schema (ACES's per-shard outputs), in file order; the
+    optional MEDS label columns that are null in every row are left out, since ``meds.LabelSchema`` (0.4.1) makes
+    them optional but refuses their nulls: ACES 0.7.3 writes ``integer_value``/``float_value``/``categorical_value``
+    all null for a boolean task, which ``meds.LabelSchema.validate`` rejects. Returns the table written.
+
+    >>> import tempfile
+    >>> from datetime import datetime
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> shard = pa.table({"subject_id": [1], "prediction_time": [datetime(2020, 1, 1)], "boolean_value": [True],
+    ...                   "integer_value": pa.nulls(1, pa.int64())})
+    >>> pq.write_table(shard, folder / "0.parquet")
+    >>> merge_label_files([folder / "0.parquet"], folder / "held_out.parquet").column_names
+    ['subject_id', 'prediction_time', 'boolean_value']
+    """
+    import meds
+
+    table = pa.concat_tables(pq.read_table(f) for f in files)
+    optional = set(meds.LabelSchema.schema().names) - set(KEY)
+    empty = [name for name in table.column_names if name in optional and table.column(name).null_count == table.num_rows]
+    table = table.drop_columns(empty) if table.num_rows else table
+    with atomic_path(out) as tmp:
+        pq.write_table(table, tmp)
+    return table
+
+
+def write_label_file(table: pa.Table, path: Path) -> Path | None:
+    """Write a label table whose first columns are the MEDS label ones: exactly ``meds.LabelSchema``'s columns to
+    ``path`` (checked by `meds`), the others (if any) with the key to `label_details_path` (atomically). Returns
+    the details file written, or None."""
+    import meds
+
+    path = Path(path)
+    names = [name for name in meds.LabelSchema.schema().names if name in table.column_names]
+    labels = table.select(names)
+    meds.LabelSchema.validate(labels)
+    rest = [name for name in table.column_names if name not in names]
+    details = label_details_path(path) if rest else None
+    if rest and details is None:
+        raise ValueError(f"{path}: a label file with extra columns ({', '.join(rest)}) must sit in a folder named "
+                         f"{LABELS_FOLDER!r} (its details go to ../{DETAILS_FOLDER}/)")
+    with atomic_path(path) as tmp:
+        pq.write_table(labels, tmp)
+    if details is None:
+        return None
+    Path(details).parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(Path(details)) as tmp:
+        pq.write_table(table.select([*KEY, *rest]), tmp)
+    return Path(details)
 
 
 def _rename_aliases(table: pa.Table, source: str) -> pa.Table:
