@@ -224,6 +224,7 @@ class VistaActor(TaskActor[_Task]):
             self._record(task, "display", outcome, {
                 "display_file": self._relative(outcome.file), "n_display_values": len(display.values),
                 "failed_display_values": sum(v.origin == "failed" for v in display.values),
+                "uncited_display_values": len(display.uncited_keys()),
                 "display_rebuilt": outcome.rebuilt, "display_s": outcome.seconds})
         except LLMEndpointFailure:  # the job's budget stopped the job: no row, the job stops
             raise

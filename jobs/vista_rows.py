@@ -81,6 +81,8 @@ class VistaRow(BaseModel):
     display_file: str | None = None
     n_display_values: int | None = None
     failed_display_values: int | None = None
+    uncited_display_values: int | None = Field(None, description="display values whose answer cited no event, so "
+                                               "shown and scored as 'Not found'")
     display_rebuilt: bool | None = None
     llm_calls: int = 0
     cache_hits: int = 0

@@ -137,6 +137,7 @@ def _cmd_display(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from vista.display import render_display
+    from vista.display.render import citation_summary
     from vista.query import load_graph, open_graph_store
 
     graph = load_graph(open_graph_store(args.store), args.subject)
@@ -151,6 +152,7 @@ def _cmd_display(args: argparse.Namespace) -> int:
         print(display.model_dump_json(indent=1))
         return 0
     Console().print(render_display(display, timeline))
+    print(citation_summary(display))
     print(status)
     return 0
 
