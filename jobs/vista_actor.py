@@ -216,6 +216,7 @@ class VistaActor(TaskActor[_Task]):
             self._record(task, "toa", outcome, {
                 "toa_file": self._relative(outcome.file), "n_chunks": timeline.stats.chunks,
                 "failed_chunks": timeline.stats.failed_chunks, "n_timeline_events": len(timeline.events),
+                "misdated_timeline_events": timeline.stats.misdated_events,
                 "n_episodes": len(timeline.episodes), "toa_rebuilt": outcome.rebuilt, "toa_s": outcome.seconds})
             if outcome.problem is not None or "display" not in settings.stages:
                 return

@@ -76,6 +76,8 @@ class VistaRow(BaseModel):
     n_chunks: int | None = None
     failed_chunks: int | None = None
     n_timeline_events: int | None = None
+    misdated_timeline_events: int | None = Field(None, description="proposed events dropped (after one re-ask) for a "
+                                                 "date outside their cited events' dates")
     n_episodes: int | None = None
     toa_rebuilt: bool | None = Field(None, description="False: the stored timeline's content hash was current")
     display_file: str | None = None

@@ -115,7 +115,8 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
     print(timeline_text(timeline, with_refs=True))
     stats = timeline.stats
     print(f"\n{stats.chunks} chunk(s) ({stats.failed_chunks} failed), {stats.proposed_events} events proposed, "
-          f"{stats.rejected_events} rejected, {stats.dropped_refs} unknown refs dropped, {stats.merged_groups} merged; "
+          f"{stats.reasked_events} sent back once, {stats.rejected_events} rejected ({stats.misdated_events} dated "
+          f"outside their cited events' dates), {stats.dropped_refs} unknown refs dropped, {stats.merged_groups} merged; "
           f"safety net: {stats.safety_net_added} of {stats.safety_net_candidates} imaging date(s) added; "
           f"{len(timeline.ambiguous_pairs)} ambiguous pair(s) left")
     print(status)
