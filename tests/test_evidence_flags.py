@@ -33,12 +33,14 @@ PREDICTION = datetime(2092, 1, 1)
 def born_2065_patient():
     """Visits from 2090 on, born 2065 (a generated patient far in the future, as synthetic data may be)."""
     record = lung_patient(n_visits=6, start=datetime(2090, 3, 1))
-    events = [dataclasses.replace(e, time=datetime(2065, 5, 17)) if e.code == "MEDS_BIRTH" else e for e in record.events]
+    events = [dataclasses.replace(e, time=datetime(2065, 5, 17)) if e.code == "MEDS_BIRTH" else e
+              for e in record.events]
     return dataclasses.replace(record, events=events)
 
 
 def manager(request, n):
-    ids = re.findall(r"\[(e\d+)", request.messages[1].content) or re.findall(r'id="(e\d+)"', request.messages[1].content)
+    memory = request.messages[1].content
+    ids = re.findall(r"\[(e\d+)", memory) or re.findall(r'id="(e\d+)"', memory)
     return {"risk_evolution_summary": "rose", "risk_reasoning": "findings", "risk_score": 7, "final_events": [
         {"timestamp": "2090-05-01", "description": "Hemoglobin falling", "event_ids": ids[:1]},
         {"timestamp": "2020-01-01", "description": "Smoker since youth", "event_ids": ids[:1]},  # before birth

@@ -116,7 +116,8 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
     stats = timeline.stats
     print(f"\n{stats.chunks} chunk(s) ({stats.failed_chunks} failed), {stats.proposed_events} events proposed, "
           f"{stats.reasked_events} sent back once, {stats.rejected_events} rejected ({stats.misdated_events} dated "
-          f"outside their cited events' dates), {stats.dropped_refs} unknown refs dropped, {stats.merged_groups} merged; "
+          f"outside their cited events' dates), {stats.dropped_refs} unknown refs dropped, "
+          f"{stats.merged_groups} merged; "
           f"safety net: {stats.safety_net_added} of {stats.safety_net_candidates} imaging date(s) added; "
           f"{len(timeline.ambiguous_pairs)} ambiguous pair(s) left")
     print(status)

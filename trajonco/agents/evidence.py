@@ -156,8 +156,9 @@ def with_provenance(events: Iterable[MemoryEvent], record: PatientRecord,
     return tuple(out)
 
 
-FLAG_WORDS: dict[EvidenceFlag, str] = {"unsourced": "cites no record element", "before_record": "dated before the record starts",
-                                        "after_record": "dated after the record ends"}
+FLAG_WORDS: dict[EvidenceFlag, str] = {
+    "unsourced": "cites no record element", "before_record": "dated before the record starts",
+    "after_record": "dated after the record ends"}
 
 
 def flag_note(flags: Iterable[EvidenceFlag]) -> str:

@@ -98,7 +98,8 @@ class VariableValue(BaseModel):
         model-written value with no citation that states something. Shown and scored as `NOT_FOUND`."""
         if self.origin == "uncited":
             return True
-        return self.origin == "llm" and not self.timeline_refs and not self.source_refs and not states_nothing(self.value)
+        cited = bool(self.timeline_refs or self.source_refs)
+        return self.origin == "llm" and not cited and not states_nothing(self.value)
 
     @property
     def shown(self) -> str:

@@ -110,7 +110,8 @@ def uncited_line(display: TumorBoardDisplay) -> str | None:
     if not keys:
         return None
     listed = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
-    return f"UNCITED: {len(keys)} value(s) shown as Not found, the model's answer cited no event it was shown ({listed})"
+    return (f"UNCITED: {len(keys)} value(s) shown as Not found, the model's answer cited no event it was shown "
+            f"({listed})")
 
 
 def citation_summary(display: TumorBoardDisplay) -> str:

@@ -4,8 +4,8 @@ Per (patient, method, variable): the truth's `Expected` answer (any `TruthSource
 `TruthCase`, or a clinician's reference answers via `vista.evaluation.references`); an unscorable variable is
 counted as such; a value whose display call failed scores 0; a value whose answer cited no event is scored as the
 "Not found" it shows (right only when the truth is silent) and counted (``uncited``); ``exact``/``date``/``set``
-comparisons use the
-deterministic scorers; ``judge`` comparisons ask the judge LLM (identical questions are asked once). A judge call
+comparisons use the deterministic scorers; ``judge`` comparisons ask the judge LLM (identical questions are asked
+once). A judge call
 that fails also scores 0: it is counted as wrong and reported in its own column, never dropped from the denominator
 (otherwise a failing judge would raise the accuracy). Accuracy is the share of evaluations scoring at least
 ``threshold``; CIs come from the patient bootstrap.

@@ -60,8 +60,8 @@ async def extract_chunk(gateway: LLMGateway, graph: PatientGraph, chunk: Chunk, 
         return ChunkExtraction(chunk.index, (), (), 0, result.error.kind.value)
     proposed = list(result.output.events)
     checked = [check_event(event, graph, profile, chunk=chunk.index, allowed=chunk.event_ids) for event in proposed]
-    sent_back = [(event, record) for event, (kept, record) in zip(proposed, checked)
-                 if kept is None and record is not None and record.problem is not None]
+    sent_back = [(event, record) for event, (c, record) in zip(proposed, checked)
+                 if c is None and record is not None and record.problem is not None]
     kept = [(event, c) for event, (c, _) in zip(proposed, checked) if c is not None]
     rejected = [record for c, record in checked if record is not None and (c is not None or record.problem is None)]
     if sent_back:
@@ -89,16 +89,19 @@ async def reask_events(gateway: LLMGateway, graph: PatientGraph, chunk: Chunk, p
                        sent_back: Sequence[tuple[ExtractedEvent, RejectedEvent]], answer_model: type, *,
                        max_tokens: int | None) -> tuple[list[tuple[ExtractedEvent, CheckedEvent]], list[RejectedEvent]]:
     """Send the events that failed on provenance back once; (the corrections that pass, at most one per event sent
-    back; a rejection, marked ``reasked``, for each event sent back that was not made good)."""
+    back; a rejection, marked ``reasked``, for each event sent back that was not made good, plus the records of
+    unknown refs dropped from kept corrections)."""
     follow_up = [*messages, assistant(first.model_dump_json()), user(reask_text(sent_back))]
     again = await gateway.complete(follow_up, answer_model, agent=EXTRACTION_AGENT, patient_id=graph.subject_id,
                                    max_tokens=max_tokens)
     fixed: list[tuple[ExtractedEvent, CheckedEvent]] = []
+    partial: list[RejectedEvent] = []
     if again.ok:
         for event in again.output.events:
-            checked, _ = check_event(event, graph, profile, chunk=chunk.index, allowed=chunk.event_ids)
+            checked, record = check_event(event, graph, profile, chunk=chunk.index, allowed=chunk.event_ids)
             if checked is not None and len(fixed) < len(sent_back):
                 fixed.append((event, checked))
+                partial += [record] if record is not None else []
     failure = "" if again.ok else f"; re-ask failed: {again.error.kind.value}"
     pending = list(range(len(sent_back)))
     for event, _ in fixed:  # a correction stands for the first pending event of its type (else the first pending)
@@ -108,7 +111,7 @@ async def reask_events(gateway: LLMGateway, graph: PatientGraph, chunk: Chunk, p
                for k in pending]
     log.info("patient %s chunk %d: %d event(s) sent back, %d made good", graph.subject_id, chunk.index,
              len(sent_back), len(fixed))
-    return fixed, dropped
+    return fixed, dropped + partial
 
 
 async def extract_all(gateway: LLMGateway, graph: PatientGraph, chunks: list[Chunk], profile: EventProfile, *,

@@ -116,7 +116,8 @@ def timeline_hash(chunks: list[Chunk], config: TOAConfig, profile: EventProfile,
     profile, prompts and the model-side ``settings`` (`answer_settings`)."""
     digest = hashlib.sha256()
     parts = [TOA_FORMAT_VERSION, graph_hash, config.model_dump_json(), profile.model_dump_json(), settings,
-             prompt_text("extract"), prompt_text("reask"), prompt_text("verify_imaging"), prompt_text("same_event"), *(c.text for c in chunks)]
+             prompt_text("extract"), prompt_text("reask"), prompt_text("verify_imaging"), prompt_text("same_event"),
+             *(c.text for c in chunks)]
     for part in parts:
         digest.update(json.dumps(part).encode())
     return digest.hexdigest()
