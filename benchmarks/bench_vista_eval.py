@@ -141,7 +141,7 @@ async def run_cases(cases: list[Case], writer: LLMGateway, judge: LLMGateway, ar
     toa_config = TOAConfig(max_tokens=args.max_tokens)
     display_config = DisplayConfig(max_tokens=args.max_tokens)
     print(f"{'subject':>8}{'as of':>12}{'tokens':>8}{'TOA s':>8}{'events':>8}{'VISTA s':>9}{'calls':>6}"
-          f"{'RAG s':>8}{'calls':>6}{'failed V/R':>11}")
+          f"{'RAG s':>8}{'calls':>6}{'failed V/R':>11}{'uncited V/R':>12}")
     for case in cases:
         began = time.perf_counter()
         timeline = await build_timeline(case.graph, writer, toa_config)
@@ -155,7 +155,7 @@ async def run_cases(cases: list[Case], writer: LLMGateway, judge: LLMGateway, ar
         failed = [sum(v.origin == "failed" for v in d.values) for d in (vista, rag)]
         print(f"{case.truth.subject_id:>8}{case.as_of.isoformat():>12}{case.record_tokens:>8}{toa_s:>8.1f}"
               f"{len(timeline.events):>8}{vista_s:>9.1f}{vista.calls:>6}{rag_s:>8.1f}{rag.calls:>6}"
-              f"{failed[0]:>6}/{failed[1]}")
+              f"{failed[0]:>6}/{failed[1]:<4}{vista.uncited_values:>7}/{rag.uncited_values}")
         displays.extend([vista, rag])
     truths = {c.truth.subject_id: TruthCase(c.truth, demographics=c.graph.info.demographics, as_of=c.as_of)
               for c in cases}

@@ -216,6 +216,7 @@ class VistaActor(TaskActor[_Task]):
             self._record(task, "toa", outcome, {
                 "toa_file": self._relative(outcome.file), "n_chunks": timeline.stats.chunks,
                 "failed_chunks": timeline.stats.failed_chunks, "n_timeline_events": len(timeline.events),
+                "misdated_timeline_events": timeline.stats.misdated_events,
                 "n_episodes": len(timeline.episodes), "toa_rebuilt": outcome.rebuilt, "toa_s": outcome.seconds})
             if outcome.problem is not None or "display" not in settings.stages:
                 return
@@ -224,6 +225,7 @@ class VistaActor(TaskActor[_Task]):
             self._record(task, "display", outcome, {
                 "display_file": self._relative(outcome.file), "n_display_values": len(display.values),
                 "failed_display_values": sum(v.origin == "failed" for v in display.values),
+                "uncited_display_values": len(display.uncited_keys()),
                 "display_rebuilt": outcome.rebuilt, "display_s": outcome.seconds})
         except LLMEndpointFailure:  # the job's budget stopped the job: no row, the job stops
             raise

@@ -76,11 +76,15 @@ class VistaRow(BaseModel):
     n_chunks: int | None = None
     failed_chunks: int | None = None
     n_timeline_events: int | None = None
+    misdated_timeline_events: int | None = Field(None, description="proposed events dropped (after one re-ask) for a "
+                                                 "date outside their cited events' dates")
     n_episodes: int | None = None
     toa_rebuilt: bool | None = Field(None, description="False: the stored timeline's content hash was current")
     display_file: str | None = None
     n_display_values: int | None = None
     failed_display_values: int | None = None
+    uncited_display_values: int | None = Field(None, description="display values whose answer cited no event, so "
+                                               "shown and scored as 'Not found'")
     display_rebuilt: bool | None = None
     llm_calls: int = 0
     cache_hits: int = 0

@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = ["vista.toa.timeline_view", "vista.display.model", "vista.display.structured", "vista.display.answers",
-           "vista.display.render"]
+           "vista.display.render", "vista.display.citations"]
 
 
 @pytest.mark.parametrize("name", MODULES)

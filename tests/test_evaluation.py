@@ -187,7 +187,8 @@ def display(subject_id: int, method: str, answers: dict[str, str], failed: set[s
         if spec.key in failed:
             values.append(VariableValue(key=spec.key, value="Not available", origin="failed", error="timeout: slow"))
         else:
-            values.append(VariableValue(key=spec.key, value=answers.get(spec.key, "Not documented"), origin="llm"))
+            values.append(VariableValue(key=spec.key, value=answers.get(spec.key, "Not documented"), origin="llm",
+                                        source_refs=("e1",)))
     return TumorBoardDisplay(subject_id=subject_id, method=method, model=model, content_hash="h", values=tuple(values),
                              calls=5, prompt_tokens=100, completion_tokens=20)
 

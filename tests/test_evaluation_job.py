@@ -30,8 +30,8 @@ def write_inputs(root: Path, subjects: tuple[int, ...]) -> tuple[Path, Path]:
         record = TRUTH.model_copy(update={"subject_id": sid})
         lines.append(record.model_dump_json())
         answers = {k: e.reference for k, e in expected_values(record, SPECS).items() if e.scorable}
-        values = tuple(VariableValue(key=s.key, value=answers.get(s.key, "Not documented"), origin="llm")
-                       for s in SPECS)
+        values = tuple(VariableValue(key=s.key, value=answers.get(s.key, "Not documented"), origin="llm",
+                                     source_refs=("e1",)) for s in SPECS)
         display = TumorBoardDisplay(subject_id=sid, method="vista", model="writer-model", content_hash="h",
                                     values=values, calls=3)
         (store / "display" / f"{sid}.json").write_text(display.model_dump_json())

@@ -52,7 +52,7 @@ def judge(model: str = "judge-model") -> LLMGateway:
 
 
 def display(subject_id: int, answers: dict[str, str], model: str = "writer-model", method: str = "vista"):
-    values = tuple(VariableValue(key=s.key, value=answers.get(s.key, "Not documented"),
+    values = tuple(VariableValue(key=s.key, value=answers.get(s.key, "Not documented"), source_refs=("e1",),
                                  origin="structured" if s.key == "demographics" else "llm") for s in SPECS)
     return TumorBoardDisplay(subject_id=subject_id, method=method, model=model, content_hash="h", values=values)
 

@@ -91,6 +91,8 @@ def test_meds_tasks_get_graph_timeline_display_whose_refs_resolve_and_a_rerun_as
             assert event.source_event_refs and all(graph.has_event(ref) for ref in event.source_event_refs)
         display = json.loads((tmp_path / row.display_file).read_text())
         assert len(display["values"]) == row.n_display_values and row.failed_display_values == 0
+        assert row.uncited_display_values == display["uncited_values"] == sum(
+            v["origin"] == "uncited" for v in display["values"])
         assert row.llm_calls == row.toa_calls + row.display_calls > 0 and row.prompt_tokens > 0
         assert row.graph_s > 0 and row.toa_s > 0 and row.display_s > 0 and row.wall_s >= row.graph_s
 

@@ -192,7 +192,7 @@ def test_a_failed_call_marks_its_variables_failed_and_the_display_is_still_made(
     def script(request):
         if failing & set(schema_keys(request)):
             return BackendError(ErrorKind.SERVER_ERROR, "boom", status=500)
-        return answer_all()(request)
+        return answer_all(refs_for=lambda key: shown_ids(request)[:1])(request)  # cited: not shown as Not found
 
     build = run(generate_rag_display(graph, gateway(ScriptedBackend(script)), RagConfig(chunk_unit="chars",
                                                                                        chunk_size=200, overlap=0)))
@@ -201,7 +201,8 @@ def test_a_failed_call_marks_its_variables_failed_and_the_display_is_still_made(
     assert {v.key for v in failed} == set(group)
     assert all(v.value == "Not available" and "server_error" in (v.error or "") for v in failed)
     assert build.stats.failed_calls == 1
-    assert {v.origin for v in build.display.values} == {"structured", "llm", "failed"}
+    origins = {v.origin for v in build.display.values}  # uncited: a call shown no passage cites nothing
+    assert {"structured", "llm", "failed"} <= origins <= {"structured", "llm", "uncited", "failed"}
 
 
 def _groups() -> list[tuple[str, ...]]:

@@ -80,7 +80,10 @@ def test_every_timeline_event_has_valid_refs_and_bogus_ones_are_rejected():
     chunks = plan(graph, SMALL)
     assert len(chunks) > 2 and timeline.stats.chunks == len(chunks)
     extraction_calls = [r for r in backend.requests if r.response_format["json_schema"]["name"] == "ExtractionAnswer"]
-    assert len(extraction_calls) == len(chunks)
+    # every chunk's invented-ref event is sent back once (a follow-up turn naming it), then dropped
+    assert len(extraction_calls) == 2 * len(chunks) and timeline.stats.reasked_events == len(chunks)
+    follow_ups = [r.messages[-1].content for r in extraction_calls if len(r.messages) == 4]
+    assert len(follow_ups) == len(chunks) and all("none of its source_event_refs" in f for f in follow_ups)
     assert backend.max_in_flight > 1  # the chunk sub-agents ran concurrently
     assert timeline.events
     for event in timeline.events:
@@ -90,6 +93,7 @@ def test_every_timeline_event_has_valid_refs_and_bogus_ones_are_rejected():
     assert timeline.stats.rejected_events == len(chunks)  # one invented-ref event per chunk
     assert timeline.stats.dropped_refs == len(chunks) + 2  # + e999 on each of the two diagnosis events
     assert all(r.reason != "unknown refs dropped" or r.dropped_refs == ("e999",) for r in timeline.rejected)
+    assert sum(r.reasked and r.problem == "unknown_refs" for r in timeline.rejected) == len(chunks)
     assert not any(e.type == "staging" for e in timeline.events)
 
 

@@ -32,7 +32,7 @@ from vista.toa import (
 )
 from vista.toa.model import EpisodeKind
 
-MODULES = ["profile", "serialize", "chunks", "unify", "episodes", "safety_net", "pipeline"]
+MODULES = ["profile", "serialize", "chunks", "unify", "episodes", "safety_net", "pipeline", "refs"]
 
 
 @pytest.mark.parametrize("name", MODULES)

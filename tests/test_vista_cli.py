@@ -101,6 +101,7 @@ def test_display_is_built_once_then_served_from_the_store(store, server, capsys)
     root, (_, subject, *_) = store
     code, out, _ = run(capsys, "display", "--store", str(root), "--subject", str(subject), *llm(server))
     assert code == 0 and "Summary note" in out and "built with model synthetic" in out
+    assert "display values: " in out and "shown as Not found (uncited)" in out  # the citation summary line
     asked = server.stats.requests
     code, out, _ = run(capsys, "display", "--store", str(root), "--subject", str(subject), *llm(server))
     assert code == 0 and "loaded from the store" in out and server.stats.requests == asked

@@ -27,7 +27,7 @@ import time
 from datetime import datetime
 
 from trajonco.agents.budget import BudgetError
-from trajonco.agents.evidence import with_provenance
+from trajonco.agents.evidence import RecordSpan, with_provenance
 from trajonco.agents.prompts import PromptContext
 from trajonco.agents.results import AgentError, AnyCancerResult, ChunkStats, Latency, PatientResult, Status, Variant
 from trajonco.agents.schemas import AnyCancerManagerOutput, output_models
@@ -99,6 +99,7 @@ async def assess(
 
     errors = out.tally.errors() + list(out.errors)
     answer = out.answer
+    span = RecordSpan.of(prepared.record, prepared.prediction_time)  # evidence dated outside it is flagged
     score = answer.risk_score if answer is not None else None
     return PatientResult(
         subject_id=prepared.record.subject_id, cancer=cancer.key, variant=config.variant, model=facts.model,
@@ -108,7 +109,7 @@ async def assess(
         risk_trajectory=out.trajectory,
         summary=answer.risk_evolution_summary if answer is not None else None,
         reasoning=answer.risk_reasoning if answer is not None else None,
-        events=with_provenance(out.final.events, prepared.record) if out.final is not None else (),
+        events=with_provenance(out.final.events, prepared.record, span) if out.final is not None else (),
         memory_events=out.memory_size, dropped_event_ids=out.dropped_ids, dropped_events=out.dropped_events,
         truncated=out.truncation_note is not None, truncation_note=out.truncation_note,
         chunks=out.stats, usage=out.tally.per_agent(),

@@ -89,7 +89,11 @@ class PredictionRow(BaseModel):
     cancer_scores: str | None = Field(None, description="any-cancer: JSON list of {cancer, risk_score, status} (max "
                                       "pooling; [] for the one chain, which gives one score)")
     risk_trajectory: str = Field("[]", description="JSON list of the workers' per-chunk risk levels")
-    events: str = Field("[]", description="JSON list of the final events, each with its MEDS source rows")
+    events: str = Field("[]", description="JSON list of the final events, each with its MEDS source rows and its "
+                        "flags (unsourced, before_record, after_record: shown as flagged, never as facts)")
+    evidence_unsourced: int = Field(0, description="final events citing no element the agents read (flagged)")
+    evidence_out_of_record: int = Field(0, description="final events dated before the record's first event (birth "
+                                        "included) or after its last one before the prediction time (flagged)")
     summary: str | None = None
     reasoning: str | None = None
     n_chunks: int | None = None
@@ -144,6 +148,8 @@ PREDICTION_SCHEMA = pa.schema([
     pa.field("cancer_scores", pa.string()),
     pa.field("risk_trajectory", pa.string()),
     pa.field("events", pa.string()),
+    pa.field("evidence_unsourced", pa.int32()),
+    pa.field("evidence_out_of_record", pa.int32()),
     pa.field("summary", pa.string()),
     pa.field("reasoning", pa.string()),
     pa.field("n_chunks", pa.int32()),
@@ -276,6 +282,8 @@ def row_from_result(
         retry_class=retry_class(status, error_kind, kinds), risk_score=result.risk_score, cancer_scores=scores,
         risk_trajectory=_trajectory_json(shown) if shown is not None else "[]",
         events=_events_json(shown) if shown is not None else "[]",
+        evidence_unsourced=shown.evidence_unsourced if shown is not None else 0,
+        evidence_out_of_record=shown.evidence_out_of_record if shown is not None else 0,
         summary=shown.summary if shown is not None else None, reasoning=shown.reasoning if shown is not None else None,
         n_chunks=basis.chunks.n_chunks if basis is not None else None,
         n_chunks_reduced=basis.chunks.n_chunks_reduced if basis is not None else None,

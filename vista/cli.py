@@ -115,7 +115,9 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
     print(timeline_text(timeline, with_refs=True))
     stats = timeline.stats
     print(f"\n{stats.chunks} chunk(s) ({stats.failed_chunks} failed), {stats.proposed_events} events proposed, "
-          f"{stats.rejected_events} rejected, {stats.dropped_refs} unknown refs dropped, {stats.merged_groups} merged; "
+          f"{stats.reasked_events} sent back once, {stats.rejected_events} rejected ({stats.misdated_events} dated "
+          f"outside their cited events' dates), {stats.dropped_refs} unknown refs dropped, "
+          f"{stats.merged_groups} merged; "
           f"safety net: {stats.safety_net_added} of {stats.safety_net_candidates} imaging date(s) added; "
           f"{len(timeline.ambiguous_pairs)} ambiguous pair(s) left")
     print(status)
@@ -137,6 +139,7 @@ def _cmd_display(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from vista.display import render_display
+    from vista.display.render import citation_summary
     from vista.query import load_graph, open_graph_store
 
     graph = load_graph(open_graph_store(args.store), args.subject)
@@ -151,6 +154,7 @@ def _cmd_display(args: argparse.Namespace) -> int:
         print(display.model_dump_json(indent=1))
         return 0
     Console().print(render_display(display, timeline))
+    print(citation_summary(display))
     print(status)
     return 0
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from baselines.metrics import MIN_CASES
 from benchmarks.report import figures, tables
+from benchmarks.report.evidence import PARAGRAPH as EVIDENCE_PARAGRAPH, evidence_table
 from benchmarks.report.html import Figure, Section, Table, render_html
 from benchmarks.report.palette import Palette
 from benchmarks.report.record_length import imbalance_sentence
@@ -301,6 +302,9 @@ def _agents(ctx: Context) -> Section:
             f"{s.agent_max_tokens} tokens (the shortest ones otherwise) so that the embedded model finishes in "
             "minutes. With so few patients the agents' AUROC intervals are wide: they prove the pipeline end to end, "
             "not the model's accuracy; give larger prediction files (--predictions) for a real comparison.")
+    if (flagged := evidence_table(ctx.data.predictions)) is not None:
+        section.paragraphs.append(EVIDENCE_PARAGRAPH)
+        section.tables.append(flagged)
     return section
 
 

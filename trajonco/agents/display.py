@@ -11,6 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from trajonco.agents.evidence import flag_note
 from trajonco.agents.prompts import horizon_text
 from trajonco.agents.results import AnyCancerResult, PatientResult
 from trajonco.cancers import CANCERS
@@ -54,13 +55,17 @@ def _trajectory(result: PatientResult) -> Table:
 
 
 def _events(result: PatientResult) -> Table:
-    table = Table(title="related events", expand=True)
+    flagged = result.evidence_unsourced + result.evidence_out_of_record
+    title = "related events" + (f" ({flagged} flag(s): shown as the agent said, not as facts)" if flagged else "")
+    table = Table(title=title, expand=True)
     table.add_column("date", no_wrap=True)
     table.add_column("event")
     table.add_column("source rows")
     for event in result.events:
         sources = ", ".join(f"{s.event_id}→{s.shard}#{s.row}" for s in event.sources)
-        table.add_row(event.timestamp.isoformat(), event.description, sources)
+        style = "yellow" if event.flags else ""
+        table.add_row(Text(event.timestamp.isoformat(), style), Text(event.description + flag_note(event.flags), style),
+                      sources or Text("none", "yellow"))
     return table
 
 
@@ -80,7 +85,8 @@ def _facts(result: PatientResult) -> Table:
         table.add_row(f"usage {agent}", f"{usage.calls} calls ({usage.cache_hits} cached, {usage.failed} failed) · "
                       f"{usage.prompt_tokens}+{usage.completion_tokens} tokens · {usage.model_seconds:.2f} s model")
     table.add_row("memory", f"{result.memory_events} events · dropped: {result.dropped_event_ids} unknown ids, "
-                  f"{result.dropped_events} events dated at/after the prediction time")
+                  f"{result.dropped_events} events dated at/after the prediction time · flagged: "
+                  f"{result.evidence_unsourced} unsourced, {result.evidence_out_of_record} dated outside the record")
     if result.truncation_note:
         table.add_row("truncated", result.truncation_note)
     for error in result.errors:

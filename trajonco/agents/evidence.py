@@ -2,7 +2,10 @@
 
 An id the agent was not shown (a typo, an id from another chunk, an invention) is dropped and counted; the
 event itself is kept, as its date and description still stand. An event dated at or after the prediction
-time cannot come from the input (it holds only earlier events), so it is dropped and counted.
+time cannot come from the input (it holds only earlier events), so it is dropped and counted. A final event
+left citing nothing, or dated outside the record the agents read (before its first event, birth included, or
+after its last one before the prediction time: `RecordSpan`), is kept and flagged (`EvidenceEvent.flags`), so it
+is shown as what the agent said, never as a fact; rows and the report count the flagged events.
 
 >>> from datetime import date, datetime
 >>> from trajonco.agents.schemas import ExtractedEvent
@@ -20,10 +23,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, time
+from datetime import date, datetime, time
 
 from trajonco.agents.memory import MemoryEvent, normalize_text
-from trajonco.agents.results import EvidenceEvent, SourceRow
+from trajonco.agents.results import EvidenceEvent, EvidenceFlag, SourceRow
 from trajonco.agents.schemas import ExtractedEvent
 from vista.meds import schema
 from vista.records import PatientRecord
@@ -97,13 +100,73 @@ def clean_events(reported: Iterable[ExtractedEvent], rules: EventRules, *, chunk
     return CleanedEvents(tuple(events), dropped_ids, dropped_events)
 
 
-def with_provenance(events: Iterable[MemoryEvent], record: PatientRecord) -> tuple[EvidenceEvent, ...]:
-    """Final events with the MEDS row of every cited id (ids were already checked against the timeline)."""
+@dataclass(frozen=True, slots=True)
+class RecordSpan:
+    """The dates a patient's record covers as the agents read it: its first timed event (birth included) through
+    its last event before the prediction time. Evidence dated outside it cannot come from the record.
+
+    >>> from trajonco.agents.memory import MemoryEvent
+    >>> from vista.records import Event, PatientRecord
+    >>> rec = PatientRecord(4, "data/train/0.parquet", 0, [Event("e0", datetime(2065, 3, 1), "MEDS_BIRTH", None, None),
+    ...     Event("e1", datetime(2090, 5, 2, 9), "LOINC//718-7", 12.0, None),
+    ...     Event("e2", datetime(2095, 1, 1), "LOINC//718-7", 9.0, None)])
+    >>> span = RecordSpan.of(rec, datetime(2091, 1, 1))
+    >>> span
+    RecordSpan(first=datetime.date(2065, 3, 1), last=datetime.date(2090, 5, 2))
+    >>> [e.flags for e in with_provenance([MemoryEvent(date(2020, 1, 1), "Cough", (), 0),
+    ...     MemoryEvent(date(2090, 5, 2), "Low Hb", ("e1",), 0), MemoryEvent(date(2090, 9, 1), "Hb 9", ("e1",), 0)],
+    ...     rec, span)]
+    [('unsourced', 'before_record'), (), ('after_record',)]
+    """
+
+    first: date | None
+    last: date | None
+
+    @classmethod
+    def of(cls, record: PatientRecord, prediction_time: datetime | None = None) -> RecordSpan:
+        """The span of ``record`` read strictly before ``prediction_time`` (the whole record when None)."""
+        times = [e.time for e in record.events if e.time is not None]
+        seen = [t for t in times if prediction_time is None or t < prediction_time]
+        return cls(min(times).date() if times else None, max(seen).date() if seen else None)
+
+    def flags(self, day: date) -> tuple[EvidenceFlag, ...]:
+        """``before_record`` / ``after_record`` when ``day`` lies outside the span, else ()."""
+        if self.first is not None and day < self.first:
+            return ("before_record",)
+        if self.last is not None and day > self.last:
+            return ("after_record",)
+        return ()
+
+
+def with_provenance(events: Iterable[MemoryEvent], record: PatientRecord,
+                    span: RecordSpan | None = None) -> tuple[EvidenceEvent, ...]:
+    """Final events with the MEDS row of every cited id (ids were already checked against the timeline), each
+    flagged when it cites nothing the agents read or is dated outside ``span`` (default: the whole record). Flagged
+    events are kept — what the agents said is shown — but marked, so no reader takes them for facts."""
+    span = span if span is not None else RecordSpan.of(record)
     out = []
     for event in events:
         sources = []
         for event_id in event.event_ids:
             row = record.provenance(event_id)
             sources.append(SourceRow(event_id=event_id, shard=row.shard, row=row.row))
-        out.append(EvidenceEvent(timestamp=event.time, description=event.description, sources=tuple(sources)))
+        flags: tuple[EvidenceFlag, ...] = (("unsourced",) if not sources else ()) + span.flags(event.time)
+        out.append(EvidenceEvent(timestamp=event.time, description=event.description, sources=tuple(sources),
+                                 flags=flags))
     return tuple(out)
+
+
+FLAG_WORDS: dict[EvidenceFlag, str] = {
+    "unsourced": "cites no record element", "before_record": "dated before the record starts",
+    "after_record": "dated after the record ends"}
+
+
+def flag_note(flags: Iterable[EvidenceFlag]) -> str:
+    """How a flagged event is marked wherever it is shown (tables, the judge's prompt): as the agent said, not as a
+    fact.
+
+    >>> flag_note(("unsourced", "before_record"))
+    ' [FLAGGED: cites no record element; dated before the record starts]'
+    """
+    words = [FLAG_WORDS[f] for f in flags]
+    return f" [FLAGGED: {'; '.join(words)}]" if words else ""

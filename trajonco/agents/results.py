@@ -76,12 +76,24 @@ class SourceRow(_Frozen):
     row: int
 
 
+EvidenceFlag = Literal["unsourced", "before_record", "after_record"]
+"""Why an evidence event is not a fact of the record: it cites no element the agent read (unsourced), or it is
+dated before the record's first event (birth included) or after its last event before the prediction time."""
+
+
 class EvidenceEvent(_Frozen):
-    """A final cancer-related event with the timeline elements and MEDS rows it was drawn from."""
+    """A final cancer-related event with the timeline elements and MEDS rows it was drawn from. A flagged event is
+    kept and shown as flagged (what the agent said), never as a fact of the record (`trajonco.agents.evidence`)."""
 
     timestamp: date
     description: str
     sources: tuple[SourceRow, ...] = ()
+    flags: tuple[EvidenceFlag, ...] = Field((), description="unsourced / before_record / after_record; empty: "
+                                            "sourced and dated within the record")
+
+    @property
+    def out_of_record(self) -> bool:
+        return "before_record" in self.flags or "after_record" in self.flags
 
 
 class ChunkStats(_Frozen):
@@ -136,6 +148,16 @@ class PatientResult(_Frozen):
     usage: dict[str, AgentUsage] = Field(default_factory=dict, description="per agent role")
     latency: Latency
     errors: tuple[AgentError, ...] = ()
+
+    @property
+    def evidence_unsourced(self) -> int:
+        """Final events citing no element the agents read (kept, flagged ``unsourced``)."""
+        return sum("unsourced" in e.flags for e in self.events)
+
+    @property
+    def evidence_out_of_record(self) -> int:
+        """Final events dated outside the record (kept, flagged ``before_record`` / ``after_record``)."""
+        return sum(e.out_of_record for e in self.events)
 
 
 class CancerScore(_Frozen):

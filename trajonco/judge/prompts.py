@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from vista.prompts import PromptFolder
 
+from trajonco.agents.evidence import flag_note
 from trajonco.agents.prompts import horizon_text
 from trajonco.cancers import CANCERS
 from trajonco.judge.rubrics import RUBRICS
@@ -55,8 +56,10 @@ def candidate_text(candidate: Candidate) -> str:
     lines.append(f"Summary: {(candidate.summary or '').strip() or '(none)'}")
     lines.append(f"Reasoning: {(candidate.reasoning or '').strip() or '(none)'}")
     lines.append("Events:" if candidate.events else "Events: (none)")
-    lines += [f"- {event.timestamp.isoformat()}: {event.description.strip()}" for event in candidate.events]
+    lines += [f"- {event.timestamp.isoformat()}: {event.description.strip()}{flag_note(event.flags)}"
+              for event in candidate.events]
     return "\n".join(lines)
+
 
 
 def outcome_text(cancer: str, horizon_days: int, label: bool | None) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from trajonco.agents.results import EvidenceFlag
 from trajonco.judge.errors import EvaluationInputError
 from trajonco.prediction_files import DETAILS_FILE, PredictionFilesError, prediction_file, read_predictions
 
@@ -43,11 +44,12 @@ class SourceRef(_Frozen):
 
 
 class CandidateEvent(_Frozen):
-    """One final event of an answer, with its provenance."""
+    """One final event of an answer, with its provenance and its flags (`trajonco.agents.results.EvidenceFlag`)."""
 
     timestamp: date
     description: str
     sources: tuple[SourceRef, ...] = ()
+    flags: tuple[EvidenceFlag, ...] = ()
 
 
 class CandidateStep(_Frozen):

@@ -4,7 +4,7 @@
 "structured") and every other variable from the timeline's events and episodes (a view fitted to the model's context
 window, `vista.toa.timeline_view`), a few variables per LLM call (origin "llm"; a failed call leaves
 "Not available" with origin "failed"); every cited timeline id is checked and mapped to the MEDS Graph events it
-rests on. `DisplayStore` persists ``<root>/display/<sid>.json`` keyed by a content hash so an unchanged patient
+rests on, and an answer left citing none is shown as "Not found" (origin "uncited", `vista.display.citations`). `DisplayStore` persists ``<root>/display/<sid>.json`` keyed by a content hash so an unchanged patient
 costs no call; `render_display` / `display_markdown` show a display to people.
 """
 

@@ -23,13 +23,12 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from vista.display.model import VariableSpec
+from vista.display.model import NOT_AVAILABLE, NOT_DOCUMENTED, NOT_FOUND, VariableSpec
 
 TimelineRef = Annotated[str, Field(min_length=2, max_length=8, pattern=r"^t[0-9]{1,6}$")]
 """A timeline event id as the model must write it (the pattern also steers constrained decoding)."""
-NOT_DOCUMENTED = "Not documented"
-NOT_AVAILABLE = "Not available"
 SUMMARY_MAX_REFS = 12
+__all__ = ["NOT_AVAILABLE", "NOT_DOCUMENTED", "NOT_FOUND", "SUMMARY_MAX_REFS", "TimelineRef"]
 
 
 class _Answer(BaseModel):

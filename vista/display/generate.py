@@ -5,7 +5,8 @@ is asked of the model a group at a time (groups run concurrently; the gateway bo
 the rendered timeline and episodes, cut to what the model's context window holds next to the prompt and the answer
 (`view_budget`; tumor-board facts are kept first, see `vista.toa.timeline_view`). Each cited ``t<k>`` is checked:
 ids the timeline lacks, or that the call was not shown, are dropped and counted; a value's ``source_refs`` are the
-union of its cited events' ``source_event_refs`` (graph ``e<k>`` ids), so every value traces to MEDS rows. A
+union of its cited events' ``source_event_refs`` (graph ``e<k>`` ids), so every value traces to MEDS rows. A value
+left with no cited id is shown as "Not found" (origin "uncited", counted; `vista.display.citations`). A
 failed call leaves its variables "Not available" (origin "failed", with the error) and the display is still
 produced. A last call writes the summary note (over its own fitted view, as the filled sheet takes room too).
 """
@@ -21,11 +22,11 @@ from dataclasses import dataclass
 from vista.display.agent_prompts import summary_messages, variables_messages
 from vista.display.answers import (
     NOT_AVAILABLE,
-    NOT_DOCUMENTED,
     field_name,
     group_answer_model,
     summary_answer_model,
 )
+from vista.display.citations import cited_value
 from vista.display.config import DisplayConfig
 from vista.display.hashing import display_hash
 from vista.display.model import DisplayError, TumorBoardDisplay, VariableSpec, VariableValue, load_variables
@@ -57,6 +58,7 @@ class DisplayStats:
     failed_calls: int
     dropped_refs: int
     summary_error: str | None = None
+    uncited_values: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +128,8 @@ async def ask_group(gateway: LLMGateway, subject_id: int, group: tuple[VariableS
         answer = getattr(result.output, field_name(k))
         citations = resolve_citations(answer.timeline_refs, view, events)
         dropped += citations.dropped
-        values.append(VariableValue(key=spec.key, value=answer.value.strip() or NOT_DOCUMENTED, origin="llm",
-                                    timeline_refs=citations.timeline_refs, source_refs=citations.source_refs))
+        values.append(cited_value(spec.key, answer.value, citations.timeline_refs, citations.source_refs,
+                                  asked=answer.timeline_refs, what="timeline"))
     return values, dropped, result
 
 
@@ -203,11 +205,11 @@ async def generate_display(graph: PatientGraph, timeline: PatientTimeline, gatew
         summary_refs=note_refs, calls=sum(1 for r in results if not r.usage.cache_hit),
         prompt_tokens=sum(r.usage.prompt_tokens for r in results),
         completion_tokens=sum(r.usage.completion_tokens for r in results), dropped_refs=dropped,
-        summary_error=summary_error)
-    log.info("subject %s: display built with %d calls (%d failed), %d cited ids dropped", graph.subject_id,
-             display.calls, failed, dropped)
+        summary_error=summary_error, uncited_values=sum(v.uncited for v in values))
+    log.info("subject %s: display built with %d calls (%d failed), %d cited ids dropped, %d uncited value(s) shown "
+             "as not found", graph.subject_id, display.calls, failed, dropped, display.uncited_values)
     return DisplayBuild(display, DisplayStats(groups=len(groups), failed_calls=failed, dropped_refs=dropped,
-                                              summary_error=summary_error))
+                                              summary_error=summary_error, uncited_values=display.uncited_values))
 
 
 async def build_display(graph: PatientGraph, timeline: PatientTimeline, gateway: LLMGateway,

@@ -23,8 +23,9 @@ from vista.toa.model import PatientTimeline
 from vista.toa.pipeline import ANSWER_FIELDS, answer_settings
 from vista.toa.refs import graph_version
 
-DISPLAY_FORMAT_VERSION = "vista.display/2"
-"""Bump when the same inputs give a different display (2: graph version, endpoint and decoding settings hashed)."""
+DISPLAY_FORMAT_VERSION = "vista.display/3"
+"""Bump when the same inputs give a different display (2: graph version, endpoint and decoding settings hashed;
+3: a value citing no timeline event is shown as "Not found")."""
 
 __all__ = ["ANSWER_FIELDS", "DISPLAY_FORMAT_VERSION", "display_hash"]
 

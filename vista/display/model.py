@@ -8,6 +8,7 @@ the MEDS Graph to verify.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from enum import StrEnum
 from importlib import resources
@@ -17,6 +18,26 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 VARIABLES_FILE = "variables.toml"
+NOT_DOCUMENTED = "Not documented"
+NOT_AVAILABLE = "Not available"
+NOT_FOUND = "Not found"
+"""What a model-written value citing no event of the evidence it was shown is shown (and scored) as."""
+
+
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[^\w]+", " ", text.lower()).split())
+
+
+_SILENT = frozenset(_words(t) for t in (NOT_DOCUMENTED, NOT_AVAILABLE, NOT_FOUND, "None documented"))
+
+
+def states_nothing(value: str) -> bool:
+    """True when ``value`` says the record is silent (such a value cites nothing, and needs not).
+
+    >>> states_nothing("Not documented."), states_nothing("Stage IV")
+    (True, False)
+    """
+    return _words(value) in _SILENT
 
 
 class DisplayError(ValueError):
@@ -62,10 +83,28 @@ class VariableValue(BaseModel):
     value: str = Field(description="Short answer in clinical shorthand; 'Not documented' when the record is silent.")
     timeline_refs: tuple[str, ...] = Field(default=(), description="TOA event ids (t<k>) the value rests on.")
     source_refs: tuple[str, ...] = Field(default=(), description="MEDS Graph event ids (e<k>) the value rests on.")
-    origin: Literal["structured", "llm", "failed"] = Field(
-        description="structured: computed from graph data without a model; llm: written by the model; failed: the "
-        "model call failed (value is 'Not available' and `error` says why)")
+    origin: Literal["structured", "llm", "uncited", "failed"] = Field(
+        description="structured: computed from graph data without a model; llm: written by the model, citing the "
+        "events it rests on; uncited: the model's answer cited no event it was shown, so the value is 'Not found' "
+        "(`uncited_answer` keeps its words, `error` says why); failed: the model call failed (value is 'Not "
+        "available' and `error` says why)")
     error: str | None = None
+    uncited_answer: str | None = Field(default=None, description="origin uncited: what the model wrote, kept for a "
+                                       "reader but never shown or scored as a fact")
+
+    @property
+    def uncited(self) -> bool:
+        """A model's answer standing on no cited event: origin uncited, or (a display stored before the rule) a
+        model-written value with no citation that states something. Shown and scored as `NOT_FOUND`."""
+        if self.origin == "uncited":
+            return True
+        cited = bool(self.timeline_refs or self.source_refs)
+        return self.origin == "llm" and not cited and not states_nothing(self.value)
+
+    @property
+    def shown(self) -> str:
+        """The value as a reader (and the evaluation) may take it: `NOT_FOUND` when `uncited`."""
+        return NOT_FOUND if self.uncited else self.value
 
 
 class TumorBoardDisplay(BaseModel):
@@ -85,6 +124,8 @@ class TumorBoardDisplay(BaseModel):
     prompt_tokens: int = Field(default=0, ge=0)
     completion_tokens: int = Field(default=0, ge=0)
     dropped_refs: int = Field(default=0, ge=0, description="Cited ids the model invented or was not shown (dropped).")
+    uncited_values: int = Field(default=0, ge=0, description="Model-written values left with no valid citation, so "
+                                "shown and scored as 'Not found' (origin uncited).")
     summary_error: str | None = Field(default=None, description="Why the summary note is missing, when its call failed.")
     graph_hash: str | None = Field(default=None, description="Version of the MEDS Graph it was built from "
                                    "(`vista.toa.refs.graph_version`); reads that resolve its refs check it.")
@@ -98,6 +139,10 @@ class TumorBoardDisplay(BaseModel):
         if self.summary_error is not None:
             parts.append(f"summary note call failed ({self.summary_error[:160]})")
         return "; ".join(parts) or None
+
+    def uncited_keys(self) -> list[str]:
+        """Keys of the values shown as 'Not found' because the model's answer cited no event it was shown."""
+        return [v.key for v in self.values if v.uncited]
 
     def value_of(self, key: str) -> VariableValue:
         """The value of variable ``key`` (KeyError naming the key when absent)."""

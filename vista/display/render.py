@@ -32,7 +32,7 @@ from rich.text import Text
 from vista.display.model import DisplayError, TumorBoardDisplay, VariableSpec, VariableValue, load_variables
 from vista.toa.model import PatientTimeline
 
-_ORIGIN_STYLE = {"structured": "cyan", "llm": "", "failed": "red"}
+_ORIGIN_STYLE = {"structured": "cyan", "llm": "", "uncited": "yellow", "failed": "red"}
 
 
 def _labels(variables: Sequence[VariableSpec] | None) -> dict[str, str]:
@@ -45,7 +45,11 @@ def _labels(variables: Sequence[VariableSpec] | None) -> dict[str, str]:
 
 
 def _value_text(value: VariableValue) -> str:
-    return f"{value.value} (failed: {value.error})" if value.origin == "failed" and value.error else value.value
+    if value.origin == "failed" and value.error:
+        return f"{value.value} (failed: {value.error})"
+    if value.uncited:  # the model's words stay in the JSON record, never in the sheet
+        return f"{value.shown} (the model's answer cited no event it was shown)"
+    return value.value
 
 
 def _cited(value: VariableValue, timeline: PatientTimeline | None) -> str:
@@ -74,7 +78,8 @@ def render_display(display: TumorBoardDisplay, timeline: PatientTimeline | None 
     table.add_column("Value", overflow="fold")
     table.add_column("Cited", style="dim", overflow="fold")
     for value in display.values:
-        table.add_row(labels.get(value.key, value.key), Text(_value_text(value), style=_ORIGIN_STYLE[value.origin]),
+        style = _ORIGIN_STYLE["uncited" if value.uncited else value.origin]
+        table.add_row(labels.get(value.key, value.key), Text(_value_text(value), style=style),
                       _cited(value, timeline))
     footer = Text(f"{display.calls} LLM calls, {display.prompt_tokens} prompt + {display.completion_tokens} "
                   "completion tokens", style="dim")
@@ -86,14 +91,36 @@ def render_display(display: TumorBoardDisplay, timeline: PatientTimeline | None 
 
 
 def incomplete_lines(display: TumorBoardDisplay, timeline: PatientTimeline | None = None) -> list[str]:
-    """``INCOMPLETE: …`` lines for a display (or the timeline under it) some of whose calls failed (none when
-    complete): a reader must never take a partial display for a complete one."""
+    """``INCOMPLETE: …`` lines for a display (or the timeline under it) some of whose calls failed, and the
+    ``UNCITED: …`` line (none when complete and cited): a reader must never take a partial display for a complete
+    one, nor an uncited answer for a fact."""
     lines = []
     if (gaps := display.incomplete_reason()) is not None:
         lines.append(f"INCOMPLETE display: {gaps}")
     if timeline is not None and (gaps := timeline.incomplete_reason()) is not None:
         lines.append(f"INCOMPLETE timeline: {gaps}")
+    if (uncited := uncited_line(display)) is not None:
+        lines.append(uncited)
     return lines
+
+
+def uncited_line(display: TumorBoardDisplay) -> str | None:
+    """``UNCITED: …`` when some model answers cited no event they were shown (shown as Not found), else None."""
+    keys = display.uncited_keys()
+    if not keys:
+        return None
+    listed = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
+    return (f"UNCITED: {len(keys)} value(s) shown as Not found, the model's answer cited no event it was shown "
+            f"({listed})")
+
+
+def citation_summary(display: TumorBoardDisplay) -> str:
+    """One line of what stands on citations: values cited, shown as Not found for want of one, ids dropped."""
+    kinds = ["uncited" if v.uncited else v.origin for v in display.values]
+    by_origin = {o: kinds.count(o) for o in ("structured", "llm", "uncited", "failed")}
+    return (f"display values: {by_origin['llm']} model-written with citations, {by_origin['structured']} from "
+            f"structured data, {by_origin['uncited']} shown as Not found (uncited), {by_origin['failed']} failed; "
+            f"{display.dropped_refs} cited id(s) dropped")
 
 
 def _cell(text: str) -> str:
@@ -104,7 +131,7 @@ def display_markdown(display: TumorBoardDisplay, *, variables: Sequence[Variable
     """The display as Markdown: a heading, a variable table, the summary note with its cited ids, the call counts."""
     labels = _labels(variables)
     lines = [f"### Tumor board display: subject {display.subject_id} ({display.method}, model {display.model})", ""]
-    lines += [f"**{line}**" for line in incomplete_lines(display)] + ([""] if display.incomplete_reason() else [])
+    lines += [f"**{line}**" for line in incomplete_lines(display)] + ([""] if incomplete_lines(display) else [])
     lines += ["| Variable | Value | Cited |", "|---|---|---|"]
     lines += [f"| {_cell(labels.get(v.key, v.key))} | {_cell(_value_text(v))} | {_cell(_cited(v, None))} |"
               for v in display.values]

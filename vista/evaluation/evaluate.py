@@ -2,8 +2,10 @@
 
 Per (patient, method, variable): the truth's `Expected` answer (any `TruthSource`: the generator's records via
 `TruthCase`, or a clinician's reference answers via `vista.evaluation.references`); an unscorable variable is
-counted as such; a value whose display call failed scores 0; ``exact``/``date``/``set`` comparisons use the
-deterministic scorers; ``judge`` comparisons ask the judge LLM (identical questions are asked once). A judge call
+counted as such; a value whose display call failed scores 0; a value whose answer cited no event is scored as the
+"Not found" it shows (right only when the truth is silent) and counted (``uncited``); ``exact``/``date``/``set``
+comparisons use the deterministic scorers; ``judge`` comparisons ask the judge LLM (identical questions are asked
+once). A judge call
 that fails also scores 0: it is counted as wrong and reported in its own column, never dropped from the denominator
 (otherwise a failing judge would raise the accuracy). Accuracy is the share of evaluations scoring at least
 ``threshold``; CIs come from the patient bootstrap.
@@ -86,9 +88,10 @@ class _Judging:
 
 
 def _item(display: TumorBoardDisplay, spec: VariableSpec, expected: Expected, **fields) -> ItemScore:
+    """One scored item; the value is the one shown (an uncited answer is scored as the 'Not found' it shows)."""
     value = _value(display, spec.key)
     return ItemScore(subject_id=display.subject_id, method=display.method, key=spec.key, comparison=spec.comparison,
-                     reference=expected.reference, value=value.value, **fields)
+                     reference=expected.reference, value=value.shown, uncited=value.uncited, **fields)
 
 
 def _value(display: TumorBoardDisplay, key: str):
@@ -115,12 +118,12 @@ async def score_items(by_method: Mapping[str, Sequence[TumorBoardDisplay]], case
                 elif value.origin == "failed":
                     item = _item(display, spec, exp, scorer="display_failed", score=0, correct=False,
                                  rationale=f"the display's call failed: {value.error or 'no reason given'}")
-                elif spec.comparison in SCORERS:
-                    rule = SCORERS[spec.comparison](exp, value.value)
+                elif spec.comparison in SCORERS:  # `shown`: an uncited answer is scored as the Not found it shows
+                    rule = SCORERS[spec.comparison](exp, value.shown)
                     item = _item(display, spec, exp, scorer=spec.comparison.value, score=rule.score,
                                  correct=rule.score >= threshold, rationale=rule.rationale)
                 else:
-                    pending.append((display, spec, exp, judging.ask(spec, exp, value.value, display.subject_id)))
+                    pending.append((display, spec, exp, judging.ask(spec, exp, value.shown, display.subject_id)))
                     continue
                 pending.append((display, spec, exp, item))
     if judging.tasks:
@@ -175,7 +178,8 @@ def _counts(items: Sequence[ItemScore]) -> dict[str, int]:
     return {"n_evaluated": sum(i.evaluated for i in items), "n_correct": sum(bool(i.correct) for i in items),
             "display_failures": sum(i.scorer == "display_failed" for i in items),
             "judge_failures": sum(i.scorer == "judge_failed" for i in items),
-            "unscorable": sum(i.scorer == "unscorable" for i in items)}
+            "unscorable": sum(i.scorer == "unscorable" for i in items),
+            "uncited": sum(i.uncited and i.scorer != "unscorable" for i in items)}
 
 
 def _overall(method: str, items: Sequence[ItemScore], keys: set[str], patients: Sequence[int],

@@ -31,7 +31,8 @@ _DATE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(?P<m>\d{1,2})/(?P<y>(?:19|20)\d\d)\b"), "month"),
     (re.compile(r"\b" + _MONTH + r"\s+(?P<y>(?:19|20)\d\d)\b", re.I), "month"),
 )
-_SILENT = frozenset({"not documented", "none", "no", "none documented", "not available", "unknown", "not known",
+_SILENT = frozenset({"not documented", "none", "no", "none documented", "not available", "not found", "unknown",
+                     "not known",
                      "no metastases", "no distant metastases", "no metastasis", "not applicable", "n a", "na",
                      "no evidence of metastatic disease", "no metastatic disease", "none known"})
 _SITE_NOISE = frozenset({"metastases", "metastasis", "metastatic", "mets", "met", "disease", "involvement", "lesions",

@@ -4,7 +4,8 @@ Accuracy is the share of evaluations scoring at least ``threshold`` (8 of 10 by 
 beside it. Both carry 95% CIs from the patient bootstrap. Evaluations that could not be scored are counted, never
 dropped: a display value whose call failed scores 0 (the method failed), a judge call that failed scores 0 too
 (counted as wrong, in its own column — a failing judge cannot raise the accuracy), and a variable the truth cannot
-settle is left out of the accuracy and counted as unscorable. The headline (OVERALL) is over the scored tumor-board
+settle is left out of the accuracy and counted as unscorable. A value whose answer cited no event is scored as the
+"Not found" the display shows, and counted (``uncited``). The headline (OVERALL) is over the scored tumor-board
 variables; the patient-information variables are summed up apart. `to_table` (rich) and `to_markdown` put VISTA and
 RAG side by side and name the LLM that wrote each method's displays, the judge LLM and where the truth came from.
 """
@@ -47,6 +48,8 @@ class ItemScore(_Model):
     rationale: str = ""
     reference: str = ""
     value: str = ""
+    uncited: bool = Field(default=False, description="the display's answer cited no event it was shown, so it was "
+                          "shown and scored as 'Not found'")
 
     @property
     def evaluated(self) -> bool:
@@ -71,6 +74,7 @@ class VariableResult(_Model):
     display_failures: int
     judge_failures: int
     unscorable: int
+    uncited: int = Field(default=0, description="scored values whose answer cited nothing (scored as 'Not found')")
     unscorable_reasons: tuple[str, ...] = ()
 
 
@@ -87,6 +91,7 @@ class MethodResult(_Model):
     display_failures: int
     judge_failures: int
     unscorable: int
+    uncited: int = Field(default=0, description="scored values whose answer cited nothing (scored as 'Not found')")
     display_calls: int = Field(default=0, description="LLM calls the displays report (VISTA: display calls only, "
                                "not the one-time TOA build)")
     display_prompt_tokens: int = 0
@@ -147,6 +152,11 @@ class EvaluationReport(_Model):
         failures = sum(m.judge_failures for m in (*self.methods, *self.patient_info))
         if failures:
             lines.append(f"{failures} judge call(s) failed; each is counted as a wrong answer (score 0)")
+        uncited = {m.method: sum(i.uncited and i.evaluated for i in self.items if i.method == m.method)
+                   for m in self.methods}
+        if any(uncited.values()):
+            lines.append("Values whose answer cited no event, shown and scored as Not found: " +
+                         ", ".join(f"{m} {n}" for m, n in uncited.items()))
         if self.truth_sources:
             lines.append(f"Truth: {'; '.join(self.truth_sources)}")
         lines.append("OVERALL = scored tumor-board variables; patient information (demographics etc.) is reported "
@@ -161,7 +171,8 @@ class EvaluationReport(_Model):
             return ["-", "-", "-", "-"]
         notes = [f"{n} {what}" for n, what in ((result.display_failures, "display failed"),
                                                 (result.judge_failures, "judge failed (counted wrong)"),
-                                                (result.unscorable, "unscorable")) if n]
+                                                (result.unscorable, "unscorable"),
+                                                (result.uncited, "uncited (scored as Not found)")) if n]
         possible = result.n_evaluated + result.unscorable
         return [_fmt(result.accuracy), _fmt(result.mean_score, scale=1), f"{result.n_evaluated}/{possible}",
                 "; ".join(notes) or "-"]

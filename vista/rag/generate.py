@@ -5,7 +5,9 @@ the same structured demographics (`vista.display.STRUCTURED_VARIABLES`), the sam
 same model; only the model's input differs: instead of the TOA timeline, the top-k record chunks retrieved for
 each variable of the group (query: the variable's label and question), merged best ranks first up to the context
 budget and shown in date order. Every cited ``e<k>`` is checked: ids the call was not shown or the MEDS Graph lacks
-are dropped and counted (as VISTA drops timeline ids a call was not shown). A failed call leaves its variables "Not available" (origin "failed", with the error); the display is
+are dropped and counted (as VISTA drops timeline ids a call was not shown); a value left with none is shown as "Not
+found" (origin "uncited", counted), as VISTA's is. A failed call leaves its variables "Not available" (origin
+"failed", with the error); the display is
 still produced. No summary note is written (the note is not scored).
 """
 
@@ -21,7 +23,8 @@ from dataclasses import dataclass
 
 from vista.display import STRUCTURED_VARIABLES, TumorBoardDisplay, VariableSpec, VariableValue, load_variables
 from vista.display.agent_prompts import variable_lines
-from vista.display.answers import NOT_AVAILABLE, NOT_DOCUMENTED, field_name
+from vista.display.answers import NOT_AVAILABLE, field_name
+from vista.display.citations import cited_value
 from vista.display.generate import plan_groups
 from vista.display.hashing import ANSWER_FIELDS
 from vista.graph import PatientGraph
@@ -38,7 +41,7 @@ from vista.toa.serialize import serialize_text
 log = logging.getLogger(__name__)
 
 RAG_AGENT = "rag_variables"
-RAG_FORMAT_VERSION = "vista.rag/1"
+RAG_FORMAT_VERSION = "vista.rag/2"
 PROMPT_NAMES = ("variables",)
 PROMPT_ROOM_TOKENS = 1200
 """Tokens kept free in the context window for the system prompt, the variable list and the message framing."""
@@ -200,8 +203,7 @@ class _RagRun:
             item = getattr(answer, field_name(k))
             refs, lost = self.cited(item.source_refs, shown)
             dropped += lost
-            values.append(VariableValue(key=spec.key, value=item.value.strip() or NOT_DOCUMENTED, source_refs=refs,
-                                        origin="llm"))
+            values.append(cited_value(spec.key, item.value, (), refs, asked=item.source_refs, what="passages"))
         return _GroupOutcome(values, result, dropped, len(chunks), left_out)
 
 
@@ -224,6 +226,7 @@ async def generate_rag_display(graph: PatientGraph, gateway: LLMGateway, config:
     display = TumorBoardDisplay(
         subject_id=graph.subject_id, method="rag", model=gateway.config.model, content_hash=rag_hash(graph, gateway, config, specs),
         values=tuple(by_key[s.key] for s in specs), calls=len(made),
+        uncited_values=sum(by_key[s.key].uncited for s in specs),
         prompt_tokens=sum(u.prompt_tokens for u in made), completion_tokens=sum(u.completion_tokens for u in made))
     failed = sum(not r.ok for r in results)
     if failed:

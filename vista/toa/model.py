@@ -93,17 +93,28 @@ class Episode(_Frozen):
     event_ids: tuple[str, ...]
 
 
+RefProblem = Literal["unknown_refs", "misdated"]
+"""Why an event does not stand on the record it cites: none of its refs is a shown event of the graph, or its date
+lies outside its cited events' dates (beyond the unifier's window). Such an event is sent back to its sub-agent
+once (`vista.toa.extract`), then dropped."""
+
+
 class RejectedEvent(_Frozen):
-    """A proposed event that was not kept, and why (unknown refs, a type outside the profile...)."""
+    """A proposed event that was not kept, and why (unknown refs, a date its refs do not bear, a type outside the
+    profile...)."""
 
     chunk: int | None
     reason: str = Field(max_length=200)
     dropped_refs: tuple[str, ...] = ()
+    problem: RefProblem | None = Field(default=None, description="a provenance problem: re-asked once, then dropped")
+    reasked: bool = Field(default=False, description="it was sent back to its sub-agent once and not made good")
+    date: dt.date | None = Field(default=None, description="the date the sub-agent gave the event")
 
 
 class ExtractionStats(_Frozen):
     """Counts of one TOA build: chunks, proposed/kept events, ``rejected_events`` (extracted events not kept: no valid
-    ref, type outside the profile), refs dropped, groups merged, safety-net work and judged merges."""
+    ref, a date its refs do not bear, type outside the profile), refs dropped, groups merged, safety-net work, judged
+    merges, events re-asked and events dropped as misdated."""
 
     chunks: int
     failed_chunks: int
@@ -116,6 +127,10 @@ class ExtractionStats(_Frozen):
     safety_net_added: int = 0
     safety_net_failed: int = Field(default=0, description="Candidate dates whose verifier call failed (nothing added).")
     judged_merges: int = Field(default=0, description="Ambiguous pairs the merge judge called one event.")
+    reasked_events: int = Field(default=0, description="Events sent back once to their sub-agent (no shown ref, or "
+                                "dated outside their cited events' dates).")
+    misdated_events: int = Field(default=0, description="Of the rejected, events dropped (after the re-ask) because "
+                                 "their date lies outside their cited events' dates beyond the unifier's window.")
 
 
 class PatientTimeline(_Frozen):

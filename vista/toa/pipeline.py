@@ -31,9 +31,10 @@ from vista.toa.serialize import serialize_graph
 from vista.toa.ambiguity import resolve_ambiguous
 from vista.toa.unify import ambiguous_pairs, renumber_with_map, unify
 
-TOA_FORMAT_VERSION = "vista.toa/2"
+TOA_FORMAT_VERSION = "vista.toa/3"
 """Part of every timeline hash: bump it when the same inputs give a different timeline (2: graph-versioned refs,
-decoding settings and endpoint in the hash)."""
+decoding settings and endpoint in the hash; 3: events dated outside their refs' dates rejected, provenance failures
+re-asked once)."""
 ANSWER_FIELDS = ("backend", "model", "schema_mode", "schema_in_prompt", "temperature", "max_tokens",
                  "max_tokens_field", "reasoning_effort", "seed", "model_path", "n_ctx", "context_tokens")
 """`LLMConfig` fields that can change a model's answers (part of the TOA and display hashes); how hard the gateway
@@ -115,7 +116,8 @@ def timeline_hash(chunks: list[Chunk], config: TOAConfig, profile: EventProfile,
     profile, prompts and the model-side ``settings`` (`answer_settings`)."""
     digest = hashlib.sha256()
     parts = [TOA_FORMAT_VERSION, graph_hash, config.model_dump_json(), profile.model_dump_json(), settings,
-             prompt_text("extract"), prompt_text("verify_imaging"), prompt_text("same_event"), *(c.text for c in chunks)]
+             prompt_text("extract"), prompt_text("reask"), prompt_text("verify_imaging"), prompt_text("same_event"),
+             *(c.text for c in chunks)]
     for part in parts:
         digest.update(json.dumps(part).encode())
     return digest.hexdigest()
@@ -153,7 +155,9 @@ async def build_timeline(graph: PatientGraph, gateway: LLMGateway, config: TOACo
         proposed_events=sum(x.proposed for x in extractions), kept_events=len(proposed),
         rejected_events=sum(1 for r in rejected if r.chunk is not None and r.reason != UNKNOWN_REFS_DROPPED),
         dropped_refs=sum(len(r.dropped_refs) for r in rejected), merged_groups=merged,
-        safety_net_candidates=candidates, safety_net_added=added, safety_net_failed=failed, judged_merges=judged_merges)
+        safety_net_candidates=candidates, safety_net_added=added, safety_net_failed=failed, judged_merges=judged_merges,
+        reasked_events=sum(x.reasked for x in extractions),
+        misdated_events=sum(1 for r in rejected if r.problem == "misdated"))
     return PatientTimeline(subject_id=graph.subject_id, profile=profile.name, content_hash=digest, events=tuple(events),
                            episodes=tuple(synthesize_episodes(events, profile)), rejected=tuple(rejected), stats=stats,
                            ambiguous_pairs=tuple(pairs), graph_hash=version,

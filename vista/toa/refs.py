@@ -1,5 +1,6 @@
-"""Check refs against the graph: unknown refs are dropped, an event left with none is rejected; and keep refs
-honest after the graph changes (versioned provenance).
+"""Check refs against the graph: unknown refs are dropped, an event left with none is rejected, and so is an event
+dated outside its cited events' dates (beyond the unifier's `MERGE_WINDOW_DAYS`); and keep refs honest after the
+graph changes (versioned provenance).
 
 Refs must be source events of the patient's graph (`PatientGraph.has_event`); when ``allowed`` is given (the ids a
 chunk showed) they must also be among those, so a sub-agent cannot cite rows it never saw. Nothing unverified is
@@ -25,20 +26,59 @@ rows.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
 
-from vista.graph import PatientGraph
+from vista.graph import NodeType, PatientGraph
 from vista.toa.errors import StaleProvenanceError
 from vista.toa.model import ExtractedEvent, RejectedEvent
 from vista.toa.profile import EventProfile
+from vista.toa.unify import MERGE_WINDOW_DAYS
 
 
 UNKNOWN_REFS_DROPPED = "unknown refs dropped"
 """Reason of the record left when an event is kept but some of its refs were removed."""
+NO_SHOWN_REF = "none of its source_event_refs is a shown event of the graph"
+
+
+def date_problem(day: dt.date, refs: Iterable[str], graph: PatientGraph,
+                 window_days: int = MERGE_WINDOW_DAYS) -> str | None:
+    """Why ``day`` is not a date its cited events can bear, or None (also when no cited event has a date).
+
+    An event may not be dated more than the unifier's window after the latest of its cited events (rows recorded
+    earlier cannot attest it), nor more than the window before the earliest of them — unless one of them is a note,
+    whose text can recount an earlier event (a history or recap note).
+
+    >>> from vista.graph import build_graph
+    >>> from vista.records import CodeCatalog, Event, PatientRecord
+    >>> g = build_graph(PatientRecord(1, "data/train/0.parquet", 0, [
+    ...     Event("e0", dt.datetime(2022, 1, 10), "ICD10CM//C34.1", None, None),
+    ...     Event("e1", dt.datetime(2022, 3, 1), "CPT//71260", None, None),
+    ...     Event("e2", dt.datetime(2022, 3, 1), "NOTE//PROGRESS", None, "Lobectomy in 2019.")]), CodeCatalog([]))
+    >>> date_problem(dt.date(2024, 7, 15), ["e0", "e1"], g)
+    "dated 2024-07-15, after its cited events' dates (2022-01-10 to 2022-03-01, ±3 days)"
+    >>> date_problem(dt.date(2019, 5, 2), ["e1"], g)
+    "dated 2019-05-02, before its cited events' dates (2022-03-01, ±3 days)"
+    >>> date_problem(dt.date(2019, 5, 2), ["e2"], g) is None, date_problem(dt.date(2022, 3, 4), ["e1"], g) is None
+    (True, True)
+    """
+    cited = [graph.event(r) for r in refs]
+    dates = sorted(e.time.date() for e in cited if e.time is not None)
+    if not dates:
+        return None
+    window = dt.timedelta(days=window_days)
+    if day > dates[-1] + window:
+        side = "after"
+    elif day < dates[0] - window and not any(e.type is NodeType.NOTE for e in cited):
+        side = "before"
+    else:
+        return None
+    span = dates[0].isoformat() if dates[0] == dates[-1] else f"{dates[0].isoformat()} to {dates[-1].isoformat()}"
+    return f"dated {day.isoformat()}, {side} its cited events' dates ({span}, ±{window_days} days)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +104,12 @@ def check_event(event: ExtractedEvent, graph: PatientGraph, profile: EventProfil
     if not event.description.strip():
         return None, RejectedEvent(chunk=chunk, reason="empty description", dropped_refs=dropped)
     if not good:
-        reason = "no source_event_refs" if not refs else "none of its source_event_refs is a shown event of the graph"
-        return None, RejectedEvent(chunk=chunk, reason=reason, dropped_refs=dropped)
+        reason = "no source_event_refs" if not refs else NO_SHOWN_REF
+        return None, RejectedEvent(chunk=chunk, reason=reason, dropped_refs=dropped, problem="unknown_refs",
+                                   date=event.date)
+    if (misdated := date_problem(event.date, good, graph)) is not None:
+        return None, RejectedEvent(chunk=chunk, reason=misdated, dropped_refs=dropped, problem="misdated",
+                                   date=event.date)
     record = RejectedEvent(chunk=chunk, reason=UNKNOWN_REFS_DROPPED, dropped_refs=dropped) if dropped else None
     return CheckedEvent(event, good, subtype), record
 
