@@ -205,6 +205,22 @@ def latest_states(root: Path | str, keys: RowKeys = TASK_KEYS) -> dict[TaskKey, 
     }
 
 
+USAGE_SUMS = ("llm_calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls")
+"""The usage columns `kept_usage` adds up."""
+
+
+def kept_usage(root: Path | str, run_id: str, keys: RowKeys = TASK_KEYS) -> dict[str, int | float]:
+    """The usage columns (`USAGE_SUMS`) summed over the tasks whose newest row run ``run_id`` wrote: what the rows
+    the output keeps say this run spent (a row written twice, or superseded by a rerun, is not counted)."""
+    files = _part_locations(root)
+    sums: dict[str, int | float] = {name: 0 for name in USAGE_SUMS}
+    if not files:
+        return sums
+    frame = (_latest(files, ["run_id", *USAGE_SUMS], keys).filter(pl.col("run_id") == run_id)
+             .select([pl.col(name).sum() for name in USAGE_SUMS]).collect(engine="streaming"))
+    return {name: frame[name][0] or 0 for name in USAGE_SUMS}
+
+
 @dataclass(slots=True)
 class PartConsolidation:
     """What went into the consolidated file."""
