@@ -291,8 +291,8 @@ class JobBudget:
             stats: BudgetStats = ray.get(self.handle.stats.remote(), timeout=timeout_s)
         except (GetTimeoutError, RayError):
             return None
-        completion = stats.completion_tokens_used
-        cost = prices.cost(model, prompt_tokens=max(stats.tokens_used - completion, 0), completion_tokens=completion)
+        cost = prices.cost(model, prompt_tokens=stats.prompt_tokens_used, completion_tokens=stats.completion_tokens_used,
+                           cached_prompt_tokens=stats.cached_prompt_tokens_used)
         return LiveFigures(calls=stats.requests, in_flight=stats.in_flight, tokens=stats.tokens_used, cost_usd=cost)
 
     def figures(self) -> LLMBudgetFigures | None:
