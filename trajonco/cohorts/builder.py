@@ -24,6 +24,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from vista.atomic import atomic_path, make_dirs
 from trajonco.cohorts.codesets import CodeHierarchy, CodeSets, read_hierarchy
 from trajonco.cohorts.coding import ProfileSpec
 from trajonco.cohorts.definition import CohortDefinition
@@ -163,7 +164,7 @@ def build_cohort(
             )
 
     labels_dir = out / "labels"
-    labels_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(labels_dir)
     paths = {"test": labels_dir / "test.parquet"}
     write_labels(test.labels, paths["test"])
     if train is not None:
@@ -361,7 +362,8 @@ def write_labels(labels: pl.DataFrame, path: Path) -> None:
     """Write a label table with the exact arrow types of LABELS_SCHEMA (its MEDS columns checked by `meds`)."""
     table = labels.to_arrow().cast(LABELS_SCHEMA)
     meds.LabelSchema.validate(table.select(list(LABEL_COLUMNS)))
-    pq.write_table(table, path)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
 
 
 def _with_age(frame: pl.DataFrame, definition: CohortDefinition) -> pl.DataFrame:
