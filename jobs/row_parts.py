@@ -216,9 +216,10 @@ def kept_usage(root: Path | str, run_id: str, keys: RowKeys = TASK_KEYS) -> dict
     sums: dict[str, int | float] = {name: 0 for name in USAGE_SUMS}
     if not files:
         return sums
-    frame = (_latest(files, ["run_id", *USAGE_SUMS], keys).filter(pl.col("run_id") == run_id)
-             .select([pl.col(name).sum() for name in USAGE_SUMS]).collect(engine="streaming"))
-    return {name: frame[name][0] or 0 for name in USAGE_SUMS}
+    present = [name for name in USAGE_SUMS if name in scan_parquet(files).collect_schema().names()]
+    frame = (_latest(files, ["run_id", *present], keys).filter(pl.col("run_id") == run_id)
+             .select([pl.col(name).sum() for name in present]).collect(engine="streaming"))
+    return sums | {name: frame[name][0] or 0 for name in present}
 
 
 @dataclass(slots=True)
