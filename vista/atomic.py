@@ -6,8 +6,8 @@ in the target's folder (a rename across filesystems is a copy, not atomic) under
 (``.<name>.<random>.tmp``), so globs for ``*.json`` or ``*.parquet`` never pick it up.
 
 Patient data at rest is private: the final file gets the data mode's file permissions (``0o600``) and every folder
-this module creates its folder permissions (``0o700``), whatever the umask — the project's outputs, graph stores and LLM caches hold notes and
-predictions that no other local user may read. One setting relaxes it, for a team sharing results through a Unix
+this module creates its folder permissions (``0o700``), whatever the umask — the project's outputs, graph stores
+and LLM caches hold notes and predictions that no other local user may read. One setting relaxes it, for a team sharing results through a Unix
 group: ``VISTA_DATA_MODE=group`` gives ``0o640`` files and ``0o750`` folders (group members read, nobody else).
 This module is its one home: every writer of the project goes through `atomic_path` / `make_dirs` / `protect`,
 and the command-line entry points and the jobs' Ray actors also set the process umask from it
@@ -141,7 +141,8 @@ def open_private(path: str | os.PathLike, mode: str = "a+", **kwargs) -> IO:
 @contextmanager
 def atomic_path(path: str | os.PathLike, *, fsync: bool = False) -> Iterator[Path]:
     """Yield a temporary path next to ``path`` (its folder created if missing, private) for the block to write;
-    give it the data mode's permissions and rename it onto ``path`` only if the block succeeds, else delete it. ``fsync`` flushes the file to disk before the rename."""
+    give it the data mode's permissions and rename it onto ``path`` only if the block succeeds, else delete it.
+    ``fsync`` flushes the file to disk before the rename."""
     path = Path(path)
     make_dirs(path.parent)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
