@@ -113,10 +113,7 @@ class RunSummary(BaseModel):
             rows.append((f"  answered by the shared cache {self.shared_cache}", f"{self.shared_cache_hits:,}"))
         acct = self.llm_accounting
         answered = "tokens in / out" + (" (answered by the endpoint)" if acct is not None and acct.source == "ledger" else "")
-        rows += [
-            (answered, f"{self.prompt_tokens:,} / {self.completion_tokens:,}"),
-            ("cost", f"${self.cost_usd:.4f}" + (f" (+{self.unpriced_calls:,} unpriced calls)" if self.unpriced_calls else "")),
-        ]
+        rows.append((answered, f"{self.prompt_tokens:,} / {self.completion_tokens:,}"))
         if acct is not None and acct.source == "ledger":
             kept, lost = acct.in_rows_kept, acct.paid_for_rows_lost_and_rerun
             rows.append(("  tokens in rows kept", f"{kept.prompt_tokens:,} / {kept.completion_tokens:,}"))
@@ -124,6 +121,7 @@ class RunSummary(BaseModel):
                 rows.append(("  paid for rows lost and rerun", f"{lost.prompt_tokens:,} / {lost.completion_tokens:,}"
                              + (f" (${lost.cost_usd:.4f})" if lost.cost_usd else "")))
         rows += [
+            ("cost", f"${self.cost_usd:.4f}" + (f" (+{self.unpriced_calls:,} unpriced calls)" if self.unpriced_calls else "")),
             ("wall time", f"{self.wall_s:.1f} s"),
             ("patients / minute", f"{self.patients_per_minute:.1f}"),
         ]

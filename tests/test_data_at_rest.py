@@ -182,3 +182,34 @@ def test_a_bad_data_mode_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: VISTA_DATA_MODE=everyone: expected private (files 0600, folders 0700) or group (0640/0750)"]
     assert not (tmp_path / "g").exists()
+
+
+def test_a_build_graphs_actor_writes_a_private_store_and_sets_its_workers_umask(tmp_path):
+    """The VISTA job's actor, driven as Ray Data drives it (tests/test_jobs_vista.py): its graph store, rows and LLM
+    cache are private, and the worker's umask now keeps whatever else it writes private too."""
+    from tests.graph_fixtures import synth_records, synth_root
+    from tests.test_jobs_vista import run_actor
+    from jobs.tasks import TaskKey, keys_table
+    from jobs.vista_actor import VistaSettings
+    from vista.llm import LLMConfig
+    from vista.llm.synthetic_server import SyntheticLLMServer
+
+    records, _ = synth_records()
+    out = tmp_path / "out"
+    with SyntheticLLMServer() as server:
+        llm = LLMConfig(backend="openai", base_url=server.base_url, model="synthetic", cache_dir=out / "llm_cache")
+        settings = VistaSettings(out=out, dataset=synth_root(), stages=("graph", "toa", "display"), llm=llm,
+                                 patients_per_actor=2, run_id="test")
+        statuses = run_actor(settings, keys_table([TaskKey(s) for s in sorted(records)[:2]]))
+    assert [s["status"] for s in statuses] == ["ok", "ok"] and server.stats.requests > 0
+    assert list((out / "llm_cache").glob("??/*.json")) and list((out / "rows").rglob("*.parquet"))
+    assert_private(out)
+    assert os.umask(0) == 0o077  # (the fixture restores the test's own)
+
+
+def test_the_driver_hands_a_relaxed_mode_to_every_worker(monkeypatch):
+    from jobs.ray_runtime import _data_mode_env
+
+    assert _data_mode_env() is None  # private: the default on every node, nothing to send
+    monkeypatch.setenv(DATA_MODE_ENV, "group")
+    assert _data_mode_env() == {"env_vars": {"VISTA_DATA_MODE": "group"}}
