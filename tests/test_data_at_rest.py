@@ -213,3 +213,25 @@ def test_the_driver_hands_a_relaxed_mode_to_every_worker(monkeypatch):
     assert _data_mode_env() is None  # private: the default on every node, nothing to send
     monkeypatch.setenv(DATA_MODE_ENV, "group")
     assert _data_mode_env() == {"env_vars": {"VISTA_DATA_MODE": "group"}}
+
+
+def test_a_deduplicated_dataset_copy_is_private_though_copy2_keeps_modes(tmp_path):
+    from test_validation_gaps import SHARD, with_duplicates
+    from vista.meds.duplicates import write_deduplicated
+
+    source = with_duplicates(tmp_path / "in", splits={1: "train", 2: "train"}, dataset_json={"dataset_name": "d"})
+    for path in [source, *source.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)  # a dataset others may read: its copy is still private
+    write_deduplicated(source, [SHARD], tmp_path / "fixed")
+    assert (tmp_path / "fixed" / SHARD).is_file() and (tmp_path / "fixed" / "metadata").is_dir()
+    assert_private(tmp_path / "fixed")
+
+
+def test_review_packets_and_their_key_are_private(tmp_path):
+    from test_human_eval import _runs
+    from trajonco.human_eval import export_packets
+
+    one, two = _runs(tmp_path)
+    export_packets([one, two], tmp_path / "packets", tmp_path / "secret" / "key.json", n=2, seed=0)
+    assert_private(tmp_path / "packets")
+    assert_private(tmp_path / "secret")
