@@ -35,6 +35,7 @@ from typing import ClassVar, Generic, Protocol, TypeVar
 
 import pyarrow as pa
 
+from vista.atomic import apply_data_umask
 from vista.llm import LLMConfig
 
 from jobs.job_gateway import JobGateway, job_llm_gateway
@@ -71,6 +72,7 @@ class TaskActor(ABC, Generic[Item]):
 
     def __init__(self, settings: ActorSettings, *, dataset: Path | str | None, coding_profile: str | None,
                  pool: PreprocessorPool | None = None):
+        apply_data_umask()  # this worker's files (part files, caches, graph stores) are private (vista.atomic)
         self.settings = settings
         self.pool = pool
         self.loader = PatientLoader(dataset, coding_profile) if dataset is not None else None

@@ -141,7 +141,10 @@ def job_main(build_parser, run, argv: list[str] | None = None, exit_status=None)
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from vista.atomic import apply_data_umask
+
     try:
+        apply_data_umask()  # the job's outputs are private (VISTA_DATA_MODE, vista.atomic)
         summary = run(args)
     except JobStalled as exc:
         print(f"error: {exc}", file=sys.stderr)

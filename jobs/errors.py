@@ -19,7 +19,9 @@ def job_user_errors() -> tuple[type[BaseException], ...]:
     """Every exception class whose message alone tells the user what to fix."""
     from trajonco.errors import user_errors
 
-    extra: list[type[BaseException]] = [JobError]
+    from vista.atomic import DataModeError
+
+    extra: list[type[BaseException]] = [JobError, DataModeError]
     try:
         from vista.llm import LLMConfigError
         from vista.llm.errors import LLMEndpointFailure

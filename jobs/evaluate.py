@@ -200,8 +200,7 @@ def check_job_file(out: Path, recorded: dict[str, object]) -> None:
             raise JobInputError(f"{path}: this output was made with other settings ({', '.join(changed)} differ); "
                                 "choose another --out or the same settings")
         return
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(recorded, indent=1), fsync=True)
+    atomic_write_text(path, json.dumps(recorded, indent=1), fsync=True)  # (its folder made private)
 
 
 def run_tasks(settings: EvaluateSettings, todo: list[int], truths: dict[int, object], max_in_flight: int | None,

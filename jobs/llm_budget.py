@@ -243,6 +243,7 @@ class JobBudget:
         self.ref = ref
         self.limits = limits
         self.final: LLMBudgetFigures | None = None  # the figures at shutdown
+        self.final_stats: BudgetStats | None = None  # the ledger at shutdown (every answer's tokens)
         self._last: BudgetStats | None = None
 
     @classmethod
@@ -290,8 +291,8 @@ class JobBudget:
             stats: BudgetStats = ray.get(self.handle.stats.remote(), timeout=timeout_s)
         except (GetTimeoutError, RayError):
             return None
-        completion = stats.completion_tokens_used
-        cost = prices.cost(model, prompt_tokens=max(stats.tokens_used - completion, 0), completion_tokens=completion)
+        cost = prices.cost(model, prompt_tokens=stats.prompt_tokens_used, completion_tokens=stats.completion_tokens_used,
+                           cached_prompt_tokens=stats.cached_prompt_tokens_used)
         return LiveFigures(calls=stats.requests, in_flight=stats.in_flight, tokens=stats.tokens_used, cost_usd=cost)
 
     def figures(self) -> LLMBudgetFigures | None:
@@ -324,7 +325,8 @@ class JobBudget:
         """Keep the final figures (`final`), then end the actor."""
         import ray
 
-        self.final = self.figures()
+        self.final_stats = self.stats()
+        self.final = LLMBudgetFigures.of(self.limits, self.final_stats) if self.final_stats is not None else None
         try:
             ray.kill(self.handle, no_restart=True)
         except Exception:  # noqa: BLE001 - the actor may be gone already (its node died, Ray shut down)

@@ -47,7 +47,8 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
                      "minute over every actor, e.g. your OpenAI tier's TPM (default: no limit)")
     llm.add_argument("--llm-timeout", type=float, help="seconds allowed for one request (default 120)")
     llm.add_argument("--cache-dir", type=str, help="LLM response cache, a path or an s3://… URI (default OUT/llm_cache; "
-                     "must be shared by the nodes for resumes to be free on a cluster)")
+                     "must be shared by the nodes for resumes to be free on a cluster; answers from a cache outside OUT are "
+                     "counted as shared_cache_hits in summary.json, not as this output's cache hits)")
     llm.add_argument("--no-cache", action="store_true", help="no LLM response cache")
     llm.add_argument("--llm", action="append", default=[], metavar="KEY=VALUE", help="any other LLMConfig field "
                      "(repeatable), e.g. --llm qps=5 --llm schema_mode=json_object")

@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 from typing import IO, Literal
 
-from vista.atomic import atomic_write_bytes
+from vista.atomic import atomic_write_bytes, make_dirs, open_private
 from vista.storage import is_remote
 
 from jobs.errors import JobError
@@ -134,8 +134,8 @@ class OutputLock:
         if self.path is None:
             log.warning("%s: object storage has no lock; run one job at a time in this output prefix", self.root)
             return self
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = self.path.open("a+")
+        make_dirs(self.path.parent)  # the job's output folder, private (vista.atomic)
+        handle = open_private(self.path)
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

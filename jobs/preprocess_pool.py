@@ -19,6 +19,7 @@ import logging
 import random
 import uuid
 
+from vista.atomic import apply_data_umask
 from vista.llm import CallRecord, LLMCallError, LLMConfig, LLMGateway
 from vista.llm.errors import ErrorKind
 
@@ -32,6 +33,7 @@ class PreprocessorService:
     """One preprocessor actor: an LLM gateway answering `RemoteCall`s (created lazily, inside the actor's loop)."""
 
     def __init__(self, llm: LLMConfig, job_id: str | None = None, budget: BudgetRef | None = None):
+        apply_data_umask()  # the LLM cache entries it writes are private (vista.atomic)
         self.llm = llm
         self.job_id = job_id
         self.budget = budget  # the job's shared LLM budget (jobs.llm_budget)

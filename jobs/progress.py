@@ -58,7 +58,7 @@ class LiveFigures:
     calls: int
     in_flight: int
     tokens: int
-    cost_usd: float | None  # estimated from the price table (cached-prompt discounts ignored); None: no price
+    cost_usd: float | None  # the ledger priced by the price table (as the summary prices it); None: no price
 
     def text(self) -> str:
         cost = f"~${self.cost_usd:.4f}" if self.cost_usd is not None else "cost unpriced"

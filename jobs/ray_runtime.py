@@ -95,11 +95,11 @@ def connect(options: RayOptions) -> RayRuntime:
     elif address:
         if options.num_cpus is not None:
             log.warning("--num-cpus is ignored when joining an existing cluster (%s)", address)
-        ray.init(address=address, log_to_driver=True, logging_level=level)
+        ray.init(address=address, log_to_driver=True, logging_level=level, runtime_env=_data_mode_env())
         started = False
     else:
         ray.init(num_cpus=options.num_cpus or os.cpu_count() or 1, include_dashboard=False, log_to_driver=True,
-                 logging_level=level)
+                 logging_level=level, runtime_env=_data_mode_env())
         started = True
     context = DataContext.get_current()
     context.enable_progress_bars = options.ray_progress_bars
@@ -110,6 +110,16 @@ def connect(options: RayOptions) -> RayRuntime:
     cpus = float(ray.cluster_resources().get("CPU", 0.0))
     return RayRuntime(address=str(ray.get_runtime_context().gcs_address), started_locally=started, connected_here=connect_here,
                       cpus=cpus)
+
+
+def _data_mode_env() -> dict[str, object] | None:
+    """The driver's ``VISTA_DATA_MODE`` for every worker of the job (the actors set their umask from it; see
+    `vista.atomic`); None for the default (private), which needs nothing. A job submitted with ``ray job submit``
+    takes its workers' environment from the job's runtime env: put the variable there (docs/cluster.md)."""
+    from vista.atomic import DATA_MODE_ENV, data_mode
+
+    mode = data_mode()
+    return None if mode.name == "private" else {"env_vars": {DATA_MODE_ENV: mode.name}}
 
 
 def shutdown(runtime: RayRuntime) -> None:

@@ -240,6 +240,23 @@ class OutputFile:
         return table.select(self.schema.names).cast(self.schema)
 
 
+USAGE_SUMS = ("llm_calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls")
+"""The usage columns `kept_usage` adds up."""
+
+
+def kept_usage(root: Path | str, run_id: str, keys: RowKeys = TASK_KEYS) -> dict[str, int | float]:
+    """The usage columns (`USAGE_SUMS`) summed over the tasks whose newest row run ``run_id`` wrote: what the rows
+    the output keeps say this run spent (a row written twice, or superseded by a rerun, is not counted)."""
+    files = _part_locations(root)
+    sums: dict[str, int | float] = {name: 0 for name in USAGE_SUMS}
+    if not files:
+        return sums
+    present = [name for name in USAGE_SUMS if name in scan_parquet(files).collect_schema().names()]
+    frame = (_latest(files, ["run_id", *present], keys).filter(pl.col("run_id") == run_id)
+             .select([pl.col(name).sum() for name in present]).collect(engine="streaming"))
+    return sums | {name: frame[name][0] or 0 for name in present}
+
+
 @dataclass(slots=True)
 class PartConsolidation:
     """What went into the consolidated files."""

@@ -38,6 +38,7 @@ from vista.llm import LLMConfig
 from vista.llm.prices import PriceTable
 from vista.storage import join
 
+from jobs.accounting import summary_figures
 from jobs.actor_base import ActorSettings
 from jobs.driver import JobStalled, stream_status
 from jobs.llm_budget import BudgetRef, JobBudget, job_budget
@@ -55,6 +56,7 @@ from jobs.row_parts import (
     RowState,
     answered_by,
     consolidate_parts,
+    kept_usage,
     latest_states,
     remove_stale_temporaries,
 )
@@ -187,7 +189,7 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
     with OutputLock(out):
         check_manifest(out, job.name, job.fingerprint(), allow_code_change=args.resume_with_changed_code)
         remove_stale_temporaries(out)
-        budget_figures = None
+        budget_figures = ledger = None
         passes = 0
         with LazyRay(job.ray_options()) as ray:
             keys = job.task_keys(ray)
@@ -204,6 +206,7 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
                 with _budget(job, in_flight, tracker) as budget:
                     passes = _run_passes(job, ordered, budget.ref if budget is not None else None, tracker, console)
                 budget_figures = budget.final if budget is not None else None
+                ledger = budget.final_stats if budget is not None else None
             else:
                 job.say(console, f"run {job.run_id}: all {len(plan.selected)} selected tasks already have an output; "
                                  f"consolidating only{kept_note(retry, job.policy)}")
@@ -221,6 +224,8 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
             "consolidation_s": round(report.seconds, 3), "llm_budget": budget_figures, "llm": job.answering_llm(),
             # what this run's rows say (a task redone after an actor lost its row counts once)
             "ran": sum(statuses.values()), "by_status": statuses, "failed_by_reason": reasons,
+            # tokens and cost: what the endpoint answered (the budget's ledger), set against the rows kept
+            **summary_figures(ledger, kept_usage(out, job.run_id, job.keys), llm=job.llm, out=out),
         })
         summary.write(out)
     summary.print(console)

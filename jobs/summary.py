@@ -14,6 +14,7 @@ from rich.table import Table
 
 from vista.storage import join, resolve
 
+from jobs.accounting import LLMAccounting
 from jobs.llm_budget import LLMBudgetFigures
 from jobs.progress import STATUS_ORDER, ProgressTracker
 
@@ -54,11 +55,19 @@ class RunSummary(BaseModel):
     by_status: dict[str, int] = Field(description="tasks this run computed, per status")
     failed_by_reason: dict[str, int] = Field(description="failed and error rows of this run, per reason")
     skipped_in_run: int = Field(0, description="tasks found already done when an actor retried a batch")
-    llm_calls: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
+    llm_calls: int = Field(0, description="LLM calls recorded in this run's rows kept (cache hits included)")
+    cache_hits: int = Field(0, description="calls answered from this output's response cache (OUT/llm_cache)")
+    shared_cache_hits: int = Field(0, description="calls answered from a shared response cache outside OUT "
+                                   "(--cache-dir, VISTA_LLM_CACHE_DIR): answers paid for elsewhere, not cache hits "
+                                   "of this output")
+    shared_cache: str | None = Field(None, description="the shared response cache (None: the cache is this output's, "
+                                     "or there is none)")
+    prompt_tokens: int = Field(0, description="prompt tokens answered by the endpoint (the job's LLM budget ledger; "
+                               "the rows' when no budget ran): see llm_accounting")
+    completion_tokens: int = Field(0, description="completion tokens answered by the endpoint (as prompt_tokens)")
+    cost_usd: float = Field(0.0, description="cost of the tokens answered by the endpoint (as prompt_tokens)")
+    llm_accounting: LLMAccounting | None = Field(None, description="tokens answered by the endpoint (ledger), tokens "
+                                                 "in rows kept, and the difference paid for rows lost and rerun")
     unpriced_calls: int = Field(0, description="calls whose model has no price in the table (not in cost_usd)")
     patients_per_minute: float = 0.0
     startup_s: float | None = Field(None, description="seconds from the start of the run to the first task an actor "
@@ -122,9 +131,19 @@ class RunSummary(BaseModel):
             rows.append(("skipped on actor retry", f"{self.skipped_in_run:,}"))
         if self.llm is not None:
             rows.append(("LLM", self.llm.describe()))
+        rows.append(("LLM calls (cache hits of this output)", f"{self.llm_calls:,} ({self.cache_hits:,})"))
+        if self.shared_cache_hits:
+            rows.append((f"  answered by the shared cache {self.shared_cache}", f"{self.shared_cache_hits:,}"))
+        acct = self.llm_accounting
+        answered = "tokens in / out" + (" (answered by the endpoint)" if acct is not None and acct.source == "ledger" else "")
+        rows.append((answered, f"{self.prompt_tokens:,} / {self.completion_tokens:,}"))
+        if acct is not None and acct.source == "ledger":
+            kept, lost = acct.in_rows_kept, acct.paid_for_rows_lost_and_rerun
+            rows.append(("  tokens in rows kept", f"{kept.prompt_tokens:,} / {kept.completion_tokens:,}"))
+            if lost is not None and lost.tokens:
+                rows.append(("  paid for rows lost and rerun", f"{lost.prompt_tokens:,} / {lost.completion_tokens:,}"
+                             + (f" (${lost.cost_usd:.4f})" if lost.cost_usd else "")))
         rows += [
-            ("LLM calls (cache hits)", f"{self.llm_calls:,} ({self.cache_hits:,})"),
-            ("tokens in / out", f"{self.prompt_tokens:,} / {self.completion_tokens:,}"),
             ("cost", f"${self.cost_usd:.4f}" + (f" (+{self.unpriced_calls:,} unpriced calls)" if self.unpriced_calls else "")),
             ("wall time", f"{self.wall_s:.1f} s"),
             ("patients / minute", f"{self.patients_per_minute:.1f}"),

@@ -7,17 +7,17 @@ import stat
 
 import pytest
 
-from vista.atomic import FILE_MODE, atomic_path, atomic_write_bytes, atomic_write_text
+from vista.atomic import atomic_path, atomic_write_bytes, atomic_write_text, data_mode
 from vista.prompts import PromptFolder, PromptNotFoundError
 
 
 @pytest.mark.parametrize("fsync", [False, True])
-def test_a_write_replaces_the_file_whole_with_ordinary_permissions(tmp_path, fsync):
+def test_a_write_replaces_the_file_whole_with_private_permissions(tmp_path, fsync):
     target = tmp_path / "deep" / "x.json"
     atomic_write_text(target, "old\r\n", fsync=fsync)
     atomic_write_bytes(target, b"new", fsync=fsync)
     assert target.read_bytes() == b"new"
-    assert stat.S_IMODE(target.stat().st_mode) == FILE_MODE != 0o600  # not mkstemp's private mode
+    assert stat.S_IMODE(target.stat().st_mode) == data_mode().file == 0o600  # patient data at rest (test_data_at_rest)
     assert [p.name for p in target.parent.iterdir()] == ["x.json"]
 
 

@@ -131,20 +131,34 @@ def test_no_secret_anywhere_in_cluster_yaml():
     assert _secret_settings(config) == [(".provider.aws_secret_access_key", "wJalrXUtnFEMI/K7MDENG")]
 
 
-def test_token_auth_variant_of_docs_is_valid_and_clean():
-    """docs/cluster.md's token-auth lines: one more file mount and two variables before each `ray start`."""
-    docs = (ROOT / "docs" / "cluster.md").read_text()
-    assert "/home/ubuntu/.trajonco/ray_token: ~/.trajonco/ray_token" in docs
-    prefix = "RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH=/home/ubuntu/.trajonco/ray_token "
-    assert prefix.strip() in docs
+TOKEN_FILE = "/home/ubuntu/.trajonco/ray_token"
+TOKEN_PREFIX = f"RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH={TOKEN_FILE} "
+
+
+def test_ray_token_authentication_is_on_for_every_node():
+    """Ray's own ports need the cluster's token: both `ray start` commands run in token mode with the token file,
+    which file_mounts brings to the head (from your machine) and to every worker (from the head)."""
     config = _load()
-    config["file_mounts"]["/home/ubuntu/.trajonco/ray_token"] = "~/.trajonco/ray_token"
     for key in ("head_start_ray_commands", "worker_start_ray_commands"):
-        config[key] = [cmd.replace("~/trajonco/.venv/bin/ray start", prefix + "~/trajonco/.venv/bin/ray start")
-                       for cmd in config[key]]
-        assert sum(prefix in cmd for cmd in config[key]) == 1
-    validate_config(prepare_config(config))
-    assert not _secret_settings(config) and not any(_leaks(cmd) for cmd in _commands(config))
+        starts = [cmd for cmd in config[key] if "ray start" in cmd]
+        assert len(starts) == 1 and TOKEN_PREFIX + "~/trajonco/.venv/bin/ray start" in starts[0], (key, starts)
+    assert config["file_mounts"][TOKEN_FILE] == "~/.trajonco/ray_token"
+    assert "install -d -m 700 ~/.trajonco ~/.trajonco/secrets" in config["setup_commands"]  # its folder: private
+
+
+def test_the_token_check_catches_a_cluster_without_token_auth():
+    config = _load()
+    config["worker_start_ray_commands"] = [cmd.replace(TOKEN_PREFIX, "") for cmd in config["worker_start_ray_commands"]]
+    starts = [cmd for cmd in config["worker_start_ray_commands"] if "ray start" in cmd]
+    assert TOKEN_PREFIX not in starts[0]
+    validate_config(prepare_config(config))  # Ray itself accepts a cluster without auth: only this check refuses it
+
+
+def test_docs_say_how_to_make_the_token_and_submit_with_it():
+    docs = (ROOT / "docs" / "cluster.md").read_text()
+    assert '(umask 077 && .venv/bin/python -c "import secrets; print(secrets.token_hex(32))" > ~/.trajonco/ray_token)' in docs
+    assert "export RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH=~/.trajonco/ray_token" in docs
+    assert "ray job submit" in docs and "Authentication required" in docs
 
 
 def test_the_key_file_travels_from_the_head_to_every_worker_in_a_private_directory():

@@ -216,6 +216,7 @@ class Answer:
     arrived: float  # time.time()
     finished: float
     delivered: bool  # the client's connection was still open when the answer was ready
+    tokens: tuple[int, int] = (0, 0)  # prompt and completion tokens of the answer (its usage)
 
 
 class NodeTrackingServer(SyntheticLLMServer):
@@ -265,8 +266,10 @@ class NodeTrackingServer(SyntheticLLMServer):
                 self.in_flight[node] -= 1
         delivered = request.transport is not None and not request.transport.is_closing()
         if response.status == 200:
+            usage = json.loads(response.body)["usage"]
             with self._lock:
-                self.answers.append(Answer(request_digest(body), node, arrived, time.time(), delivered))
+                self.answers.append(Answer(request_digest(body), node, arrived, time.time(), delivered,
+                                           (usage["prompt_tokens"], usage["completion_tokens"])))
         return response
 
     def snapshot(self) -> tuple[list[Answer], Counter[str | None]]:
@@ -367,12 +370,25 @@ def test_a_worker_node_killed_mid_job_loses_no_row_and_pays_no_answer_twice(coho
     assert sum(1 for _ in (out / "llm_cache").glob("??/*.json")) == len(asked)
     # the job's budget lived through the kill (on the driver's node): it saw every request the endpoint saw
     assert summary["llm_budget"]["requests"] >= len(arrivals), (summary["llm_budget"], len(arrivals))
+    # and its ledger is the summary's tokens: what the endpoint answered, less only the answers in transit at the
+    # kill (no client got them); the rows kept hold less (a patient rerun from the cache records 0 tokens)
+    served = (sum(a.tokens[0] for a in answers), sum(a.tokens[1] for a in answers))
+    transit = [a for a in answers if from_victim(a) and (not a.delivered or a.finished > killed_at - TRANSIT_S)]
+    unseen = (sum(a.tokens[0] for a in transit), sum(a.tokens[1] for a in transit))
+    billed = (summary["prompt_tokens"], summary["completion_tokens"])
+    assert all(served[i] - unseen[i] <= billed[i] <= served[i] for i in (0, 1)), (served, unseen, billed)
+    acct = summary["llm_accounting"]
+    ledger, kept, lost = (acct[k] for k in ("answered_by_endpoint_ledger", "in_rows_kept", "paid_for_rows_lost_and_rerun"))
+    assert acct["source"] == "ledger" and billed == (ledger["prompt_tokens"], ledger["completion_tokens"])
+    assert ledger["prompt_tokens"] == kept["prompt_tokens"] + lost["prompt_tokens"], acct
+    assert summary["shared_cache_hits"] == 0  # the cache is OUT/llm_cache: every hit is this output's
 
     print(f"\n[multinode] wall {wall_s:.1f} s; killed {victim} at {rows_at_kill} rows on disk with "
           f"{in_flight_at_kill} request(s) in flight on it; {len(answers)} answers for {len(asked)} distinct requests "
           f"({len(repeated)} asked twice, {len(lost)} never delivered); answers by node {dict(by_node)}; "
           f"part-file rows {parts.height} for {N_PATIENTS} patients; repair passes {summary.get('repair_passes')}; "
-          f"job budget {summary.get('llm_budget')}")
+          f"job budget {summary.get('llm_budget')}; tokens answered {served}, in transit {unseen}, "
+          f"accounting {summary.get('llm_accounting')}")
 
 
 def _kill_a_busy_worker(cluster: LocalCluster, server: NodeTrackingServer, job: subprocess.Popen, out: Path,

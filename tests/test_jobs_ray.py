@@ -117,11 +117,12 @@ def reference(cohort, llm, ray_session, tmp_path_factory):
     """An uninterrupted predict run (fresh cache) and the requests it made."""
     from jobs import predict
 
-    out = tmp_path_factory.mktemp("reference")
-    before = digests(llm)
+    out = tmp_path_factory.mktemp("reference") / "out"
+    before, tokens_before = digests(llm), (llm.stats.prompt_tokens, llm.stats.completion_tokens)
     summary = run_in_process(predict, predict_args(cohort, llm, out))
     asked = digests(llm) - before
-    return {"out": out, "summary": summary, "asked": asked}
+    answered = (llm.stats.prompt_tokens - tokens_before[0], llm.stats.completion_tokens - tokens_before[1])
+    return {"out": out, "summary": summary, "asked": asked, "answered": answered}
 
 
 # ------------------------------------------------------------------------------------------------ predict
@@ -146,6 +147,19 @@ def test_uninterrupted_run_gives_every_patient_one_row_and_isolates_failures(coh
     assert linked and all(s["shard"].startswith("data/") and s["row"] >= 0 for s in linked)
     assert sum(reference["asked"].values()) == len(reference["asked"]) == cache_entries(reference["out"])
     assert summary.llm_calls == ok["llm_calls"].sum() + failed["llm_calls"]
+    # the summary's tokens are what the endpoint answered (the job's budget ledger), and a fresh output has no hits
+    assert (summary.prompt_tokens, summary.completion_tokens) == reference["answered"]
+    assert summary.llm_accounting.source == "ledger" and summary.llm_accounting.paid_for_rows_lost_and_rerun.tokens == 0
+    assert summary.cache_hits == summary.shared_cache_hits == 0
+
+
+def test_a_predict_jobs_output_is_private(reference):
+    """Rows, predictions, the LLM cache, the lock, the manifest and the summary: nothing another user can read."""
+    from tests.test_data_at_rest import readable_by_others
+
+    out = reference["out"]
+    assert (out / "llm_cache").is_dir() and list((out / "rows").rglob("*.parquet"))
+    assert readable_by_others(out, "o") == [] and readable_by_others(out, "g") == []
 
 
 def test_meds_evaluation_reads_the_jobs_predictions_file_unmodified(reference):
@@ -335,6 +349,9 @@ def test_build_graphs_over_a_whole_dataset(cohort, ray_session, tmp_path):
     assert summary.complete and summary.by_status == {"ok": 12}
     rows = pq.read_table(out / "patients.parquet")
     assert rows.num_rows == 12 and rows.column("prediction_time").null_count == 12
+    from tests.test_data_at_rest import readable_by_others  # the graph store with its notes is private
+
+    assert readable_by_others(out, "o") == [] and readable_by_others(out, "g") == []
 
 
 # ------------------------------------------------------------------------------------------------ the real model

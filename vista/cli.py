@@ -23,6 +23,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from vista.atomic import atomic_write_text
 from vista.cli_kit import ArgumentParser, HelpFormatter, add_version, subcommand
 from vista.errors import CommandLineError, run_command, user_errors
 
@@ -247,9 +248,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         Console(width=max(140, Console().width)).print(report.to_table())
     if args.out:
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "evaluation.md").write_text(report.to_markdown())
-        (out / "evaluation.json").write_text(report.model_dump_json(indent=1))
+        atomic_write_text(out / "evaluation.md", report.to_markdown())  # private (vista.atomic)
+        atomic_write_text(out / "evaluation.json", report.model_dump_json(indent=1))
         print(f"wrote {out}/evaluation.md and {out}/evaluation.json", file=sys.stderr)
     return 0
 

@@ -88,8 +88,11 @@ def user_errors(extra: Iterable[tuple[str, str]] = ()) -> tuple[type[BaseExcepti
 
 def run_command(args: argparse.Namespace, errors: tuple[type[BaseException], ...]) -> int:
     """Run a parsed sub-command (``args.handler``); ``errors`` print as one line on stderr with exit status 2."""
+    from vista.atomic import DataModeError, apply_data_umask
+
     try:
+        apply_data_umask()  # what this command writes is private (VISTA_DATA_MODE, vista.atomic)
         return args.handler(args)
-    except errors as exc:  # errors the user can act on: one line, no traceback
+    except (*errors, DataModeError) as exc:  # errors the user can act on: one line, no traceback
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2

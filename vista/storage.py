@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from vista.atomic import atomic_path, atomic_write_bytes
+from vista.atomic import atomic_path, atomic_write_bytes, make_dirs
 
 LOCAL_SCHEMES = ("", "file")
 
@@ -194,7 +194,7 @@ class Location:
     def make_dirs(self) -> None:
         """Create the folder (a no-op on object stores, whose prefixes exist once an object is under them)."""
         if self.is_local:
-            Path(self.path).mkdir(parents=True, exist_ok=True)
+            make_dirs(self.path)
 
     def delete(self) -> None:
         """Remove the file if present."""

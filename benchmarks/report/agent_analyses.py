@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vista.atomic import atomic_write_bytes, atomic_write_text
 from benchmarks.report.html import Figure, Section, Table
 from benchmarks.report.judge_section import judge_section
 from benchmarks.report.reproduce import ReportData
@@ -27,9 +28,8 @@ SectionBuilder = Callable[[ReportData], Section]
 
 
 def _write_figures(section: Section, figures_dir: Path) -> None:
-    figures_dir.mkdir(parents=True, exist_ok=True)
     for figure in section.figures:
-        (figures_dir / f"{figure.id}.png").write_bytes(figure.png)
+        atomic_write_bytes(figures_dir / f"{figure.id}.png", figure.png)
 
 
 def _agent_runs(data: ReportData) -> list:
@@ -116,6 +116,5 @@ def _run_judge(run_a, run_b, options: JudgeOptions, out: Path):
     log.info("pairwise judge: %s vs %s on %s patients", run_a.name, run_b.name, options.patients or "all")
     report = asyncio.run(compare_runs(run_a.source.path, run_b.source.path, config, names=(run_a.name, run_b.name),
                                       limit=options.patients, seed=options.seed))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "judge.json").write_text(report.model_dump_json(indent=1), encoding="utf-8")
+    atomic_write_text(out / "judge.json", report.model_dump_json(indent=1))
     return report

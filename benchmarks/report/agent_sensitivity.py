@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from vista.atomic import atomic_path
 from baselines import MetricInputError, PredictionFileModel
 from baselines.metrics import auroc, bootstrap_interval
 from benchmarks.report.predictions import load_predictions
@@ -100,10 +101,10 @@ def run_agent_sensitivity(settings: ReportSettings, request: AgentRequest, full_
         return [], [], [], 0.0
     variant = request.variants[0]
     folder = request.out_dir / "sensitivity"
-    folder.mkdir(parents=True, exist_ok=True)
     subset = sample_per_role(pl.from_arrow(read_label_table(request.labels)), max(1, n // 2), settings.seed)
     labels_path = folder / "labels.parquet"
-    subset.write_parquet(labels_path)
+    with atomic_path(labels_path) as tmp:  # private, like every report file (vista.atomic)
+        subset.write_parquet(tmp)
     longest = int(token_counts(dataset_root, subset, source=str(labels_path))["xml_tokens"].max())
     common = {"n_resamples": settings.n_resamples, "seed": settings.seed}
     commands: list[str] = []
@@ -154,9 +155,9 @@ def run_agent_sensitivity(settings: ReportSettings, request: AgentRequest, full_
                                         "same patients: the whole-record run, reused", **point, **common))
                 continue
             out_dir = folder / f"gap_{outcome.gap_days}d"
-            out_dir.mkdir(parents=True, exist_ok=True)
             path_labels = out_dir / "labels.parquet"
-            labels.write_parquet(path_labels)
+            with atomic_path(path_labels) as tmp:
+                labels.write_parquet(tmp)
             progress(f"[report] agents, {variant}, gap {outcome.gap_days} days: {labels.height} patients")
             path = run(out_dir, path_labels, horizon_days=outcome.gap_days)
             kept = int(labels[SID].is_in(subset[SID].implode()).sum())

@@ -10,6 +10,7 @@ import time
 
 from pydantic import BaseModel, Field
 
+from vista.atomic import atomic_write_text
 from benchmarks.report.errors import ReportInputError
 from benchmarks.report.settings import ReportSettings
 from vista.meds.reader import MedsDataset
@@ -56,6 +57,6 @@ def ensure_dataset(settings: ReportSettings) -> DatasetSource:
     started = time.perf_counter()
     summary = generate(config, root, progress=False, overwrite=True)
     seconds = time.perf_counter() - started
-    stamp.write_text(wanted, encoding="utf-8")
+    atomic_write_text(stamp, wanted)
     return DatasetSource(root=str(root), synthetic=True, generated_now=True, seconds=round(seconds, 2),
                          subjects=summary.subjects, rows=summary.rows, config=config)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from vista.atomic import atomic_write_bytes
 from benchmarks.report.html import Figure, Section, Table
 from trajonco.human_eval.agreement import HumanEvalReport
 from trajonco.judge.report import JudgeReport
@@ -183,13 +184,12 @@ def judge_section(report: JudgeReport | None, figures_dir: Path, *, human: Human
         section.tables += judge_tables(report)
         if report.n_judged:
             png = judge_figure(report, colors)
-            figures_dir.mkdir(parents=True, exist_ok=True)
-            (figures_dir / "fig-judge.png").write_bytes(png)
+            atomic_write_bytes(figures_dir / "fig-judge.png", png)
             section.figures.append(Figure("fig-judge", f"Pairwise judge verdicts per rubric (n = {report.n_judged} "
                                           "patients, both orders pooled)", png))
         if len(length_points(report, LENGTH_RUBRICS[0])) >= 4:
             png = length_figure(report, colors)
-            (figures_dir / "fig-judge-length.png").write_bytes(png)
+            atomic_write_bytes(figures_dir / "fig-judge-length.png", png)
             section.figures.append(Figure("fig-judge-length", f"Score of {report.run_a.name} against "
                                           f"{report.run_b.name} by EHR length (n = {report.n_judged} patients; "
                                           "each point averages the two candidate orders)", png))

@@ -22,6 +22,7 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel, Field
 
+from vista.atomic import atomic_path, make_dirs
 from baselines import ModelScores, StratumResult, stratified_results
 from benchmarks.report.agent_sensitivity import run_agent_sensitivity
 from benchmarks.report.cohort_tasks import CohortOutcome, CohortTask, TruncationOutcome, TruncationTask
@@ -252,9 +253,9 @@ def agent_request(settings: ReportSettings, definitions: dict[str, CohortDefinit
     if subset.is_empty():
         return None
     folder = settings.out / "agents"
-    folder.mkdir(parents=True, exist_ok=True)
     labels = folder / "labels.parquet"
-    subset.write_parquet(labels)
+    with atomic_path(labels) as tmp:  # private, like every report file (vista.atomic)
+        subset.write_parquet(tmp)
     definition = definitions[settings.focus_cohort]
     single = len(definition.cancers) == 1
     return AgentRequest(dataset=dataset_root, labels=labels, out_dir=folder, cohort=settings.focus_cohort,
@@ -304,7 +305,7 @@ def reproduce(settings: ReportSettings, *, agent_runner: AgentRunner | None = No
 
     started = time.perf_counter()
     timings: list[Timing] = []
-    settings.out.mkdir(parents=True, exist_ok=True)
+    make_dirs(settings.out)
 
     def step(name: str, since: float) -> float:
         now = time.perf_counter()

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vista.atomic import atomic_write_bytes, atomic_write_text
 from baselines.metrics import MIN_CASES
 from benchmarks.report import figures, tables
 from benchmarks.report.evidence import PARAGRAPH as EVIDENCE_PARAGRAPH, evidence_table
@@ -43,8 +44,7 @@ class Context:
     figures: Path
 
     def figure(self, figure_id: str, caption: str, png: bytes) -> Figure:
-        self.figures.mkdir(parents=True, exist_ok=True)
-        (self.figures / f"{figure_id}.png").write_bytes(png)
+        atomic_write_bytes(self.figures / f"{figure_id}.png", png)  # private, like every report file (vista.atomic)
         return Figure(figure_id, caption, png)
 
 
@@ -385,8 +385,7 @@ def write_report(data: ReportData, sections: list[Section]) -> tuple[Path, Path]
     """``report.html`` and ``results.json`` under the report folder."""
     out = data.results.settings.out
     html_path, json_path = out / "report.html", out / "results.json"
-    html_path.write_text(render_html("TrajOnco benchmark reproduction", sections,
-                                     subtitle=f"Command: {data.results.commands[0]}.", notices=notices(data)),
-                         encoding="utf-8")
-    json_path.write_text(data.results.model_dump_json(indent=1), encoding="utf-8")
+    atomic_write_text(html_path, render_html("TrajOnco benchmark reproduction", sections,
+                                             subtitle=f"Command: {data.results.commands[0]}.", notices=notices(data)))
+    atomic_write_text(json_path, data.results.model_dump_json(indent=1))
     return html_path, json_path

@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from vista.atomic import make_dirs
 from trajonco.cohorts.codesets import CodeHierarchy, CodeSets, read_hierarchy
 from trajonco.cohorts.coding import ProfileSpec
 from trajonco.cohorts.definition import CohortDefinition
@@ -165,7 +166,7 @@ def build_cohort(
             )
 
     labels_dir = out / "labels"
-    labels_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(labels_dir)
     paths = {"test": labels_dir / "test.parquet"}
     write_labels(test.labels, paths["test"])
     if train is not None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel, Field
 
+from vista.atomic import atomic_write_text
 from trajonco.cohorts.coding import CodingChoice
 from trajonco.cohorts.definition import CohortDefinition
 from trajonco.cohorts.source import DatasetInfo
@@ -182,7 +183,7 @@ class CohortManifest(BaseModel):
     train: SplitCohortReport | None = Field(description="None when the definition lists no training splits")
 
     def write(self, path: Path) -> None:
-        path.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(path, self.model_dump_json(indent=2) + "\n")
 
     @classmethod
     def read(cls, path: Path) -> CohortManifest:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 
+from vista.atomic import atomic_write_text
+
 EXPORT_HELP = """\
 Samples patients (seeded) from one jobs.predict run -- or from two runs on the same patients -- and writes blinded
 review packets to OUT: one HTML page per patient (timeline excerpt, each model's summary, reasoning and events with
@@ -94,7 +96,6 @@ def _cmd_import(args: argparse.Namespace) -> int:
         raise CommandLineError(str(exc)) from None
     print("\n".join(report.lines()))
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(report.model_dump_json(indent=1), encoding="utf-8")
+        atomic_write_text(args.out, report.model_dump_json(indent=1))
         print(f"wrote {args.out}")
     return 0

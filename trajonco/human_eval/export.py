@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vista.atomic import atomic_write_text
 from trajonco.human_eval.excerpt import timeline_excerpt
 from trajonco.human_eval.packets import (KeyEntry, KeyRun, Packet, PacketAnswer, PacketEvent, PacketKey, PacketSet,
                                          questions_for)
@@ -143,7 +144,6 @@ def export_packets(run_paths: list[str | Path], out: Path, key_path: Path, *, n:
     key = PacketKey(seed=seed, runs=tuple(KeyRun(name=r.name, path=str(r.path)) for r in runs),
                     entries=tuple(entries))
     write_packet_files(packet_set, out)
-    key_path.parent.mkdir(parents=True, exist_ok=True)
-    key_path.write_text(key.model_dump_json(indent=1), encoding="utf-8")
+    atomic_write_text(key_path, key.model_dump_json(indent=1))
     return ExportSummary(out=out, key_path=key_path, n_packets=len(packets), n_available=len(groups),
                          n_questions=sum(len(p.questions) for p in packets), left_out=left_out)

@@ -11,6 +11,7 @@ import csv
 import html
 from pathlib import Path
 
+from vista.atomic import atomic_path, atomic_write_text
 from trajonco.agents.prompts import horizon_text
 from trajonco.human_eval.packets import Packet, PacketAnswer, PacketSet
 from trajonco.judge.errors import read_json_model
@@ -73,12 +74,11 @@ def index_html(packets: PacketSet) -> str:
 
 def write_packet_files(packets: PacketSet, out: Path) -> None:
     """Every reviewer-facing file of an export into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / PACKETS_FILE).write_text(packets.model_dump_json(indent=1), encoding="utf-8")
+    atomic_write_text(out / PACKETS_FILE, packets.model_dump_json(indent=1))  # patient text: private (vista.atomic)
     for packet in packets.packets:
-        (out / f"{packet.packet_id}.html").write_text(packet_html(packet), encoding="utf-8")
-    (out / "index.html").write_text(index_html(packets), encoding="utf-8")
-    with (out / TEMPLATE_FILE).open("w", newline="", encoding="utf-8") as handle:
+        atomic_write_text(out / f"{packet.packet_id}.html", packet_html(packet))
+    atomic_write_text(out / "index.html", index_html(packets))
+    with atomic_path(out / TEMPLATE_FILE) as tmp, tmp.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(CSV_COLUMNS)
         for packet in packets.packets:

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from vista.atomic import atomic_write_bytes, atomic_write_text
 from trajonco.insights import figures
 from trajonco.insights.analysis import Insights
 from trajonco.insights.results import METHOD_NAMES
@@ -61,12 +62,9 @@ def render_figures(insights: Insights, *, prefix: str = "fig-insights") -> list[
 
 def write_insights(insights: Insights, out: Path) -> tuple[Path, list[Path]]:
     """``insights.json`` and one PNG per figure under ``out`` (created); returns their paths."""
-    out.mkdir(parents=True, exist_ok=True)
-    json_path = out / "insights.json"
-    json_path.write_text(insights.result.model_dump_json(indent=1), encoding="utf-8")
+    json_path = atomic_write_text(out / "insights.json", insights.result.model_dump_json(indent=1))  # private
     pngs = []
     for figure in render_figures(insights):
-        path = out / f"{figure.id}.png"
-        path.write_bytes(figure.png)
+        path = atomic_write_bytes(out / f"{figure.id}.png", figure.png)
         pngs.append(path)
     return json_path, pngs

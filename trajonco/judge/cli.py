@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 
+from vista.atomic import atomic_write_text
+
 JUDGE_HELP = """\
 Compares two jobs.predict runs (folders or predictions.parquet files) patient by patient: a judge LLM picks the
 better answer (A, B or tie) on five rubrics -- clinical correctness, completeness and detail, clinical reasoning,
@@ -65,8 +67,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
                                           n_resamples=args.resamples))
     except EvaluationInputError as exc:
         raise CommandLineError(str(exc)) from None
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "judge.json").write_text(report.model_dump_json(indent=1), encoding="utf-8")
+    atomic_write_text(out / "judge.json", report.model_dump_json(indent=1))  # private (vista.atomic)
     print("\n".join(report.lines()))
     print(f"wrote {out / 'judge.json'}")
     return 0

@@ -44,6 +44,7 @@ class AttemptReport:
     retry_after_s: float | None = None  # the cool-down the endpoint asked for (429/503 Retry-After)
     tokens_used: int | None = None  # prompt + completion tokens the request really cost (None: unknown)
     completion_tokens: int | None = None  # of which completion tokens (priced apart; None: unknown)
+    cached_prompt_tokens: int | None = None  # prompt tokens the endpoint served from its own prompt cache (priced apart)
     message: str = ""  # the failure's message (for the breaker's line)
 
     @property

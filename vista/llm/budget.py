@@ -105,6 +105,12 @@ class BudgetStats:
     tokens_used: int  # tokens the answers reported
     completion_tokens_used: int  # of which completion tokens (for a live cost estimate)
     stopped: str | None  # why the budget stopped (the breaker's line), None while it runs
+    cached_prompt_tokens_used: int = 0  # prompt tokens the endpoint served from its own prompt cache (not cache hits)
+
+    @property
+    def prompt_tokens_used(self) -> int:
+        """Prompt tokens the answers reported (``tokens_used`` less the completion tokens)."""
+        return max(self.tokens_used - self.completion_tokens_used, 0)
 
 
 @runtime_checkable
@@ -152,7 +158,7 @@ class RequestBudget:
         # figures
         self._requests = self._peak = self._answers = self._invalid = self._failures = 0
         self._rate_limited = self._cooldowns = self._quota_stops = self._expired = 0
-        self._tokens_reserved = self._tokens_used = self._completion_used = 0
+        self._tokens_reserved = self._tokens_used = self._completion_used = self._cached_used = 0
         self._waited = self._area = self._cooldown_total = 0.0
         self._first: float | None = None
         self._last_change = 0.0
@@ -255,7 +261,7 @@ class RequestBudget:
             failures=self._failures, rate_limited=self._rate_limited, cooldowns=self._cooldowns,
             cooldown_s=round(self._cooldown_total - self._cooldown.remaining(), 3), quota_stops=self._quota_stops,
             expired_leases=self._expired, tokens_reserved=self._tokens_reserved, tokens_used=self._tokens_used,
-            completion_tokens_used=self._completion_used,
+            completion_tokens_used=self._completion_used, cached_prompt_tokens_used=self._cached_used,
             stopped=self.stopped,
         )
 
@@ -300,6 +306,7 @@ class RequestBudget:
         if report.tokens_used is not None:
             self._tokens_used += report.tokens_used
         self._completion_used += report.completion_tokens or 0
+        self._cached_used += report.cached_prompt_tokens or 0
         if report.error_kind is ErrorKind.RATE_LIMITED or report.status == 429:
             self._rate_limited += 1
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from vista.atomic import atomic_write_text
+from vista.atomic import atomic_write_text, make_dirs
 from vista.llm.messages import Message
 from vista.storage import Location, is_remote, resolve
 
@@ -94,7 +94,7 @@ class ResponseCache:
         self.store: Location | None = resolve(root) if is_remote(root) else None  # an object store, else None
         self.root: Path | str = self.store.uri if self.store is not None else Path(root)
         if self.store is None:
-            self.root.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
+            make_dirs(self.root)  # private, like its entries (vista.atomic)
 
     def path(self, key: str) -> Path | Location:
         if self.store is not None:

@@ -407,6 +407,7 @@ class LLMGateway:
                     used, completion = self._account(request, reply, stats)
                     value, problem = parse_answer(reply.content, response_model)
                     report = AttemptReport(answer_valid=value is not None, tokens_used=used, completion_tokens=completion,
+                                           cached_prompt_tokens=reply.cached_prompt_tokens,
                                            message=problem[:300] if value is None else "")
                     return reply, value, problem
                 report = AttemptReport(error_kind=failure.kind, status=failure.status,

@@ -186,6 +186,8 @@ class SyntheticLLMStats:
 
     requests: int = 0
     rejected: int = 0
+    prompt_tokens: int = 0  # over every answered request (what an endpoint bills)
+    completion_tokens: int = 0
     digests: Counter[str] = field(default_factory=Counter)
     arrivals: list[tuple[float, int]] = field(default_factory=list)  # (time.time() at arrival, HTTP status) per request
     in_flight: int = 0
@@ -289,6 +291,8 @@ class SyntheticLLMServer:
             await asyncio.sleep(delay)
         with self._lock:
             self.stats.requests += 1
+            self.stats.prompt_tokens += prompt_tokens
+            self.stats.completion_tokens += completion_tokens
             self.stats.digests[digest] += 1
         self._log(digest, rejected=False)
         return web.json_response({

@@ -26,6 +26,8 @@ from typing import Literal
 
 import polars as pl
 
+from vista.atomic import atomic_path, atomic_write_text
+
 GroupBy = Literal["agent", "patient_id", "job_id", "model", "schema_name", "error_kind"]
 
 
@@ -147,7 +149,8 @@ class UsageLedger:
         return cls(CallRecord(**row) for row in frame.select(list(_POLARS_SCHEMA)).iter_rows(named=True))
 
     def to_parquet(self, path: Path) -> None:
-        self.to_frame().write_parquet(path)
+        with atomic_path(path) as tmp:
+            self.to_frame().write_parquet(tmp)
 
     @classmethod
     def from_parquet(cls, path: Path) -> UsageLedger:
@@ -156,7 +159,7 @@ class UsageLedger:
     def to_json(self, path: Path) -> None:
         """A JSON array of records (datetimes in ISO 8601)."""
         rows = [asdict(r) | {"started_at": r.started_at.isoformat() if r.started_at else None} for r in self.records]
-        Path(path).write_text(json.dumps(rows, indent=1, ensure_ascii=False), encoding="utf-8")
+        atomic_write_text(path, json.dumps(rows, indent=1, ensure_ascii=False))
 
     @classmethod
     def from_json(cls, path: Path) -> UsageLedger:

@@ -39,6 +39,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from vista.atomic import make_dirs, protect
 from vista.meds.errors import MedsFileError, one_line
 from vista.meds.reports import DatasetWarning
 from vista.meds.schema import DATA_DIR, SUBJECT_ID, TIME
@@ -208,7 +209,7 @@ def _copy_shard(root: Path, shard: str, target: Path, batch_size: int) -> ShardD
         raise MedsFileError(shard, f"not a readable parquet file ({one_line(exc)})") from exc
     group_rows = min(MAX_ROW_GROUP, max([metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)],
                                         default=batch_size) or batch_size)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(target.parent)
     marker = DuplicateMarker()
     pending: list[pa.RecordBatch] = []
     pending_rows = 0
@@ -222,6 +223,7 @@ def _copy_shard(root: Path, shard: str, target: Path, batch_size: int) -> ShardD
                 pending, pending_rows = [], 0
         if pending_rows or not metadata.num_rows:
             writer.write_table(pa.Table.from_batches(pending, schema=schema), row_group_size=group_rows)
+    protect(target)
     return ShardDuplicates(shard, marker.total, marker.subjects, marker.example)
 
 
@@ -235,7 +237,7 @@ def write_deduplicated(root: str | Path, shards: Sequence[str], out: str | Path,
     """
     root, out = Path(root), Path(out)
     _check_destination(root, out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(out.parent)
     staging = out.parent / f".{out.name}.partial-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     wanted = set(shards)
@@ -247,8 +249,8 @@ def write_deduplicated(root: str | Path, shards: Sequence[str], out: str | Path,
                 continue
             if relative.parts[0] == DATA_DIR and path.suffix == ".parquet":
                 raise MedsFileError(relative.as_posix(), "data file left out of the deduplicated copy")
-            (staging / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, staging / relative)
+            make_dirs((staging / relative).parent)
+            protect(shutil.copy2(path, staging / relative))  # copy2 would keep the source's mode
         if out.exists():
             out.rmdir()  # empty, checked above
         os.replace(staging, out)

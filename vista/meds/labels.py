@@ -55,7 +55,7 @@ import pyarrow.parquet as pq
 import pyarrow.types as pat
 from pyarrow.fs import FileType
 
-from vista.atomic import atomic_path
+from vista.atomic import atomic_path, make_dirs
 from vista.meds.errors import MedsDataError, one_line
 from vista.storage import Location, StorageError, resolve
 
@@ -215,7 +215,7 @@ def write_label_file(table: pa.Table, path: Path) -> Path | None:
         pq.write_table(labels, tmp)
     if details is None:
         return None
-    Path(details).parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(Path(details).parent)
     with atomic_path(Path(details)) as tmp:
         pq.write_table(table.select([*KEY, *rest]), tmp)
     return Path(details)

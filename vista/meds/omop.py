@@ -53,6 +53,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from vista.atomic import DataModeError, apply_data_umask, data_mode, make_dirs, open_private
 from vista.meds.schema import CODE, DATA_DIR, DATA_SCHEMA, SUBJECT_ID
 from vista.meds.writer import MedsWriteError, write_codes, write_data_shard, write_dataset_metadata, write_subject_splits
 from vista.records import CodeInfo
@@ -182,14 +183,16 @@ def ensure_omop_venv(venv: Path = DEFAULT_VENV, *, python: str = sys.executable)
 
 
 def _run(command: list[str], what: str, *, log: Path | None = None) -> str:
-    """Run ``command``; its output goes to ``log`` (or is returned). Failure: `OmopRouteError` with the last line."""
+    """Run ``command``; its output goes to ``log`` (or is returned). Failure: `OmopRouteError` with the last line.
+    The command runs with the data mode's umask: the tables and MEDS files it writes are private (`vista.atomic`)."""
+    umask = data_mode().umask
     try:
         if log is None:
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            done = subprocess.run(command, capture_output=True, text=True, check=False, umask=umask)
             output, rc = done.stdout + done.stderr, done.returncode
         else:
-            with open(log, "w", encoding="utf-8") as sink:
-                rc = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, check=False).returncode
+            with open_private(log, "w", encoding="utf-8") as sink:
+                rc = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, check=False, umask=umask).returncode
             output = log.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise OmopRouteError(f"{what}: cannot run {command[0]} ({exc.strerror})") from None
@@ -219,7 +222,7 @@ schemas = [s for s, t in rows if t.lower() == "person"]
 if not schemas:
     sys.exit(f"{source}: no OMOP person table in this DuckDB database")
 schema = schemas[0]
-out.mkdir(parents=True, exist_ok=True)
+out.mkdir(parents=True, exist_ok=True)  # (private: `_run` starts this program with the data mode's umask)
 summary = {"database": source, "tables": {}, "empty_tables": [], "renamed_columns": [], "added_concepts": []}
 for s, table in sorted(rows, key=lambda r: r[1].lower()):
     if s != schema:
@@ -466,8 +469,7 @@ def omop_to_meds(source: str | Path, out: Path, *, venv: Path = DEFAULT_VENV, sh
         check_omop_dir(Path(source))
     elif str(source) != EUNOMIA and not Path(source).is_file():
         raise OmopRouteError(f"{source}: DuckDB database not found")
-    work = out / ".omop-work"
-    work.mkdir(parents=True, exist_ok=True)
+    work = make_dirs(out / ".omop-work")
     seconds: dict[str, float] = {}
     exported: ExportSummary | None = None
     started = time.perf_counter()
@@ -509,9 +511,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     source = EUNOMIA if args.command == "eunomia" else args.source
     try:
+        apply_data_umask()  # the MEDS copy (written by meds_etl in its venv too) is private (vista.atomic)
         summary = omop_to_meds(source, args.out, venv=args.venv, shards=args.shards, seed=args.seed,
                                overwrite=args.overwrite, keep_omop=args.keep_omop)
-    except (OmopRouteError, MedsWriteError) as exc:
+    except (OmopRouteError, MedsWriteError, DataModeError) as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     print("\n".join(summary.lines()))

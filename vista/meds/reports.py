@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from vista.atomic import atomic_path, atomic_write_text
 from vista.errors import describe_location
 from vista.meds.errors import IssueScope, MedsIssue
 
@@ -97,12 +98,11 @@ class QuarantineReport(BaseModel):
         return pa.table(columns, schema=QUARANTINE_SCHEMA)
 
     def write_json(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(path, self.model_dump_json(indent=2) + "\n")
 
     def write_parquet(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(self.to_table(), path)
+        with atomic_path(path) as tmp:
+            pq.write_table(self.to_table(), tmp)
 
     def write(self, path: Path) -> None:
         """Write the report as a parquet table when ``path`` ends in ``.parquet``, else as JSON."""

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
 from vista.meds import schema
-from vista.atomic import atomic_path, atomic_write_text
+from vista.atomic import atomic_path, atomic_write_text, make_dirs
 from vista.meds.writer import write_codes, write_data_shard, write_dataset_metadata, write_subject_splits
 from vista.synth import catalog
 from vista.synth.cancers import CANCER_KEYS, CANCERS
@@ -476,7 +476,7 @@ def _prepare_out_dir(out: Path, overwrite: bool) -> None:
         raise SynthOutputError(f"{out}: already holds {', '.join(p.name for p in existing)}; pass --overwrite (overwrite=True) to replace them")
     for p in existing:
         shutil.rmtree(p)
-    out.mkdir(parents=True, exist_ok=True)
+    make_dirs(out)
 
 
 def generate(config: SynthConfig, out_dir: str | os.PathLike, progress: bool = True, overwrite: bool = False) -> SynthSummary:
