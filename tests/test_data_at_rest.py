@@ -122,7 +122,8 @@ def test_job_rows_consolidation_lock_manifest_and_summary_are_private(tmp_path):
     from jobs.row_parts import PartWriter, consolidate_parts
     from jobs.summary import RunSummary
     from jobs.tasks import TaskKey
-    from trajonco.prediction_rows import PART_SCHEMA, PREDICTION_SCHEMA, RowContext, part_record, row_from_failure
+    from jobs.predict import prediction_outputs
+    from trajonco.prediction_rows import PART_SCHEMA, RowContext, part_record, row_from_failure
     from vista.llm.task_usage import TaskUsage
 
     out = tmp_path / "out"
@@ -133,11 +134,11 @@ def test_job_rows_consolidation_lock_manifest_and_summary_are_private(tmp_path):
                                RowContext(cancer="lung", variant="one_stage", model="m", run_id="r1"), wall_s=0.0)
         writer.add(part_record(row, None, TaskUsage()))
         writer.flush()
-        consolidate_parts(out, out / "predictions.parquet", [TaskKey(1, T0)], schema=PREDICTION_SCHEMA)
+        consolidate_parts(out, prediction_outputs(out, labelled=True), [TaskKey(1, T0)])
         RunSummary.from_tracker(ProgressTracker("predict", to_run=1), run_id="r1", started_at=datetime.now(timezone.utc),
                                 selected=1, skipped=0, retried=0, complete=True, outputs={}, totals={}).write(out)
     names = {p.name for p in out.rglob("*")}
-    assert {".lock", "job.json", "predictions.parquet", "summary.json", "r1.json"} <= names
+    assert {".lock", "job.json", "predictions.parquet", "prediction_details.parquet", "summary.json", "r1.json"} <= names
     assert_private(out)
 
 
@@ -155,7 +156,7 @@ def test_cohort_labels_manifest_and_reports_are_private(tmp_path):
     ledger = UsageLedger([CallRecord(call_id="c", agent="worker", model="m", patient_id="1")])
     ledger.to_parquet(tmp_path / "cohort" / "usage.parquet")
     ledger.to_json(tmp_path / "cohort" / "usage.json")
-    assert len(list((tmp_path / "cohort").rglob("*.*"))) == 5
+    assert len(list((tmp_path / "cohort").rglob("*.*"))) == 6  # labels/test.parquet + label_details/test.parquet
     assert_private(tmp_path / "cohort")
 
 

@@ -136,7 +136,8 @@ def test_user_errors_are_one_line_with_exit_status_2(store, server, tmp_path, ca
     assert "no graph for subject 987654" in err and str(root) in err
     err = one_line_error(capsys, "source", *s, "--subject", str(subject), "e1", "e99999999")
     assert f"subject {subject}: no source event 'e99999999'" in err and "e1'" not in err
-    err = one_line_error(capsys, "source", *s, "--subject", str(subject), "t99999")
+    assert run(capsys, "timeline", *s, "--subject", str(subject), *llm(server))[0] == 0  # (served from the store
+    err = one_line_error(capsys, "source", *s, "--subject", str(subject), "t99999")        # if built already)
     assert "no timeline event 't99999'" in err
     err = one_line_error(capsys, "ask", "--store", str(tmp_path / "missing"), "--subject", "1", "Stage?")
     assert "does not exist" in err and "vista graph" in err
