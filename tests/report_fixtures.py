@@ -119,7 +119,7 @@ def build_report_data(out: Path, *, llm: str = "smollm2-135m-instruct-q4_1", see
     agent_truncation, agent_gaps = agent_sensitivity_points(out, sources[0].source.path, rng)
     characteristics = [CohortCharacteristics(cohort=c, cases=_group(43, [4000, 6000, 9000], [5, 7, 9]),
                                              controls=_group(43, [1500, 2500, 3500], [3, 4, 6]),
-                                             token_sample_per_role=15) for c in ("lung", "any_cancer")]
+                                             token_sample_per_role=None) for c in ("lung", "any_cancer")]
     report = ReportResults(
         settings=settings, dataset=DatasetSource(root=str(out / "dataset"), synthetic=True, generated_now=False,
                                                  seconds=0.0, subjects=4000),

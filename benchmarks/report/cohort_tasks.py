@@ -56,7 +56,8 @@ class CohortTask:
     gap_days: int | None = None  # None: the definition's own gap
     train_cases_cap: int | None = None
     test_cases: int | None = None  # None: the definition's own
-    token_sample: int = 0  # > 0: describe the test cohort (Table 1) with this many timelines per role
+    describe: bool = False  # Table 1 of the test cohort (demographics, EHR span, XML tokens)
+    token_sample: int | None = None  # Table 1's XML tokens: None every test patient, N a seeded sample per role
     stratify: bool = False
     keep_scores: bool = False
     record_length: bool = False  # also score the record-length baselines (token count of the sample, visit count)
@@ -125,8 +126,8 @@ def run_cohort_task(task: CohortTask, events: pl.DataFrame, dataset_root: Path) 
     lazy = events.lazy()
     started = time.perf_counter()
     tokens = None
-    if task.token_sample > 0:
-        sample = sample_per_role(test, task.token_sample, task.seed)
+    if task.describe:
+        sample = test if task.token_sample is None else sample_per_role(test, task.token_sample, task.seed)
         tokens = token_counts(dataset_root, sample, source=str(built.label_paths["test"]))
         outcome.characteristics = cohort_characteristics(definition.name, lazy, test, tokens, task.token_sample)
     describe_seconds = time.perf_counter() - started

@@ -155,7 +155,7 @@ def _definitions(refs: Sequence[str]) -> dict[str, CohortDefinition]:
 def _main_task(settings: ReportSettings, ref: str, name: str) -> CohortTask:
     return CohortTask(definition=ref, out_dir=settings.out / "cohorts" / name, models=settings.baselines,
                       seed=settings.seed, n_resamples=settings.n_resamples, train_cases_cap=settings.train_cases_cap,
-                      test_cases=settings.test_cases, token_sample=settings.token_sample,
+                      test_cases=settings.test_cases, describe=True, token_sample=settings.token_sample,
                       stratify=ref in settings.stratify_cohorts, keep_scores=True, record_length=True)
 
 

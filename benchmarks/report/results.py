@@ -114,8 +114,8 @@ class GroupCharacteristics(BaseModel):
     race: dict[str, int] = Field(description="patients per RACE// code (Unknown when the patient has none)")
     ethnicity: dict[str, int] = Field(description="patients per ETHNICITY// code (Unknown when none)")
     ehr_span_years: Quantiles = Field(description="first to last clinical event before the prediction time")
-    xml_tokens: Quantiles = Field(description="cl100k tokens of the rendered XML timeline (sampled patients; n says "
-                                  "how many)")
+    xml_tokens: Quantiles = Field(description="cl100k tokens of the rendered XML timeline (every patient of the "
+                                  "role unless the report sampled; n says how many)")
 
 
 class CohortCharacteristics(BaseModel):
@@ -124,7 +124,8 @@ class CohortCharacteristics(BaseModel):
     cohort: str
     cases: GroupCharacteristics
     controls: GroupCharacteristics
-    token_sample_per_role: int = Field(description="patients per role whose timeline was rendered for xml_tokens")
+    token_sample_per_role: int | None = Field(None, description="None: every test patient's timeline was rendered "
+                                              "for xml_tokens; N: a seeded sample of at most N per role")
 
 
 class CohortInfo(BaseModel):

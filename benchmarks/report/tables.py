@@ -113,11 +113,12 @@ def characteristics_table(items: Sequence[CohortCharacteristics]) -> Table:
     for c in items:
         for role, g in (("cases", c.cases), ("controls", c.controls)):
             rows.append(_characteristics_row(c.cohort, role, g, ethnicities, races))
-    sample = items[0].token_sample_per_role if items else 0
+    samples = sorted({c.token_sample_per_role for c in items if c.token_sample_per_role is not None})
+    which = ("every test patient" if not samples else
+             f"a seeded sample of up to {', '.join(map(str, samples))} patients per cohort and role (--token-sample)")
     return Table("table-characteristics", "Cohort characteristics of the test cohorts (median [IQR] or n (%))",
                  columns, rows, note=f"EHR span: first to last clinical event before the prediction time. XML tokens: "
-                 f"tiktoken cl100k_base over the rendered timeline, on a seeded sample of up to {sample} patients per "
-                 "cohort and role (the last column says how many).")
+                 f"tiktoken cl100k_base over the rendered timeline of {which}; the last column says how many.")
 
 
 def _characteristics_row(cohort: str, role: str, g: GroupCharacteristics, ethnicities: list[str],
