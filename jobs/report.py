@@ -37,6 +37,9 @@ from jobs.report_options import build_parser
 
 log = logging.getLogger("jobs.report")
 
+NOTHING_TO_SHOW = 3
+"""Exit status of a report that ran but holds no result (every cohort skipped): it is written, and says why."""
+
 LLM_PASSTHROUGH = ("backend", "base_url", "model", "api_key_env", "context_tokens", "chunk_tokens", "llm_timeout",
                    "max_concurrency", "actors", "preprocess_actors")
 """Options forwarded to ``jobs.predict`` for the agents (same names)."""
@@ -198,6 +201,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m jobs.report") -> 
     except (ReportError, BaselineError, *job_user_errors()) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if outcome.nothing_to_show:
+        print(f"error: {outcome.nothing_to_show}; the report {outcome.html} says the same", file=sys.stderr)
+        return NOTHING_TO_SHOW
     print(f"report: {outcome.html}")
     return 0
 

@@ -662,3 +662,18 @@ def test_realism_no_longer_says_leakage_would_give_one_and_quotes_the_record_len
     assert "0.61–0.65" in v.paragraph and "structure alone" in v.paragraph
     small = realism_verdict({}, (0.6, 0.9), synthetic=False, too_few={"lung": (2, 2)})
     assert "too few (n=2 cases, 2 controls)" in small.paragraph
+
+
+def test_a_report_whose_cohorts_are_all_skipped_exits_non_zero_in_one_line(tmp_path, capsys):
+    """On main `trajonco report` printed 'report: …' and exited 0 when every cohort was skipped."""
+    from jobs import report
+    from spellings import write_mimic_style
+
+    root = write_mimic_style(tmp_path / "mimic")  # lung, breast, colorectal only: no liver case
+    code = report.main(["--quick", "--dataset", str(root), "--cohorts", "liver", "--out", str(tmp_path / "out"),
+                        "--agent-patients", "0", "--budgets", "", "--gap-years", "", "--workers", "1",
+                        "--judge-patients", "0"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == report.NOTHING_TO_SHOW != 0
+    assert len(err) == 1 and err[0].startswith("error: nothing to show") and "liver" in err[0]
+    assert (tmp_path / "out" / "report.html").is_file()

@@ -147,6 +147,18 @@ class ReportOutcome:
     results_json: Path
     data: ReportData
 
+    @property
+    def nothing_to_show(self) -> str | None:
+        """Why the report holds no result at all (every cohort skipped, nothing scored), or None.
+
+        The report is still written (it says why); ``jobs.report`` exits non-zero with this line.
+        """
+        r = self.data.results
+        if r.results:
+            return None
+        skipped = "; ".join(f"{s.cohort}: {s.reason}" for s in r.skips) or "no cohort was built"
+        return f"nothing to show: no model could be scored on any cohort ({skipped})"
+
 
 def _definitions(refs: Sequence[str]) -> dict[str, CohortDefinition]:
     return {ref: load_definition(ref) for ref in refs}

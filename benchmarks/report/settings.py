@@ -171,4 +171,7 @@ class ReportSettings(BaseModel):
             "gap_cohorts": ("lung",), "gap_models": ("logistic_regression",), "gap_train_cases_cap": 200,
             "n_resamples": 200, "quick": True,
         }
+        if "cohorts" in changes:  # cohort-dependent defaults follow the cohorts given (see _defaults_within_cohorts)
+            quick = {k: v for k, v in quick.items() if k not in ("stratify_cohorts", "gap_cohorts")}
+            quick.pop("cohorts")
         return cls(**(quick | changes))
