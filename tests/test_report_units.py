@@ -677,3 +677,45 @@ def test_a_report_whose_cohorts_are_all_skipped_exits_non_zero_in_one_line(tmp_p
     assert code == report.NOTHING_TO_SHOW != 0
     assert len(err) == 1 and err[0].startswith("error: nothing to show") and "liver" in err[0]
     assert (tmp_path / "out" / "report.html").is_file()
+
+
+def test_the_report_over_a_mimic_style_dataset_finishes_and_says_what_is_too_small(tmp_path):
+    """On main the report (and `trajonco insights`) died with a traceback in the patient-map step on a MIMIC-style
+    dataset whose agents' events all reduce to one word; and Table 1 counted the tokens of a sample only."""
+    import pyarrow.parquet as pq
+
+    from benchmarks.report import PredictionSource, ReportSettings, reproduce
+    from benchmarks.report.agent_analyses import insights_builder
+    from jobs.tasks import TaskKey
+    from spellings import write_mimic_style
+    from test_insights import CONTEXT, patient_result
+    from trajonco.agents.schemas import RiskLevel
+    from trajonco.prediction_rows import row_from_result, rows_to_table
+    from vista.llm.task_usage import TaskUsage
+
+    root = write_mimic_style(tmp_path / "mimic")
+    common = dict(dataset=root, cohorts=("lung", "any_cancer"), truncation_budgets=(), gap_years=(), agent_patients=0,
+                  workers=1, n_resamples=50)
+    first = reproduce(ReportSettings.quick_defaults(out=tmp_path / "report", **common), progress=lambda _: None)
+    labels = pl.read_parquet(tmp_path / "report" / "cohorts" / "any_cancer" / "labels" / "test.parquet")
+    rows = []
+    for sid, when, case in labels.select("subject_id", "prediction_time", "boolean_value").iter_rows():
+        result = patient_result(sid, [RiskLevel.LOW], ["cough"], 7 if case else 3).model_copy(
+            update={"prediction_time": when})
+        rows.append(row_from_result(TaskKey(sid, when), case, result, TaskUsage(), CONTEXT, wall_s=1.0))
+    predictions = tmp_path / "agents" / "predictions.parquet"
+    predictions.parent.mkdir()
+    pq.write_table(rows_to_table(rows), predictions)
+    outcome = reproduce(ReportSettings.quick_defaults(out=tmp_path / "report", predictions=(
+        PredictionSource(path=predictions, cohort="any_cancer"),), **common),
+        extra_sections=[insights_builder()], progress=lambda _: None)
+    r = outcome.data.results
+    assert outcome.html.is_file() and outcome.nothing_to_show is None and first.nothing_to_show is None
+    assert r.insights and "too little signal" in (r.insights[0].embedding.map_reason or "")
+    assert r.results and all(x.too_few for x in r.results)  # 2 and 6 test cases: no number anywhere
+    page = outcome.html.read_text(encoding="utf-8")
+    assert "too few (n=2 cases, 2 controls)" in page and "too few (n=6 cases, 6 controls)" in page
+    assert "best AUROC" not in page
+    for c in r.characteristics:  # Table 1 on the whole test cohort, not a sample
+        info = next(i for i in r.cohorts if i.cohort == c.cohort)
+        assert (c.cases.xml_tokens.n, c.controls.xml_tokens.n) == (info.test_cases, info.test_controls)
