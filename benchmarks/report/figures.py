@@ -37,9 +37,20 @@ STAGE_COLORS = {"preprocess": "#c7c7c7", "workers": "#969696", "manager": "#5252
 N_FONT = 6.5
 
 
+LEGEND_KEY = "Legend"
+"""PNG text chunk listing the figure's legend entries (' | '-separated), so a reader of the page can check them."""
+
+
+def legend_entries(fig) -> list[str]:
+    """Every legend entry of ``fig`` (figure-level and per-axes legends), in order."""
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)]
+    return [text.get_text() for legend in legends for text in legend.get_texts()]
+
+
 def _png(fig) -> bytes:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
+    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight",
+                metadata={LEGEND_KEY: " | ".join(legend_entries(fig))})
     plt.close(fig)
     return buffer.getvalue()
 

@@ -199,13 +199,14 @@ def model_table(results: Sequence[ModelResult]) -> Table:
     for r in results:
         e = r.evaluation
         youden = e.at_youden
+        small = r.too_few  # threshold metrics and Brier of a handful of patients are as unstable as their AUROC
         rows.append([r.cohort, r.model, r.kind.replace("_", " "), r.llm_model or "–", str(e.n),
                      f"{e.n_positive} / {e.n_negative}", str(e.n_missing + e.n_failed),
                      ci_or_too_few(e.auroc, e.n_positive, e.n_negative),
                      ci_or_too_few(e.auprc, e.n_positive, e.n_negative),
-                     f"{youden.sensitivity:.2f}" if youden.sensitivity is not None else "–",
-                     f"{youden.specificity:.2f}" if youden.specificity is not None else "–",
-                     f"{e.calibration.brier_score:.3f}" if e.calibration else "–",
+                     f"{youden.sensitivity:.2f}" if youden.sensitivity is not None and not small else "–",
+                     f"{youden.specificity:.2f}" if youden.specificity is not None and not small else "–",
+                     f"{e.calibration.brier_score:.3f}" if e.calibration and not small else "–",
                      f"{r.seconds:.1f}" if r.kind == "baseline" else "–",
                      "; ".join(e.notes) or ""])
     return Table("table-models", "Every model run (LLM = the model that produced a prediction file's scores)",
