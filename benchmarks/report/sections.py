@@ -277,8 +277,7 @@ def _sensitivity_caption(points, agent_points, where) -> tuple[str, bool]:
     """What a sensitivity figure leaves out (too few patients; reused runs) and whether anything is left to draw."""
     small = [(f"{p.model} at {where(p)}", *p.counts()) for p in [*points, *agent_points] if p.too_few]
     caption = left_out(small)
-    reused = [p for p in points if p.same_input_as is not None and not p.too_few] if points and hasattr(
-        points[0], "same_input_as") else []
+    reused = [p for p in points if getattr(p, "same_input_as", None) is not None and not p.too_few]
     if reused:
         caption += (f" {len(reused)} baseline point(s) have exactly the input of another budget (every timeline fits "
                     "both) and reuse its fit: not drawn as separate measurements.")
