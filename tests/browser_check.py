@@ -127,8 +127,10 @@ def small_numbers(tables: list[dict], text: str) -> list[str]:
     >>> small_numbers([{"id": "t", "head": ["cases / controls", "AUROC"], "rows": [["2 / 2", "1.000 (1.000–1.000)"],
     ...                                                                             ["40 / 40", "0.700"]]}], "")
     ['t: 2 / 2: 1.000 (1.000–1.000)']
-    >>> small_numbers([], "lung 1.000 (1.000–1.000) n=2/2; knn 0.71 n=43/43"), small_numbers([], "too few (n=2 cases)")
-    (['lung 1.000 (1.000–1.000) n=2/2'], [])
+    >>> small_numbers([], "lung 1.000 (1.000–1.000) n=2/2; knn 0.71 n=43/43")
+    ['lung 1.000 (1.000–1.000) n=2/2']
+    >>> small_numbers([], "too few (n=2 cases, 2 controls)")
+    []
     """
     found = []
     for table in tables:

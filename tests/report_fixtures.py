@@ -111,7 +111,8 @@ def build_report_data(out: Path, *, llm: str = "smollm2-135m-instruct-q4_1", see
             for c in ("lung", "any_cancer")}
     lung_eval = next(r for r in results if r.model == "logistic_regression").evaluation
     truncation = [TruncationPoint(budget_tokens=b, model="logistic_regression", auroc=lung_eval.auroc,
-                                  auprc=lung_eval.auprc, n_test=86, n_cases=43, n_controls=43, share_truncated=0.5 if b else 0.0,
+                                  auprc=lung_eval.auprc, n_test=86, n_cases=43, n_controls=43,
+                                  share_truncated=0.5 if b else 0.0,
                                   median_history_years=2.0 if b else 6.0, mean_history_years=2.5,
                                   median_kept_tokens=float(b or 9000)) for b in (2000, None)]
     gaps = [GapPoint(cohort="lung", gap_years=y, gap_days=int(365 * y), model="logistic_regression", n_cases=40,

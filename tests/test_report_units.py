@@ -345,7 +345,7 @@ def test_tables_put_n_beside_every_auroc_and_say_too_few_instead_of_a_number(tmp
     cells = [c for row in table.rows for c in row[2:] if c != "–"]
     assert cells and all(re.search(r" n=\d+/\d+", c) or c.startswith("too few (n=") for c in cells)
     one_stage = table.columns.index("one_stage · smollm2-135m-instruct-q4_1")
-    assert table.rows[0][one_stage] == "too few (n=2 cases, 2 controls)"  # on main: '1.000 (1.000–1.000) n=2/2 too few'
+    assert table.rows[0][one_stage] == "too few (n=2 cases, 2 controls)"  # main: '1.000 (1.000–1.000) n=2/2 too few'
     paired = tables.paired_table(r.paired)
     assert len(paired.rows) == 10 and all(row[4] in ("2 / 2", "12 / 12") for row in paired.rows)
     small = [row for row in paired.rows if row[4] == "2 / 2"]
@@ -521,7 +521,7 @@ def test_model_choice_compares_two_prediction_files_on_the_patients_both_scored(
     assert choice.difference is not None and choice.difference.value == choice.agent_auroc - choice.comparator_auroc
 
 
-# ------------------------------------------------------------------------------------------------ small numbers (issue 17)
+# ------------------------------------------------------------------------------------------------ small numbers
 def _captured_figure(monkeypatch):
     """The matplotlib figure a `benchmarks.report.figures` function drew (its PNG step records it)."""
     from benchmarks.report import figures

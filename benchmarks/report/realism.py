@@ -87,8 +87,8 @@ def realism_verdict(per_cohort: Mapping[str, float], realistic: tuple[float, flo
                            "Check these cohorts' definitions and data before comparing models on them."))
     if record_length is not None:
         text += (f" The record's length alone (record-length baselines, no clinical content) reaches an AUROC of "
-                 f"{record_length[0]:.2f}–{record_length[1]:.2f} here: structure alone gets that far, and only what a "
-                 "model reaches above it is signal beyond how much care the patient received.")
+                 f"{record_length[0]:.2f}–{record_length[1]:.2f} here: structure alone gets that far, and only "
+                 "what a model reaches above it is signal beyond how much care the patient received.")
     if ci_lower_above_half is not None:
         text += (f" The lower 95% CI bound of the best baseline is above 0.5 in {ci_lower_above_half} of "
                  f"{len(per_cohort)} cohort(s).")

@@ -52,9 +52,10 @@ def ci_or_too_few(interval: Interval | None, n_positive: int, n_negative: int) -
     return too_few_text(n_positive, n_negative) if too_few(n_positive, n_negative) else ci(interval)
 
 
-TOO_FEW_NOTE = (f"'too few (n=… cases, … controls)' stands in place of any AUROC, AUPRC, CI or difference computed on "
-                f"fewer than {MIN_CASES} cases or fewer than {MIN_CASES} controls (results.json keeps the raw value "
-                "under too_few_raw): at that size a number such as 1.000 (1.000–1.000) is an artefact, not a finding.")
+TOO_FEW_NOTE = ("'too few (n=… cases, … controls)' stands in place of any AUROC, AUPRC, CI or difference computed "
+                f"on fewer than {MIN_CASES} cases or fewer than {MIN_CASES} controls (results.json keeps the raw "
+                "value under too_few_raw): at that size a number such as 1.000 (1.000–1.000) is an artefact, not a "
+                "finding.")
 
 
 def _resamples(items: Sequence[object]) -> str:
@@ -266,9 +267,9 @@ def truncation_table(points: Sequence[TruncationPoint], agent_points: Sequence[A
             "new was measured. " + TOO_FEW_NOTE)
     if agent_points:
         longest = max(p.longest_timeline_tokens for p in agent_points)
-        note += (" " + AGENT_NOTE + f" The agents' patients have at most {longest:,} tokens: budgets at or above that are "
-                "identical to the whole record, so the whole-record run's file is reused there instead of running "
-                "the agents again. The first three columns describe the baselines' test patients.")
+        note += (" " + AGENT_NOTE + f" The agents' patients have at most {longest:,} tokens: budgets at or above "
+                 "that are identical to the whole record, so the whole-record run's file is reused there instead of "
+                 "running the agents again. The first three columns describe the baselines' test patients.")
     return Table("table-truncation", "AUROC (95% CI) with inputs left-truncated to a token budget",
                  ["budget (tokens)", "test patients truncated", "median tokens kept", "median history kept, y",
                   *models, *(f"{a} (agents)" for a in agents)], rows, note=note)
@@ -297,8 +298,8 @@ def gap_table(points: Sequence[GapPoint], agent_points: Sequence[AgentSensitivit
 
 def strata_table(cohort: str, results: Sequence[StratumResult]) -> Table:
     rows = [[r.stratifier, r.stratum, r.model, str(r.n_positive), str(r.n_negative),
-             ci_or_too_few(r.auroc, r.n_positive, r.n_negative) if r.auroc else too_few_text(r.n_positive, r.n_negative),
-             ci_or_too_few(r.auprc, r.n_positive, r.n_negative) if r.auprc else too_few_text(r.n_positive, r.n_negative),
+             *(ci_or_too_few(i, r.n_positive, r.n_negative) if i else too_few_text(r.n_positive, r.n_negative)
+               for i in (r.auroc, r.auprc)),
              r.note or ""]
             for r in results]
     return Table(f"table-strata-{cohort}", f"Stratified results — {cohort}",
@@ -366,8 +367,8 @@ def selection_table(points: Sequence[SelectionPoint]) -> Table:
                       f"bootstrap ({_resamples(points)} resamples). Agents: median wall time "
                       "and cost per patient from their prediction files; baselines (focus cohort): fit + scoring "
                       "time divided by the rows they scored, no token cost. Runs with fewer than "
-                      f"{MIN_CASES} cases or controls are listed with 'too few' instead of an AUROC, never on the front "
-                      "and never drawn in the figure.")
+                      f"{MIN_CASES} cases or controls are listed with 'too few' instead of an AUROC, never on the "
+                      "front and never drawn in the figure.")
 
 
 def settings_table(settings: BaseModel) -> Table:
