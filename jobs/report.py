@@ -14,6 +14,9 @@ self-contained file), OUT/results.json (every number) and OUT/figures/*.png. The
 `benchmarks.report`; this module only maps options onto `ReportSettings` and runs ``jobs.predict`` for the agents.
 
 Rerunning the same command reuses the dataset and the agents' finished patients (jobs.predict resumes).
+
+Exit status: 0 when the report is written; 2 for a mistake in the options or inputs (one line, before any work when it
+can be found then); 3 when the report is written but holds no scored result (every cohort skipped: one line why).
 """
 
 from __future__ import annotations
