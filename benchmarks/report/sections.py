@@ -260,7 +260,7 @@ def _time_gap(ctx: Context) -> Section:
     section.paragraphs.append(_agent_sensitivity_sentence(ctx, r.agent_gaps, "gap"))
     if r.gaps or r.agent_gaps:
         section.tables.append(tables.gap_table(r.gaps, r.agent_gaps))
-        caption, drawn = _sensitivity_caption(r.gaps, r.agent_gaps, lambda p: f"{p.gap_years:g} y")
+        caption, drawn = _sensitivity_caption(r.gaps, r.agent_gaps, lambda p: f"{p.gap_years or 0:g} y ({p.cohort})")
         if drawn:
             section.figures.append(ctx.figure("fig-gap", f"AUROC (95% CI, {_resamples(ctx)}) vs gap, one panel per "
                                               "cohort (labels: cases/controls; agents: squares)." + caption,
