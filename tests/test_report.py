@@ -223,6 +223,9 @@ def test_report_opens_in_chromium(report, tmp_path):
     assert view.cut_tables == [] and view.page_width <= view.window_width
     assert view.screenshot_distinct_colors > 50
     assert check_figure_files(report["out"] / "figures") == []
+    assert view.small_numbers == []  # no AUROC/CI from fewer than 10 cases or controls on the page (issue 17)
+    strata = [entries for image, entries in view.legends.items() if image.startswith("fig-strata-")]
+    assert strata and all(strata), view.legends  # every strata figure has a legend
 
 
 def test_report_has_the_analyses_of_the_agents_outputs(report):
