@@ -24,7 +24,7 @@ import warnings
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 from scipy import stats
 from sklearn.metrics import (
     average_precision_score,
@@ -42,8 +42,10 @@ MetricName = Literal["auroc", "auprc"]
 IntervalMethod = Literal["percentile", "BCa", "basic"]
 
 MIN_CASES = 10
-"""Fewer cases (or controls) than this and an AUROC is shown as "too few" (strata), kept out of "best" and off
-the Pareto front: with 2 cases a bootstrap CI such as 1.000 (1.000–1.000) is an artefact, not a finding."""
+"""The one small-sample threshold: with fewer cases (or controls) than this an AUROC, AUPRC, CI or paired difference
+is never shown as a number — tables, text and figures say `too_few_text` instead, results.json moves the raw value
+under ``too_few_raw`` — and it is kept out of "best", off every plot and off the Pareto front: with 2 cases a
+bootstrap CI such as 1.000 (1.000–1.000) is an artefact, not a finding."""
 
 
 def too_few(n_positive: int, n_negative: int, minimum: int = MIN_CASES) -> bool:
@@ -53,6 +55,15 @@ def too_few(n_positive: int, n_negative: int, minimum: int = MIN_CASES) -> bool:
     (True, False, True)
     """
     return min(n_positive, n_negative) < minimum
+
+
+def too_few_text(n_positive: int, n_negative: int) -> str:
+    """What every table, figure caption and sentence shows *instead of* an AUROC/AUPRC/CI on too few patients.
+
+    >>> too_few_text(2, 2)
+    'too few (n=2 cases, 2 controls)'
+    """
+    return f"too few (n={n_positive} cases, {n_negative} controls)"
 
 
 # ------------------------------------------------------------------------------------------------ result models
@@ -79,6 +90,11 @@ class RocCurve(BaseModel):
     false_positive_rate: list[float]
     true_positive_rate: list[float]
     thresholds: list[float] = Field(description="score at or above which a row is called positive (first is +inf)")
+
+    @field_serializer("thresholds", when_used="json")
+    def _infinite_as_text(self, values: list[float]) -> list[float | str]:
+        """+inf as "Infinity" even when an enclosing model's serializer turns the model into JSON values first."""
+        return [v if np.isfinite(v) else ("Infinity" if v > 0 else "-Infinity" if v < 0 else "NaN") for v in values]
 
 
 class PrecisionRecallCurve(BaseModel):

@@ -14,6 +14,9 @@ self-contained file), OUT/results.json (every number) and OUT/figures/*.png. The
 `benchmarks.report`; this module only maps options onto `ReportSettings` and runs ``jobs.predict`` for the agents.
 
 Rerunning the same command reuses the dataset and the agents' finished patients (jobs.predict resumes).
+
+Exit status: 0 when the report is written; 2 for a mistake in the options or inputs (one line, before any work when it
+can be found then); 3 when the report is written but holds no scored result (every cohort skipped: one line why).
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ from jobs.errors import job_user_errors
 from jobs.report_options import build_parser
 
 log = logging.getLogger("jobs.report")
+
+NOTHING_TO_SHOW = 3
+"""Exit status of a report that ran but holds no result (every cohort skipped): it is written, and says why."""
 
 LLM_PASSTHROUGH = ("backend", "base_url", "model", "api_key_env", "context_tokens", "chunk_tokens", "llm_timeout",
                    "max_concurrency", "actors", "preprocess_actors")
@@ -200,6 +206,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m jobs.report") -> 
     except (ReportError, BaselineError, *job_user_errors()) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if outcome.nothing_to_show:
+        print(f"error: {outcome.nothing_to_show}; the report {outcome.html} says the same", file=sys.stderr)
+        return NOTHING_TO_SHOW
     print(f"report: {outcome.html}")
     return 0
 

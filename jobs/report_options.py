@@ -72,8 +72,8 @@ def build_parser(prog: str = "python -m jobs.report") -> argparse.ArgumentParser
     cohorts.add_argument("--baselines", type=_csv, help="baselines (default logistic_regression,knn,xgboost)")
     cohorts.add_argument("--train-cases-cap", type=int, help="training cases per cohort at most (default 2000)")
     cohorts.add_argument("--test-cases", type=int, help="test cases per cohort (default: the definition's, 500)")
-    cohorts.add_argument("--token-sample", type=int, help="timelines rendered per cohort and role for the token "
-                         "column (default 100)")
+    cohorts.add_argument("--token-sample", type=int, help="render only a seeded sample of N timelines per cohort "
+                         "and role for Table 1's token column (default: every test patient)")
     cohorts.add_argument("--resamples", type=int, help="bootstrap resamples per CI (default 1000)")
     cohorts.add_argument("--seed", type=int, help="seed of models, bootstraps and samples (default 0)")
     sens = parser.add_argument_group("sensitivity analyses")

@@ -61,7 +61,7 @@ from jobs.row_parts import (
     remove_stale_temporaries,
 )
 from jobs.summary import AnsweringLLM, RunSummary
-from jobs.tasks import TaskKey, TaskPlan, plan_tasks
+from jobs.tasks import MatchGroups, TaskKey, TaskPlan, plan_tasks, read_match_groups
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +119,13 @@ class CohortJob(ABC):
     def order(self, todo: list[TaskKey]) -> tuple[list[TaskKey], float]:
         """The planned tasks in the order they should start, and the seconds deciding it took."""
         return todo, 0.0
+
+    def match_groups(self) -> MatchGroups | None:
+        """The case–control groups ``--limit``/``--sample`` must keep whole (None: the tasks are independent)."""
+        labels = getattr(self.args, "labels", None)
+        if labels is None or (self.args.limit is None and self.args.sample is None):
+            return None
+        return read_match_groups(labels)
 
     @abstractmethod
     def announce(self, console: Console, plan: TaskPlan, runtime: RayRuntime, retry: RetryCounts, order_s: float) -> None:
@@ -194,8 +201,13 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
         with LazyRay(job.ray_options()) as ray:
             keys = job.task_keys(ray)
             states = latest_states(out, job.keys)
+            groups = job.match_groups()
             plan = plan_tasks(keys, states, limit=args.limit, sample=args.sample, seed=args.seed,
-                              rerun=lambda state: reruns(state, job.policy))
+                              rerun=lambda state: reruns(state, job.policy), groups=groups)
+            if groups is not None:
+                chosen = f"--limit {args.limit}" if args.limit is not None else f"--sample {args.sample}"
+                job.say(console, f"{chosen}: {len(plan.selected)} task(s), {groups.describe(plan.selected)} "
+                                 "(the label file's case–control matching is kept)")
             retry = RetryCounts.of(plan.selected, states, job.policy)
             tracker = ProgressTracker(job.name, to_run=len(plan.todo), skipped_before=plan.skipped)
             if plan.todo:

@@ -13,6 +13,15 @@ the same patients on every restart. A task's key is `vista.meds.task_key.TaskKey
 ...                   rerun=lambda state: state == "transient")  # the retry policy decides per recorded state
 >>> [k.subject_id for k in plan.todo], plan.retried
 ([1, 3, 5], 1)
+
+A case–control label file (``matched_to``: a control's case) keeps its matching under ``--limit``/``--sample``:
+whole matched groups are taken (`MatchGroups`), never a case without its controls.
+
+>>> groups = MatchGroups({TaskKey(s): g for s, g in ((1, 1), (2, 1), (3, 3), (4, 3), (5, 5), (6, 5))},
+...                      {TaskKey(s): s % 2 == 1 for s in range(1, 7)})
+>>> plan = plan_tasks([TaskKey(s) for s in range(1, 7)], {}, limit=5, groups=groups)
+>>> [k.subject_id for k in plan.selected], groups.describe(plan.selected)
+([1, 2, 3, 4], '2 whole matched group(s): 2 cases, 2 controls')
 """
 
 from __future__ import annotations
@@ -55,6 +64,41 @@ class TaskPlan:
     outside_selection: int = field(default=0, metadata={"doc": "outputs present for tasks this run did not select"})
 
 
+@dataclass(frozen=True)
+class MatchGroups:
+    """The matched groups of a case–control label file: each task's group (its case's subject id) and role."""
+
+    group_of: Mapping[TaskKey, int]
+    is_case: Mapping[TaskKey, bool | None]
+
+    def describe(self, selected: Iterable[TaskKey]) -> str:
+        """'N whole matched group(s): C cases, K controls' of ``selected`` (for the plan line)."""
+        selected = list(selected)
+        groups = {self.group_of.get(k, -1 - i) for i, k in enumerate(selected)}
+        cases = sum(1 for k in selected if self.is_case.get(k) is True)
+        controls = sum(1 for k in selected if self.is_case.get(k) is False)
+        return f"{len(groups)} whole matched group(s): {cases} cases, {controls} controls"
+
+
+def _whole_groups(ordered: list[TaskKey], groups: MatchGroups, at_most: int, order: list[int] | None = None
+                  ) -> list[TaskKey]:
+    """Whole groups (in key order of their first task, or in ``order``) while they fit ``at_most`` tasks; the first
+    group whole even when it alone is larger."""
+    members: dict[int, list[TaskKey]] = {}
+    for i, key in enumerate(ordered):
+        members.setdefault(groups.group_of.get(key, -1 - i), []).append(key)
+    listed = list(members.values())
+    chosen: list[TaskKey] = []
+    for index in order if order is not None else range(len(listed)):
+        group = listed[index]
+        if chosen and len(chosen) + len(group) > at_most:
+            continue
+        chosen += group
+        if len(chosen) >= at_most:
+            break
+    return sorted(chosen, key=TaskKey.sort_key)
+
+
 def plan_tasks(
     keys: Iterable[TaskKey],
     done: Mapping[TaskKey, str],
@@ -65,11 +109,14 @@ def plan_tasks(
     retry_failed: bool = False,
     failed_statuses: frozenset[str] = frozenset({"failed", "error"}),
     rerun: Callable[[object], bool] | None = None,
+    groups: MatchGroups | None = None,
 ) -> TaskPlan:
     """Select tasks (first ``limit`` in key order, or a seeded random ``sample``), then drop those already done.
 
     ``done`` maps each task with an output to its recorded state; a task runs again when ``rerun(state)`` is true
     (the job's retry policy) or, without ``rerun``, with ``retry_failed`` when its state is in ``failed_statuses``.
+    With ``groups`` (a case–control label file) the selection takes whole matched groups: at most ``limit`` (or
+    ``sample``) tasks, the first group whole even when it alone is larger.
     """
     if rerun is None:
         rerun = (lambda state: state in failed_statuses) if retry_failed else (lambda state: False)
@@ -79,11 +126,15 @@ def plan_tasks(
     if limit is not None:
         if limit < 1:
             raise ValueError(f"limit must be positive, not {limit}")
-        ordered = ordered[:limit]
+        ordered = _whole_groups(ordered, groups, limit) if groups is not None else ordered[:limit]
     elif sample is not None:
         if sample < 1:
             raise ValueError(f"sample must be positive, not {sample}")
-        if sample < len(ordered):
+        if groups is not None and sample < len(ordered):
+            count = len({groups.group_of.get(k, -1 - i) for i, k in enumerate(ordered)})
+            ordered = _whole_groups(ordered, groups, sample,
+                                    order=np.random.default_rng(seed).permutation(count).tolist())
+        elif sample < len(ordered):
             picked = np.random.default_rng(seed).choice(len(ordered), size=sample, replace=False)
             ordered = [ordered[i] for i in sorted(picked.tolist())]
     todo: list[TaskKey] = []
@@ -170,6 +221,24 @@ def read_label_tasks(path: Path | str) -> pa.Table:
             f"pair(s) appear more than once (first: {first[PREDICTION_TIME]}); a label file must list each task once"
         )
     return table
+
+
+def read_match_groups(path: Path | str) -> MatchGroups | None:
+    """The matched groups of a case–control label file (`trajonco cohort`'s ``matched_to``: a control's case;
+    null for cases), or None when the file has no ``matched_to`` column (any MEDS label file)."""
+    from vista.meds.labels import LabelFileError, read_label_table
+
+    try:
+        table = read_label_table(path)
+    except LabelFileError as exc:
+        raise JobInputError(str(exc)) from None
+    if "matched_to" not in table.column_names:
+        return None
+    keys = task_keys(table)
+    matched = table.column("matched_to").to_pylist()
+    labels = table.column(BOOLEAN_VALUE).to_pylist()
+    group_of = {k: int(m) if m is not None else k.subject_id for k, m in zip(keys, matched)}
+    return MatchGroups(group_of, dict(zip(keys, labels)))
 
 
 def task_keys(table: pa.Table) -> list[TaskKey]:

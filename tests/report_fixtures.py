@@ -69,7 +69,8 @@ def build_report_data(out: Path, *, llm: str = "smollm2-135m-instruct-q4_1", see
     """A report on two cohorts (lung, any_cancer): 3 baselines + 2 record-length scores each, two agent runs on lung
     (2+2 and 12+12 patients), strata, truncation and gap points, a latency profile and model selection."""
     rng = np.random.default_rng(seed)
-    settings = ReportSettings.quick_defaults(out=out, command="python -m jobs.report --quick --out " + str(out))
+    settings = ReportSettings.quick_defaults(out=out, n_resamples=RESAMPLES,
+                                             command="python -m jobs.report --quick --out " + str(out))
     cohorts, results, scores, strata = [], [], {}, []
     for cohort, n in (("lung", 43), ("any_cancer", 60)):
         ids = np.arange(1, 2 * n + 1) + (0 if cohort == "lung" else 1000)
@@ -110,7 +111,8 @@ def build_report_data(out: Path, *, llm: str = "smollm2-135m-instruct-q4_1", see
             for c in ("lung", "any_cancer")}
     lung_eval = next(r for r in results if r.model == "logistic_regression").evaluation
     truncation = [TruncationPoint(budget_tokens=b, model="logistic_regression", auroc=lung_eval.auroc,
-                                  auprc=lung_eval.auprc, n_test=86, share_truncated=0.5 if b else 0.0,
+                                  auprc=lung_eval.auprc, n_test=86, n_cases=43, n_controls=43,
+                                  share_truncated=0.5 if b else 0.0,
                                   median_history_years=2.0 if b else 6.0, mean_history_years=2.5,
                                   median_kept_tokens=float(b or 9000)) for b in (2000, None)]
     gaps = [GapPoint(cohort="lung", gap_years=y, gap_days=int(365 * y), model="logistic_regression", n_cases=40,
@@ -118,7 +120,7 @@ def build_report_data(out: Path, *, llm: str = "smollm2-135m-instruct-q4_1", see
     agent_truncation, agent_gaps = agent_sensitivity_points(out, sources[0].source.path, rng)
     characteristics = [CohortCharacteristics(cohort=c, cases=_group(43, [4000, 6000, 9000], [5, 7, 9]),
                                              controls=_group(43, [1500, 2500, 3500], [3, 4, 6]),
-                                             token_sample_per_role=15) for c in ("lung", "any_cancer")]
+                                             token_sample_per_role=None) for c in ("lung", "any_cancer")]
     report = ReportResults(
         settings=settings, dataset=DatasetSource(root=str(out / "dataset"), synthetic=True, generated_now=False,
                                                  seconds=0.0, subjects=4000),

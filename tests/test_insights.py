@@ -315,3 +315,19 @@ def test_umap_map_is_seeded(tmp_path):
     first, second = (compute_insights(run, settings).result.embedding for _ in range(2))
     assert first.map_method == "umap" and first.notice is None and len(first.points) == 24
     assert first.points == second.points
+
+
+def test_a_run_whose_events_share_one_word_says_too_little_signal_instead_of_a_traceback(tmp_path, capsys):
+    """MIMIC-style runs: every patient's events reduce to one TF-IDF term; UMAP's PCA init then raised ValueError
+    (n_components=2 > 1 feature) out of `trajonco insights` and the report's insights section."""
+    rows = [row(1000 + i, i < 6, [LEVELS[0]], ["cough"], 5) for i in range(12)]
+    folder = write_run(tmp_path, rows)
+    for method in ("umap", "pca"):
+        r = compute_insights(read_run(folder), InsightsSettings(map_method=method)).result
+        assert r.embedding.map_status == "too_few" and "too little signal" in r.embedding.map_reason
+        assert r.embedding.points == []
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(["insights", str(folder), "--out", str(tmp_path / "out")])
+    assert args.handler(args) == 0
+    assert "too little signal" in capsys.readouterr().out

@@ -447,3 +447,39 @@ def test_the_horizon_follows_the_cohort_the_labels_come_from(tmp_path, caplog):
     assert "differs from the gap of the cohort" in caplog.text
     other = build_parser().parse_args(["--labels", str(tmp_path / "aces.parquet"), "--dataset", "d", "--out", "o"])
     assert horizon_days(other) == 365
+
+
+def test_limit_and_sample_keep_case_control_pairs_whole(tmp_path):
+    """On main `--limit N` took the first N label rows in key order: a case without its matched control (or the
+    reverse) whenever the pair's subject ids are not adjacent (the issue: --limit 20 gave 12 cases, 8 controls)."""
+    import polars as pl
+
+    from jobs.tasks import read_match_groups
+    from spellings import write_mimic_style
+    from trajonco.cohorts import build_cohort, load_definition
+
+    root = write_mimic_style(tmp_path / "mimic")
+    built = build_cohort(root, load_definition("any_cancer"), tmp_path / "cohort")
+    path = built.label_paths["train"]
+    labels = pl.read_parquet(path)
+    keys = task_keys(read_label_tasks(path))
+    case_of = {int(s): int(m) for s, m in zip(labels["subject_id"], labels["matched_to"]) if m is not None}
+
+    def broken(selected):
+        ids = {k.subject_id for k in selected}
+        return [s for s, case in case_of.items() if (s in ids) != (case in ids)]
+
+    assert any(broken(plan_tasks(keys, {}, limit=n).selected) for n in range(2, len(keys), 2))  # main's selection
+    groups = read_match_groups(path)
+    assert groups is not None
+    for n in range(2, len(keys), 2):
+        for options in ({"limit": n}, {"sample": n, "seed": 4}):
+            plan = plan_tasks(keys, {}, groups=groups, **options)
+            assert broken(plan.selected) == [] and len(plan.selected) <= n, (options, plan.selected)
+            chosen = labels.filter(pl.col("subject_id").is_in([k.subject_id for k in plan.selected]))
+            cases = int(chosen["boolean_value"].sum())
+            assert groups.describe(plan.selected).endswith(f"{cases} cases, {chosen.height - cases} controls")
+    plain = tmp_path / "plain.parquet"  # any MEDS tool's label file: no matching, --limit takes the first N rows
+    pl.DataFrame({"subject_id": [1, 2], "prediction_time": [datetime(2020, 1, 1)] * 2,
+                  "boolean_value": [True, False]}).write_parquet(plain)
+    assert read_match_groups(plain) is None

@@ -225,6 +225,9 @@ def test_report_opens_in_chromium(report, tmp_path):
     assert view.cut_tables == [] and view.page_width <= view.window_width
     assert view.screenshot_distinct_colors > 50
     assert check_figure_files(report["out"] / "figures") == []
+    assert view.small_numbers == []  # no AUROC/CI from fewer than 10 cases or controls on the page (issue 17)
+    strata = [entries for image, entries in view.legends.items() if image.startswith("fig-strata-")]
+    assert strata and all(strata), view.legends  # every strata figure has a legend
 
 
 def test_report_has_the_analyses_of_the_agents_outputs(report):
@@ -269,4 +272,5 @@ def test_agents_run_over_truncation_budgets_and_gaps_beside_the_baselines(report
     rows = {row[0]: row for row in _cells(page, "table-truncation")[1:]}
     column = header.index(f"{html.escape(one_stage.model)} (agents)")
     assert rows["1,000"][column].startswith(truncation[1000].text())
-    assert "n=1/1 too few" in _section(page, "truncation") and "n=1/1" in _section(page, "time-gap")
+    small = "too few (n=1 cases, 1 controls)"  # never a number on 1 + 1 patients
+    assert small in _section(page, "truncation") and small in _section(page, "time-gap")

@@ -50,3 +50,25 @@ def test_embedded_model_caveat_is_on_top_only_for_the_embedded_model(tmp_path):
     assert any("too few" in n for n in notices_on_top)
     real = build_report_data(tmp_path / "b", llm="gpt-4.1")
     assert not any("embedded" in n for n in notices(real))
+
+
+def test_rendered_report_shows_no_number_from_too_few_patients_and_legends_on_the_strata_figures(tmp_path):
+    """The done-when line: in Chromium the page shows no AUROC/CI from fewer than 10 cases or controls (main showed
+    the 2+2 agent run's 1.000 (1.000–1.000) n=2/2 and +0.500 differences), and every strata figure has a legend."""
+    data = build_report_data(tmp_path / "report")
+    html, _ = write_report(data, build_sections(data))
+    view = open_report(html, tmp_path / "browser")
+    assert view.small_numbers == []
+    strata = {k: v for k, v in view.legends.items() if k.startswith("fig-strata-")}
+    assert strata and all(len(entries) >= 2 for entries in strata.values()), strata
+    assert all(view.legends[k] for k in ("fig-auroc", "fig-roc-pr", "fig-selection", "fig-gap", "fig-truncation"))
+
+
+def test_the_small_number_check_can_fail(tmp_path):
+    """The check itself catches a CI shown on 2 + 2 patients, in a table row and in running text."""
+    page = ('<!doctype html><html><body><section id="s"><h2>S</h2><p>lung: agent 1.000 (1.000–1.000) n=2/2</p>'
+            '<table id="t"><thead><tr><th>cases / controls</th><th>agent AUROC</th></tr></thead><tbody>'
+            '<tr><td>2 / 2</td><td>1.000</td></tr></tbody></table></section></body></html>')
+    html = tmp_path / "page.html"
+    html.write_text(page, encoding="utf-8")
+    assert len(open_report(html, tmp_path / "browser").small_numbers) == 2

@@ -333,7 +333,7 @@ def test_runs_with_too_few_patients_are_never_on_the_pareto_front():
     assert points["lr"].on_pareto_front  # faster, better and cheaper runs would dominate it, but tiny may not
 
 
-def test_tables_put_n_beside_every_auroc_and_flag_too_few(tmp_path):
+def test_tables_put_n_beside_every_auroc_and_say_too_few_instead_of_a_number(tmp_path):
     import re
 
     from benchmarks.report import tables
@@ -343,11 +343,16 @@ def test_tables_put_n_beside_every_auroc_and_flag_too_few(tmp_path):
     r = data.results
     table = tables.metric_table(r.results, ["lung", "any_cancer"], "auroc", "t")
     cells = [c for row in table.rows for c in row[2:] if c != "–"]
-    assert cells and all(re.search(r" n=\d+/\d+", c) for c in cells)
+    assert cells and all(re.search(r" n=\d+/\d+", c) or c.startswith("too few (n=") for c in cells)
     one_stage = table.columns.index("one_stage · smollm2-135m-instruct-q4_1")
-    assert table.rows[0][one_stage].endswith("n=2/2 too few")
+    assert table.rows[0][one_stage] == "too few (n=2 cases, 2 controls)"  # main: '1.000 (1.000–1.000) n=2/2 too few'
     paired = tables.paired_table(r.paired)
     assert len(paired.rows) == 10 and all(row[4] in ("2 / 2", "12 / 12") for row in paired.rows)
+    small = [row for row in paired.rows if row[4] == "2 / 2"]
+    assert small and all(row[5] == row[8] == "too few (n=2 cases, 2 controls)" for row in small)  # main: +0.500 (…)
+    models = tables.model_table(r.results)
+    tiny = next(row for row in models.rows if row[1] == "one_stage · smollm2-135m-instruct-q4_1")
+    assert tiny[7] == tiny[8] == "too few (n=2 cases, 2 controls)"
     assert tables.settings_table(r.settings).collapsed
 
 
@@ -467,11 +472,11 @@ def test_agent_points_appear_beside_the_baselines_with_their_n(tmp_path):
     truncation = tables.truncation_table(r.truncation, r.agent_truncation)
     agent_column = truncation.columns.index("one_stage · smollm2-135m-instruct-q4_1 (agents)")
     cells = {row[0]: row[agent_column] for row in truncation.rows}
-    assert cells["2,000"].endswith("n=2/2 too few") and "run reused" in cells["32,000"]
-    assert cells["whole record"].startswith("1.000")
+    assert cells["2,000"] == "too few (n=2 cases, 2 controls)" and "run reused" in cells["32,000"]
+    assert cells["whole record"] == "too few (n=2 cases, 2 controls)"
     gap = tables.gap_table(r.gaps, r.agent_gaps)
     agent_row = next(row for row in gap.rows if row[1].endswith("(agents)"))
-    assert agent_row[2] == "1.000 n=1/1 too few"  # 1 case + 1 control: a point, no CI
+    assert agent_row[2] == "too few (n=1 cases, 1 controls)"  # 1 case + 1 control: never a number
     assert "n=40/40" in gap.rows[0][2]
 
 
@@ -514,3 +519,203 @@ def test_model_choice_compares_two_prediction_files_on_the_patients_both_scored(
     assert (choice.agent, choice.comparator, choice.comparator_kind) == ("gpt", "small", "prediction_file")
     assert choice.n_cases + choice.n_controls == 40  # subjects 20-59: the patients both files scored
     assert choice.difference is not None and choice.difference.value == choice.agent_auroc - choice.comparator_auroc
+
+
+# ------------------------------------------------------------------------------------------------ small numbers
+def _captured_figure(monkeypatch):
+    """The matplotlib figure a `benchmarks.report.figures` function drew (its PNG step records it)."""
+    from benchmarks.report import figures
+
+    drawn = []
+    real = figures._png
+
+    def keep(fig):
+        drawn.append(fig)
+        return real(fig)
+
+    monkeypatch.setattr(figures, "_png", keep)
+    return drawn
+
+
+def test_results_json_gives_no_number_on_too_few_and_keeps_the_raw_value_named(tmp_path):
+    """On main results.json said auroc.value 1.0 for the 2+2 agent run like any other; now the number is null there,
+    the raw value sits under too_few_raw with the counts, and reading the file back restores it."""
+    import json
+
+    from benchmarks.report.reproduce import ReportResults
+    from report_fixtures import build_report_data
+
+    data = build_report_data(tmp_path)
+    saved = json.loads(data.results.model_dump_json())
+    tiny = next(r for r in saved["results"] if r["model"].startswith("one_stage"))
+    assert tiny["too_few"] is True and tiny["evaluation"]["auroc"] is None and tiny["evaluation"]["auprc"] is None
+    raw = tiny["too_few_raw"]
+    assert (raw["n_cases"], raw["n_controls"], raw["minimum"]) == (2, 2, 10)
+    assert set(raw["values"]) == {"evaluation.auroc", "evaluation.auprc"}
+    assert all(r["too_few"] is False and r["evaluation"]["auroc"]["value"] > 0 for r in saved["results"]
+               if not r["model"].startswith("one_stage"))
+    small_pairs = [c for c in saved["paired"] if c["n_cases"] == 2]
+    assert small_pairs and all(c["agent_auroc"] is None and c["difference"] is None and c["too_few"]
+                               for c in small_pairs)
+    selection = {p["name"]: p for p in saved["selection"]}
+    assert selection[tiny["model"]]["auroc"] is None and selection[tiny["model"]]["too_few"]
+    assert all(p["auroc_ci"]["lower"] <= p["auroc"] <= p["auroc_ci"]["upper"] for p in saved["selection"]
+               if not p["too_few"])  # model selection with CIs
+    assert ReportResults.model_validate(saved) == data.results
+
+
+def test_too_few_runs_are_left_out_of_every_figure_and_named_in_the_caption(tmp_path, monkeypatch):
+    """On main the 2+2 agent run sat (hollow) among the others in the AUROC, paired, ROC and selection figures."""
+    from benchmarks.report.sections import build_sections
+    from report_fixtures import build_report_data
+
+    drawn = _captured_figure(monkeypatch)
+    data = build_report_data(tmp_path)
+    sections = {s.id: s for s in build_sections(data)}
+    tiny = "one_stage · smollm2-135m-instruct-q4_1"
+    by_id = {f.id: f for s in sections.values() for f in s.figures}
+    for figure_id in ("fig-auroc", "fig-roc-pr", "fig-selection", "fig-paired"):
+        assert "Not drawn (fewer than 10 cases or controls)" in by_id[figure_id].caption, figure_id
+        assert "too few (n=2 cases, 2 controls)" in by_id[figure_id].caption
+    texts = []
+    for fig in drawn:
+        labels = " ".join(ax.get_xlabel() + ax.get_ylabel() for ax in fig.axes)
+        if not any(word in labels for word in ("AUROC", "positive rate", "precision")):
+            continue  # the latency figure shows every run's runtime, not its AUROC
+        for legend in [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]:
+            texts += [t.get_text() for t in legend.get_texts()]
+    assert texts and not any(t.startswith(tiny) for t in texts)
+    assert any(t.startswith("two_stage") for t in texts)  # the 12+12 run is drawn
+
+
+def test_auroc_axes_stay_within_zero_and_one(tmp_path, monkeypatch):
+    """On main the AUROC forest plot's x axis ran to 1.1 (and the strata plot's past 1)."""
+    from benchmarks.report.sections import build_sections
+    from report_fixtures import build_report_data
+
+    drawn = _captured_figure(monkeypatch)
+    build_sections(build_report_data(tmp_path))
+    auroc_axes = [ax for fig in drawn for ax in fig.axes if "AUROC" in ax.get_xlabel() + ax.get_ylabel()]
+    assert len(auroc_axes) >= 5
+    for ax in auroc_axes:
+        limits = ax.get_xlim() if "AUROC" in ax.get_xlabel() and "difference" not in ax.get_xlabel() else ax.get_ylim()
+        if "difference" in ax.get_xlabel():
+            continue
+        assert 0.0 <= limits[0] < limits[1] <= 1.0, (ax.get_xlabel(), ax.get_ylabel(), limits)
+
+
+def test_strata_figures_have_a_legend_of_every_model(tmp_path, monkeypatch):
+    """On main a model whose first stratum was too small got no legend entry (the figures had none at all)."""
+    from benchmarks.report import figures
+    from benchmarks.report.sections import report_palette
+    from report_fixtures import build_report_data
+
+    data = build_report_data(tmp_path)
+    drawn = _captured_figure(monkeypatch)
+    item = data.results.strata[0]
+    first = item.results[0].stratum
+    shrunk = [r.model_copy(update={"auroc": None, "auprc": None}) if r.stratum == first else r for r in item.results]
+    figures.strata_plot(shrunk, item.cohort, report_palette(data))
+    labels = [t.get_text() for legend in drawn[0].legends for t in legend.get_texts()]
+    assert labels == list(dict.fromkeys(r.model for r in item.results))
+
+
+def test_captions_give_the_bootstrap_count(tmp_path):
+    from benchmarks.report.sections import build_sections
+    from report_fixtures import RESAMPLES, build_report_data
+
+    sections = build_sections(build_report_data(tmp_path))
+    captions = {f.id: f.caption for s in sections for f in s.figures}
+    for figure_id in ("fig-auroc", "fig-paired", "fig-truncation", "fig-gap", "fig-selection", "fig-strata-lung"):
+        assert f"{RESAMPLES} bootstrap resamples" in captions[figure_id], figure_id
+    notes = {t.id: t.note or "" for s in sections for t in s.tables}
+    assert f"{RESAMPLES} resamples" in notes["table-auroc"] and f"{RESAMPLES} resamples" in notes["table-selection"]
+
+
+def test_a_line_through_points_that_reuse_one_run_is_not_drawn(tmp_path, monkeypatch):
+    """On main the trajectory-length figure joined agent points that all reused one run by a dashed line."""
+    from benchmarks.report import figures
+    from benchmarks.report.results import AgentSensitivityPoint
+    from benchmarks.report.sections import report_palette
+    from report_fixtures import build_report_data
+
+    data = build_report_data(tmp_path)
+    interval = data.results.results[0].evaluation.auroc
+    common = dict(analysis="truncation", cohort="lung", model="agent", gap_days=365, n_cases=20, n_controls=20,
+                  auroc=0.7, auroc_ci=interval, longest_timeline_tokens=900)
+    reused = [AgentSensitivityPoint(budget_tokens=b, reused_full_run=b is not None, source="full.parquet", **common)
+              for b in (None, 2000, 8000)]
+    drawn = _captured_figure(monkeypatch)
+    figures.truncation_plot(data.results.truncation, "lung", report_palette(data), reused)
+    dashed = [line for line in drawn[0].axes[0].get_lines() if line.get_linestyle() == "--"]
+    assert dashed == []
+    own = [*reused[:1], AgentSensitivityPoint(budget_tokens=2000, source="own.parquet", **common)]
+    figures.truncation_plot(data.results.truncation, "lung", report_palette(data), own)
+    assert [line for line in drawn[1].axes[0].get_lines() if line.get_linestyle() == "--"]
+
+
+def test_realism_no_longer_says_leakage_would_give_one_and_quotes_the_record_length_baselines():
+    from benchmarks.report.realism import realism_verdict
+
+    v = realism_verdict({"lung": 0.8, "any_cancer": 0.75}, (0.6, 0.9), synthetic=True, record_length=(0.61, 0.65))
+    assert "perfect separation" not in v.paragraph and "leakage would give" not in v.paragraph
+    assert "0.61–0.65" in v.paragraph and "structure alone" in v.paragraph
+    small = realism_verdict({}, (0.6, 0.9), synthetic=False, too_few={"lung": (2, 2)})
+    assert "too few (n=2 cases, 2 controls)" in small.paragraph
+
+
+def test_a_report_whose_cohorts_are_all_skipped_exits_non_zero_in_one_line(tmp_path, capsys):
+    """On main `trajonco report` printed 'report: …' and exited 0 when every cohort was skipped."""
+    from jobs import report
+    from spellings import write_mimic_style
+
+    root = write_mimic_style(tmp_path / "mimic")  # lung, breast, colorectal only: no liver case
+    code = report.main(["--quick", "--dataset", str(root), "--cohorts", "liver", "--out", str(tmp_path / "out"),
+                        "--agent-patients", "0", "--budgets", "", "--gap-years", "", "--workers", "1",
+                        "--judge-patients", "0"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == report.NOTHING_TO_SHOW != 0
+    assert len(err) == 1 and err[0].startswith("error: nothing to show") and "liver" in err[0]
+    assert (tmp_path / "out" / "report.html").is_file()
+
+
+def test_the_report_over_a_mimic_style_dataset_finishes_and_says_what_is_too_small(tmp_path):
+    """On main the report (and `trajonco insights`) died with a traceback in the patient-map step on a MIMIC-style
+    dataset whose agents' events all reduce to one word; and Table 1 counted the tokens of a sample only."""
+    import pyarrow.parquet as pq
+
+    from benchmarks.report import PredictionSource, ReportSettings, reproduce
+    from benchmarks.report.agent_analyses import insights_builder
+    from jobs.tasks import TaskKey
+    from spellings import write_mimic_style
+    from test_insights import CONTEXT, patient_result
+    from trajonco.agents.schemas import RiskLevel
+    from trajonco.prediction_rows import row_from_result, rows_to_table
+    from vista.llm.task_usage import TaskUsage
+
+    root = write_mimic_style(tmp_path / "mimic")
+    common = dict(dataset=root, cohorts=("lung", "any_cancer"), truncation_budgets=(), gap_years=(), agent_patients=0,
+                  workers=1, n_resamples=50)
+    first = reproduce(ReportSettings.quick_defaults(out=tmp_path / "report", **common), progress=lambda _: None)
+    labels = pl.read_parquet(tmp_path / "report" / "cohorts" / "any_cancer" / "labels" / "test.parquet")
+    rows = []
+    for sid, when, case in labels.select("subject_id", "prediction_time", "boolean_value").iter_rows():
+        result = patient_result(sid, [RiskLevel.LOW], ["cough"], 7 if case else 3).model_copy(
+            update={"prediction_time": when})
+        rows.append(row_from_result(TaskKey(sid, when), case, result, TaskUsage(), CONTEXT, wall_s=1.0))
+    predictions = tmp_path / "agents" / "predictions.parquet"
+    predictions.parent.mkdir()
+    pq.write_table(rows_to_table(rows), predictions)
+    outcome = reproduce(ReportSettings.quick_defaults(out=tmp_path / "report", predictions=(
+        PredictionSource(path=predictions, cohort="any_cancer"),), **common),
+        extra_sections=[insights_builder()], progress=lambda _: None)
+    r = outcome.data.results
+    assert outcome.html.is_file() and outcome.nothing_to_show is None and first.nothing_to_show is None
+    assert r.insights and "too little signal" in (r.insights[0].embedding.map_reason or "")
+    assert r.results and all(x.too_few for x in r.results)  # 2 and 6 test cases: no number anywhere
+    page = outcome.html.read_text(encoding="utf-8")
+    assert "too few (n=2 cases, 2 controls)" in page and "too few (n=6 cases, 6 controls)" in page
+    assert "best AUROC" not in page
+    for c in r.characteristics:  # Table 1 on the whole test cohort, not a sample
+        info = next(i for i in r.cohorts if i.cohort == c.cohort)
+        assert (c.cases.xml_tokens.n, c.controls.xml_tokens.n) == (info.test_cases, info.test_controls)

@@ -72,8 +72,9 @@ def group_characteristics(rows: pl.DataFrame, tokens: np.ndarray) -> GroupCharac
 
 
 def cohort_characteristics(cohort: str, events: pl.LazyFrame, labels: pl.DataFrame, tokens: pl.DataFrame | None,
-                           token_sample_per_role: int) -> CohortCharacteristics:
-    """Table 1 of one test cohort; ``tokens`` (subject_id, prediction_time, xml_tokens) covers a sample of it."""
+                           token_sample_per_role: int | None) -> CohortCharacteristics:
+    """Table 1 of one test cohort; ``tokens`` (subject_id, prediction_time, xml_tokens) covers all of it
+    (``token_sample_per_role`` None) or a sample of at most that many per role."""
     rows = labels.join(demographics(events, labels), on=[SID, PT], how="left", maintain_order="left")
     if tokens is not None:
         rows = rows.join(tokens.select(SID, PT, "xml_tokens"), on=[SID, PT], how="left", maintain_order="left")

@@ -56,7 +56,8 @@ class CohortTask:
     gap_days: int | None = None  # None: the definition's own gap
     train_cases_cap: int | None = None
     test_cases: int | None = None  # None: the definition's own
-    token_sample: int = 0  # > 0: describe the test cohort (Table 1) with this many timelines per role
+    describe: bool = False  # Table 1 of the test cohort (demographics, EHR span, XML tokens)
+    token_sample: int | None = None  # Table 1's XML tokens: None every test patient, N a seeded sample per role
     stratify: bool = False
     keep_scores: bool = False
     record_length: bool = False  # also score the record-length baselines (token count of the sample, visit count)
@@ -125,8 +126,8 @@ def run_cohort_task(task: CohortTask, events: pl.DataFrame, dataset_root: Path) 
     lazy = events.lazy()
     started = time.perf_counter()
     tokens = None
-    if task.token_sample > 0:
-        sample = sample_per_role(test, task.token_sample, task.seed)
+    if task.describe:
+        sample = test if task.token_sample is None else sample_per_role(test, task.token_sample, task.seed)
         tokens = token_counts(dataset_root, sample, source=str(built.label_paths["test"]))
         outcome.characteristics = cohort_characteristics(definition.name, lazy, test, tokens, task.token_sample)
     describe_seconds = time.perf_counter() - started
@@ -195,13 +196,16 @@ def run_truncation_task(task: TruncationTask, events: pl.DataFrame, dataset_root
     test_windows = windows.filter(pl.col(SID).is_in(task.test_labels[SID].implode()))
     points: list[TruncationPoint] = []
     done: dict[tuple, list[ModelResult]] = {}  # identical windows give identical results: fit once
+    first_budget: dict[tuple, int] = {}  # signature -> the budget first fitted on it (0: the whole record)
     for budget in (None, *task.budgets):
         if budget is None:
             per_subject = everyone.select(SID).with_columns(pl.lit(None, pl.Datetime("us")).alias(WINDOW_START))
         else:
             per_subject = windows.filter(pl.col("budget_tokens") == budget).select(SID, WINDOW_START)
         signature = tuple(per_subject.sort(SID)[WINDOW_START].to_list())
+        same_as = first_budget.get(signature)
         if signature not in done:
+            first_budget[signature] = budget or 0
             lazy = truncate_events(events.lazy(), per_subject) if budget is not None else events.lazy()
             featurizer = SummaryFeaturizer()
             train = featurizer.fit_transform(lazy, task.train_labels, source=f"{task.cohort} training labels")
@@ -209,12 +213,13 @@ def run_truncation_task(task: TruncationTask, events: pl.DataFrame, dataset_root
             done[signature], _ = score_baselines(task.models, train, test, cohort=task.cohort, gap_days=0,
                                                  seed=task.seed, n_resamples=task.n_resamples)
         rows = test_windows.filter(pl.col("budget_tokens") == (budget if budget is not None else task.budgets[0]))
-        points += [_point(budget, result, rows) for result in done[signature]]
+        points += [_point(budget, result, rows, same_as) for result in done[signature]]
     return TruncationOutcome(task, points, round(render_seconds, 2), round(time.perf_counter() - started, 2))
 
 
-def _point(budget: int | None, result: ModelResult, rows: pl.DataFrame) -> TruncationPoint:
-    """A model's result at one budget with what the test patients kept (``rows``: their windows at that budget)."""
+def _point(budget: int | None, result: ModelResult, rows: pl.DataFrame, same_as: int | None = None) -> TruncationPoint:
+    """A model's result at one budget with what the test patients kept (``rows``: their windows at that budget);
+    ``same_as``: the budget whose identical input windows gave this result (0: the whole record)."""
     if budget is None:
         history, tokens, truncated = rows["full_history_years"], rows["full_tokens"], 0.0
     else:
@@ -222,5 +227,6 @@ def _point(budget: int | None, result: ModelResult, rows: pl.DataFrame) -> Trunc
         truncated = float(rows[WINDOW_START].is_not_null().mean())
     return TruncationPoint(
         budget_tokens=budget, model=result.model, auroc=result.evaluation.auroc, auprc=result.evaluation.auprc,
-        n_test=rows.height, share_truncated=truncated, median_history_years=float(history.median()),
+        n_test=rows.height, n_cases=result.evaluation.n_positive, n_controls=result.evaluation.n_negative,
+        same_input_as=same_as, share_truncated=truncated, median_history_years=float(history.median()),
         mean_history_years=float(history.mean()), median_kept_tokens=float(tokens.median()))

@@ -2,8 +2,10 @@
 
 Every function takes result models (never recomputes a number) so a figure shows exactly what the tables say.
 Colours come from one `Palette` per report (a model keeps its colour in every figure); every AUROC point says
-how many cases/controls it stands on, and runs with too few of them (`baselines.metrics.MIN_CASES`) are drawn
-hollow. Axis limits are computed from the points, so none falls off its axis.
+how many cases/controls it stands on. A result on too few cases or controls (`baselines.metrics.MIN_CASES`) is
+never drawn among the others (`drawable` leaves it out; the caption names it), and points that reuse another
+point's run are not drawn as a measured curve. AUROC axes stay within [0, 1]; every multi-model figure has a
+legend.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 import numpy as np  # noqa: E402
 
 from baselines import StratumResult  # noqa: E402
-from baselines.metrics import too_few  # noqa: E402
+from baselines.metrics import too_few, too_few_text  # noqa: E402
 from benchmarks.report.palette import Palette  # noqa: E402
 from benchmarks.report.profile import RunProfile, SelectionPoint  # noqa: E402
 from benchmarks.report.results import (  # noqa: E402
@@ -34,9 +37,20 @@ STAGE_COLORS = {"preprocess": "#c7c7c7", "workers": "#969696", "manager": "#5252
 N_FONT = 6.5
 
 
+LEGEND_KEY = "Legend"
+"""PNG text chunk listing the figure's legend entries (' | '-separated), so a reader of the page can check them."""
+
+
+def legend_entries(fig) -> list[str]:
+    """Every legend entry of ``fig`` (figure-level and per-axes legends), in order."""
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)]
+    return [text.get_text() for legend in legends for text in legend.get_texts()]
+
+
 def _png(fig) -> bytes:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
+    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight",
+                metadata={LEGEND_KEY: " | ".join(legend_entries(fig))})
     plt.close(fig)
     return buffer.getvalue()
 
@@ -49,6 +63,22 @@ def span(values: Sequence[float], *, low: float, high: float, pad: float = 0.03)
     """
     finite = [v for v in values if np.isfinite(v)]
     return min([low, *finite]) - pad, max([high, *finite]) + pad
+
+
+def auroc_span(values: Sequence[float], *, low: float = 0.4, pad: float = 0.03, room: float = 0.0
+               ) -> tuple[float, float]:
+    """AUROC axis limits: every value and [low, 1], padded below (``room`` more for labels), never outside [0, 1].
+
+    >>> auroc_span([0.12, 1.0]), auroc_span([0.7], room=0.1)
+    ((0.09, 1.0), (0.27, 1.0))
+    """
+    lower, _ = span(values, low=low, high=1.0, pad=pad)
+    return round(max(0.0, lower - room), 6), 1.0
+
+
+def drawable(items: Sequence, *, too_few_of=lambda item: item.too_few) -> tuple[list, list]:
+    """(items to draw, items left out): a result on too few cases or controls never sits among the others."""
+    return [i for i in items if not too_few_of(i)], [i for i in items if too_few_of(i)]
 
 
 def _room_for_labels(ax, share: float = 0.12) -> None:
@@ -67,7 +97,9 @@ def _dot(ax, x, y, err, color, *, hollow: bool, label: str | None = None) -> Non
 
 
 def auroc_overview(results: Sequence[ModelResult], cohorts: Sequence[str], palette: Palette) -> bytes:
-    """AUROC with 95% CI of every model on every cohort (dot-and-whisker, one row per cohort), n beside each."""
+    """AUROC with 95% CI of every model on every cohort (dot-and-whisker, one row per cohort), n beside each;
+    results on too few patients are left out (the caption names them)."""
+    results, _ = drawable(results)
     models = list(dict.fromkeys(r.model for r in results))
     fig, ax = plt.subplots(figsize=(9, 0.3 * len(cohorts) * max(1, len(models)) + 1.6), layout="constrained")
     offsets = np.linspace(-0.3, 0.3, len(models)) if len(models) > 1 else [0.0]
@@ -76,18 +108,17 @@ def auroc_overview(results: Sequence[ModelResult], cohorts: Sequence[str], palet
         first = True
         for r in (r for r in results if r.model == model and r.cohort in index):
             a, y = r.evaluation.auroc, index[r.cohort] + offset
-            _dot(ax, a.value, y, [[a.value - a.lower], [a.upper - a.value]], palette[model], hollow=r.too_few,
+            _dot(ax, a.value, y, [[a.value - a.lower], [a.upper - a.value]], palette[model], hollow=False,
                  label=model if first else None)
-            ax.annotate(_n(r.evaluation.n_positive, r.evaluation.n_negative), (a.upper, y), xytext=(4, 0),
-                        textcoords="offset points", va="center", fontsize=N_FONT, color=palette[model])
+            ax.annotate(_n(r.evaluation.n_positive, r.evaluation.n_negative), (a.lower, y), xytext=(-4, 0),
+                        textcoords="offset points", va="center", ha="right", fontsize=N_FONT, color=palette[model])
             first = False
     lows = [r.evaluation.auroc.lower for r in results]
-    ax.set_xlim(*span(lows, low=0.4, high=1.0))
-    _room_for_labels(ax)
+    ax.set_xlim(*auroc_span(lows, room=0.12))
     ax.axvline(0.5, color="grey", lw=0.8, ls=":")
     ax.set_yticks(range(len(cohorts)), cohorts)
     ax.invert_yaxis()
-    ax.set_xlabel("AUROC (95% bootstrap CI); n = cases/controls; hollow: too few to compare")
+    ax.set_xlabel("AUROC (95% bootstrap CI); n = cases/controls")
     fig.legend(loc="outside lower center", ncols=min(3, max(1, len(models))), fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)
@@ -95,68 +126,88 @@ def auroc_overview(results: Sequence[ModelResult], cohorts: Sequence[str], palet
 
 def paired_plot(comparisons: Sequence[PairedComparison], palette: Palette) -> bytes:
     """AUROC difference agent − comparator (paired bootstrap CI) on the agent's patients, one row per pair."""
-    rows = [c for c in comparisons if c.difference is not None]
+    rows, _ = drawable([c for c in comparisons if c.difference is not None])
     fig, ax = plt.subplots(figsize=(9, 0.34 * max(1, len(rows)) + 1.5), layout="constrained")
     for i, c in enumerate(rows):
         d = c.difference
         assert d is not None
-        _dot(ax, d.value, i, [[d.value - d.lower], [d.upper - d.value]], palette[c.comparator], hollow=c.too_few)
+        _dot(ax, d.value, i, [[d.value - d.lower], [d.upper - d.value]], palette[c.comparator], hollow=False,
+             label=c.comparator)
         ax.annotate(_n(c.n_cases, c.n_controls), (d.upper, i), xytext=(4, 0), textcoords="offset points",
                     va="center", fontsize=N_FONT)
     ax.set_yticks(range(len(rows)), [f"{c.agent}\nvs {c.comparator} ({c.cohort})" for c in rows], fontsize=7)
     ax.invert_yaxis()
     ax.axvline(0.0, color="grey", lw=0.8, ls=":")
     values = [v for c in rows if c.difference for v in (c.difference.lower, c.difference.upper)]
-    ax.set_xlim(*span(values, low=-0.5, high=0.5))
+    low, high = span(values, low=-0.5, high=0.5)
+    ax.set_xlim(max(-1.0, low), min(1.0, high))
     _room_for_labels(ax)
-    ax.set_xlabel("AUROC difference, agent − comparator, same patients (95% paired bootstrap CI); hollow: too few")
+    ax.set_xlabel("AUROC difference, agent − comparator, same patients (95% paired bootstrap CI)")
     ax.grid(axis="x", alpha=0.3)
+    handles = dict(zip(*reversed(ax.get_legend_handles_labels())))
+    if handles:
+        fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=min(3, len(handles)),
+                   fontsize=7, title="comparator", title_fontsize=7)
     return _png(fig)
 
 
 def roc_pr(results: Sequence[ModelResult], cohort: str, palette: Palette) -> bytes:
     """ROC and precision–recall curves of every model on one cohort (the paper's Fig. 2b,c)."""
+    results, _ = drawable(results)
     fig, (roc_ax, pr_ax) = plt.subplots(1, 2, figsize=(11, 4.6), layout="constrained")
     for r in results:
         e = r.evaluation
         n = _n(e.n_positive, e.n_negative)
-        style = "--" if r.too_few else "-"
+        style = "-"
         roc_ax.plot(e.roc.false_positive_rate, e.roc.true_positive_rate, color=palette[r.model], lw=1.6, ls=style,
                     label=f"{r.model} (AUROC {e.auroc.value:.3f}, {n})")
         pr_ax.plot(e.precision_recall.recall, e.precision_recall.precision, color=palette[r.model], lw=1.6,
                    ls=style, label=f"{r.model} (AUPRC {e.auprc.value:.3f}, {n})", drawstyle="steps-post")
     roc_ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
     roc_ax.set(xlabel="false positive rate", ylabel="true positive rate", title=f"ROC — {cohort}", xlim=(0, 1),
-               ylim=(0, 1.01))
+               ylim=(0, 1))
     prevalence = results[0].evaluation.n_positive / results[0].evaluation.n if results else 0.5
     pr_ax.axhline(prevalence, color="grey", lw=0.8, ls=":")
-    pr_ax.set(xlabel="recall", ylabel="precision", title=f"Precision–recall — {cohort}", xlim=(0, 1), ylim=(0, 1.01))
+    pr_ax.set(xlabel="recall", ylabel="precision", title=f"Precision–recall — {cohort}", xlim=(0, 1), ylim=(0, 1))
     roc_ax.legend(loc="lower right", fontsize=7)
     pr_ax.legend(loc="lower left", fontsize=7)
     return _png(fig)
 
 
+def measured_agent_points(points: Sequence[AgentSensitivityPoint]) -> list[AgentSensitivityPoint]:
+    """The points of one agent run that are measurements of their own: on enough patients, with an AUROC, and one
+    per prediction file (points reusing a file already drawn are the same measurement, not a new one)."""
+    seen, out = set(), []
+    for p in points:
+        if p.too_few or p.auroc is None or p.source in seen:
+            continue
+        seen.add(p.source)
+        out.append(p)
+    return out
+
+
 def _agent_line(ax, xs: Sequence[float], points: Sequence[AgentSensitivityPoint], color: str, label: str) -> None:
-    """An agent run's points: dashed line, hollow markers when too few, CI bars where there is one, n beside each."""
-    drawn = [(x, p) for x, p in zip(xs, points) if p.auroc is not None]
-    ax.plot([x for x, _ in drawn], [p.auroc for _, p in drawn], ls="--", lw=1.2, color=color, label=label)
-    for x, p in drawn:
+    """An agent run's own measurements (`measured_agent_points`): squares with CI bars and n, joined by a dashed
+    line only when at least two distinct runs are drawn."""
+    x_of = {id(p): x for x, p in zip(xs, points)}
+    drawn = [(x_of[id(p)], p) for p in measured_agent_points(points)]
+    if not drawn:
+        return
+    if len(drawn) > 1:
+        ax.plot([x for x, _ in drawn], [p.auroc for _, p in drawn], ls="--", lw=1.2, color=color)
+    for i, (x, p) in enumerate(drawn):
         assert p.auroc is not None
         err = [[p.auroc - p.auroc_ci.lower], [p.auroc_ci.upper - p.auroc]] if p.auroc_ci is not None else None
-        ax.errorbar([x], [p.auroc], yerr=err, fmt="s", ms=5, capsize=2, color=color,
-                    markerfacecolor="white" if p.too_few else color)
+        ax.errorbar([x], [p.auroc], yerr=err, fmt="s", ms=5, capsize=2, color=color, label=label if i == 0 else None)
         above = p.auroc < 0.9  # the n label on the side of the point with room, so it stays inside the axes
         ax.annotate(_n(p.n_cases, p.n_controls), (x, p.auroc), xytext=(0, 7 if above else -7),
                     textcoords="offset points", ha="center", va="bottom" if above else "top", fontsize=N_FONT - 1,
                     color=color)
-    for x, p in ((x, p) for x, p in zip(xs, points) if p.auroc is None):
-        ax.annotate(f"no AUROC\n{_n(p.n_cases, p.n_controls)}", (x, 0.5), ha="center", fontsize=N_FONT - 1,
-                    color=color)
 
 
 def _agent_values(points: Sequence[AgentSensitivityPoint]) -> list[float]:
-    return [v for p in points if p.auroc is not None
-            for v in ((p.auroc_ci.lower, p.auroc_ci.upper) if p.auroc_ci else (p.auroc,))]
+    return [v for p in measured_agent_points(points)
+            for v in ((p.auroc_ci.lower, p.auroc_ci.upper) if p.auroc_ci else (p.auroc,)) if v is not None]
 
 
 def truncation_plot(points: Sequence[TruncationPoint], cohort: str, palette: Palette,
@@ -171,6 +222,8 @@ def truncation_plot(points: Sequence[TruncationPoint], cohort: str, palette: Pal
     def x_of(budget: int | None) -> int:
         return positions[budget] if budget is not None else full_x
 
+    points = [p for p in points if not p.too_few and p.same_input_as is None]  # measured fits only
+    models = list(dict.fromkeys(p.model for p in points))
     fig, ax = plt.subplots(figsize=(8.5, 4.4), layout="constrained")
     for model in models:
         rows = sorted((p for p in points if p.model == model), key=lambda p: x_of(p.budget_tokens))
@@ -188,15 +241,16 @@ def truncation_plot(points: Sequence[TruncationPoint], cohort: str, palette: Pal
     history = {p.budget_tokens: p.median_history_years for p in points}
     ax.set_xticks(range(len(labels)), [f"{lab}\n{history[b]:.1f} y" if b in history else lab
                                        for lab, b in zip(labels, [*budgets, None])])
-    ax.set_ylim(*span([v for p in points for v in (p.auroc.lower, p.auroc.upper)] + _agent_values(agent_points),
-                      low=0.4, high=1.0, pad=0.05))
+    ax.set_ylim(*auroc_span([v for p in points for v in (p.auroc.lower, p.auroc.upper)] + _agent_values(agent_points),
+                            pad=0.05))
     ax.axhline(0.5, color="grey", lw=0.8, ls=":")
     ax.set_xlim(-0.5, full_x + 0.5)  # room for the n labels of the first and last points
     ax.set_xlabel("token budget of the left-truncated timeline (median years of history kept, baselines' patients)")
     ax.set_ylabel("AUROC (95% CI)")
     ax.set_title(f"Trajectory length — {cohort}")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
     return _png(fig)
 
 
@@ -208,8 +262,9 @@ def gap_plot(points: Sequence[GapPoint], palette: Palette, agent_points: Sequenc
     grid_rows = -(-len(cohorts) // columns)
     fig, axes = plt.subplots(grid_rows, columns, figsize=(3.6 * columns, 3.0 * grid_rows + 0.6), squeeze=False,
                              layout="constrained", sharey=True)
+    points = [p for p in points if not p.too_few]
     values = [v for p in points for v in (p.auroc.lower, p.auroc.upper)] + _agent_values(agent_points)
-    limits = span(values, low=0.4, high=1.0, pad=0.06)
+    limits = auroc_span(values, pad=0.06)
     for ax, cohort in zip(axes.flat, cohorts):
         for model in dict.fromkeys(p.model for p in points):
             rows = sorted((p for p in points if p.model == model and p.cohort == cohort), key=lambda p: p.gap_years)
@@ -244,13 +299,13 @@ def strata_plot(results: Sequence[StratumResult], cohort: str, palette: Palette)
     models = list(dict.fromkeys(r.model for r in results if r.auroc is not None))  # too few everywhere: table only
     omitted = [m for m in dict.fromkeys(r.model for r in results) if m not in models]
     results = [r for r in results if r.model in models] or list(results)
+    drawn = {r.model for r in results if r.auroc is not None}
     heights = [max(1, len({r.stratum for r in results if r.stratifier == s})) for s in stratifiers]
     fig, axes = plt.subplots(len(stratifiers), 1, figsize=(9, 0.22 * len(models) * sum(heights)
                                                             + 1.2 * len(stratifiers)),
                              gridspec_kw={"height_ratios": heights}, squeeze=False, layout="constrained")
-    limits = span([v for r in results if r.auroc for v in (r.auroc.lower, r.auroc.upper)], low=0.3, high=1.0,
-                  pad=0.03)
-    limits = (limits[0] - 0.12, limits[1] + 0.08)  # room for the "too few" and n labels
+    limits = auroc_span([v for r in results if r.auroc for v in (r.auroc.lower, r.auroc.upper)], low=0.3,
+                        room=0.22)  # room for the "too few" labels
     for ax, stratifier in zip(axes[:, 0], stratifiers):
         strata = list(dict.fromkeys(r.stratum for r in results if r.stratifier == stratifier))
         offsets = np.linspace(-0.3, 0.3, len(models)) if len(models) > 1 else [0.0]
@@ -258,23 +313,23 @@ def strata_plot(results: Sequence[StratumResult], cohort: str, palette: Palette)
             for r in (r for r in results if r.stratifier == stratifier and r.model == model):
                 y = strata.index(r.stratum) + offset
                 if r.auroc is None:
-                    ax.annotate(f"too few ({r.n_positive}/{r.n_negative})", (limits[0], y), xytext=(3, 0),
+                    ax.annotate(too_few_text(r.n_positive, r.n_negative), (limits[0], y), xytext=(3, 0),
                                 textcoords="offset points", va="center", fontsize=N_FONT, color=palette[model])
                     continue
                 a = r.auroc
-                _dot(ax, a.value, y, [[a.value - a.lower], [a.upper - a.value]], palette[model], hollow=False,
-                     label=model if stratifier == stratifiers[0] and r.stratum == strata[0] else None)
-                ax.annotate(f"{r.n_positive}/{r.n_negative}", (a.upper, y), xytext=(3, 0), textcoords="offset points",
-                            va="center", fontsize=N_FONT, color=palette[model])
+                _dot(ax, a.value, y, [[a.value - a.lower], [a.upper - a.value]], palette[model], hollow=False)
+                ax.annotate(f"{r.n_positive}/{r.n_negative}", (a.lower, y), xytext=(-3, 0), textcoords="offset points",
+                            va="center", ha="right", fontsize=N_FONT, color=palette[model])
         ax.set_yticks(range(len(strata)), strata, fontsize=8)
         ax.set_ylim(len(strata) - 0.5, -0.5)
         ax.axvline(0.5, color="grey", lw=0.8, ls=":")
         ax.set_xlim(*limits)
         ax.set_title(f"{cohort} — by {stratifier.replace('_', ' ')}", fontsize=9)
         ax.grid(axis="x", alpha=0.3)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    if handles:
-        fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(handles)), fontsize=7)
+    handles = [Line2D([], [], marker="o", ls="", ms=4.5, color=palette[m], label=m) for m in models if m in drawn]
+    if handles:  # one entry per model drawn, whichever stratum it first appears in
+        fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)), fontsize=7,
+                   title="model", title_fontsize=7)
     axes[-1, 0].set_xlabel("AUROC (95% CI); labels: cases/controls"
                            + (f"\nnot drawn (too few patients in every stratum): {', '.join(omitted)}" if omitted else ""))
     return _png(fig)
@@ -308,26 +363,31 @@ def latency_plot(profiles: Sequence[RunProfile], per_patient: dict[str, tuple[np
 
 
 def selection_plot(points: Sequence[SelectionPoint], palette: Palette) -> bytes:
-    """AUROC vs median runtime; marker area ∝ median cost; hollow: too few patients (never on the front)."""
+    """AUROC (95% CI) vs median runtime; marker area ∝ median cost; runs on too few patients are not drawn."""
+    points, _ = drawable(points)
     fig, ax = plt.subplots(figsize=(8, 4.8), layout="constrained")
     costs = np.array([p.median_cost_usd for p in points])
     scale = costs.max() if costs.size and costs.max() > 0 else 1.0
     for p in points:
         size = 60 + 600 * (p.median_cost_usd / scale)
-        ax.scatter(p.median_runtime_s, p.auroc, s=size, alpha=0.8, linewidths=1.5,
-                   facecolor="white" if p.too_few else palette[p.name],
-                   edgecolor=palette[p.name] if p.too_few else ("black" if p.on_pareto_front else "none"),
-                   label=f"{p.name} (n={p.n_positive}/{p.n_negative}{', too few' if p.too_few else ''}; "
-                         f"${p.median_cost_usd:.4f})")
+        if p.auroc_ci is not None:
+            ax.errorbar([p.median_runtime_s], [p.auroc], yerr=[[p.auroc - p.auroc_ci.lower],
+                                                               [p.auroc_ci.upper - p.auroc]],
+                        fmt="none", ecolor=palette[p.name], elinewidth=1, capsize=2, alpha=0.8)
+        ax.scatter(p.median_runtime_s, p.auroc, s=size, alpha=0.8, linewidths=1.5, facecolor=palette[p.name],
+                   edgecolor="black" if p.on_pareto_front else "none",
+                   label=f"{p.name} (n={p.n_positive}/{p.n_negative}; ${p.median_cost_usd:.4f})")
     front = sorted((p for p in points if p.on_pareto_front), key=lambda p: p.median_runtime_s)
     if len(front) > 1:
         ax.plot([p.median_runtime_s for p in front], [p.auroc for p in front], ls="--", color="deeppink", lw=1.2,
                 label="Pareto front")
     ax.set(xlabel="median runtime per patient (s, log scale; baselines: fit + scoring time per scored patient)",
-           ylabel="AUROC", title="Model selection")
-    ax.set_ylim(*span([p.auroc for p in points], low=0.5, high=0.5, pad=0.05))
+           ylabel="AUROC (95% CI)", title="Model selection")
+    values = [v for p in points for v in ((p.auroc_ci.lower, p.auroc_ci.upper) if p.auroc_ci else (p.auroc,))]
+    ax.set_ylim(*auroc_span(values, low=0.5, pad=0.05))
     if points and min(p.median_runtime_s for p in points) > 0:
         ax.set_xscale("log")
     ax.grid(alpha=0.3)
-    fig.legend(loc="outside lower center", ncols=2, fontsize=7, markerscale=0.5)
+    if points:
+        fig.legend(loc="outside lower center", ncols=2, fontsize=7, markerscale=0.5)
     return _png(fig)

@@ -35,7 +35,9 @@ def paired_comparisons(cohort: str, agents: Sequence[ModelScores], comparators: 
             common = dict(cohort=cohort, agent=agent.model, comparator=comparator.model,
                           comparator_kind=known.kind if known else "baseline", n_cases=n1, n_controls=n0,
                           agent_auroc=agent_auroc,
-                          comparator_auroc_whole=known.evaluation.auroc.value if known else None)
+                          comparator_auroc_whole=known.evaluation.auroc.value if known else None,
+                          comparator_whole_cases=known.evaluation.n_positive if known else None,
+                          comparator_whole_controls=known.evaluation.n_negative if known else None)
             try:
                 aligned = on_rows_of(comparator, agent)
             except MetricInputError as exc:

@@ -19,14 +19,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import polars as pl
 from pydantic import BaseModel, Field
 
+from baselines import Interval
+
 from benchmarks.report.errors import ReportInputError
 from benchmarks.report.predictions import LoadedPredictions
-from benchmarks.report.results import ModelResult, Quantiles
+from benchmarks.report.results import ModelResult, Quantiles, SmallSampleGuarded
 from vista.llm import UsageLedger
 
 STAGES = {"preprocess": "latency_preprocess_s", "workers": "latency_workers_s", "manager": "latency_manager_s",
@@ -102,19 +105,24 @@ class RunProfile(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-class SelectionPoint(BaseModel):
-    """One run in the model-selection view."""
+class SelectionPoint(SmallSampleGuarded):
+    """One run in the model-selection view (results.json: AUROC and CI under ``too_few_raw`` when too few)."""
+
+    _guarded: ClassVar[tuple[str, ...]] = ("auroc", "auroc_ci")
 
     name: str
     llm_model: str | None
     variant: str | None
     auroc: float
+    auroc_ci: Interval | None = Field(None, description="the run's AUROC with its stratified bootstrap 95% CI")
     n_positive: int = Field(0, description="cases the AUROC was computed on")
     n_negative: int = Field(0, description="controls the AUROC was computed on")
-    too_few: bool = Field(False, description="too few cases or controls to compete: never on the Pareto front")
     median_runtime_s: float
     median_cost_usd: float
-    on_pareto_front: bool
+    on_pareto_front: bool = Field(description="never for a run with too few cases or controls")
+
+    def counts(self) -> tuple[int, int]:
+        return self.n_positive, self.n_negative
 
 
 def _quantiles(frame: pl.DataFrame, column: str) -> Quantiles:
@@ -269,6 +277,7 @@ def selection_view(profiles: Sequence[RunProfile], results: Sequence[ModelResult
     front = pareto_front([(named[i][3].evaluation.auroc.value, named[i][4], named[i][5]) for i in competing])
     on_front = dict(zip(competing, front))
     return [SelectionPoint(name=name, llm_model=llm, variant=variant, auroc=r.evaluation.auroc.value,
-                           n_positive=r.evaluation.n_positive, n_negative=r.evaluation.n_negative, too_few=r.too_few,
+                           auroc_ci=r.evaluation.auroc, n_positive=r.evaluation.n_positive,
+                           n_negative=r.evaluation.n_negative,
                            median_runtime_s=runtime, median_cost_usd=cost, on_pareto_front=on_front.get(i, False))
             for i, (name, llm, variant, r, runtime, cost) in enumerate(named)]

@@ -4,7 +4,7 @@ Cases often have longer, denser records before the prediction time than their ma
 work-up). Any model — supervised or LLM — can pick that up instead of clinical signal. Two scores make the
 utilisation signal visible, per cohort, beside the real models:
 
-- ``record length: XML tokens`` — cl100k tokens of the rendered timeline (the Table 1 sample of each role);
+- ``record length: XML tokens`` — cl100k tokens of the rendered timeline (every test patient, as Table 1);
 - ``record length: visits`` — distinct visit days over the whole record before the prediction time (every row).
 
 Each is evaluated exactly like a model (AUROC/AUPRC with bootstrap CIs), as a `ModelResult` of kind
@@ -16,6 +16,7 @@ from __future__ import annotations
 import polars as pl
 
 from baselines import MetricInputError, ModelScores, evaluate
+from baselines.metrics import too_few_text
 from baselines.stratify import visit_counts
 from benchmarks.report.results import CohortCharacteristics, ModelResult
 
@@ -80,7 +81,9 @@ def imbalance_sentence(c: CohortCharacteristics, results: list[ModelResult]) -> 
     mine = [r for r in results if r.cohort == c.cohort and r.kind == "record_length"]
     if not mine:
         return text + "; no record-length AUROC was computed."
-    scores = "; ".join(f"{r.model.removeprefix('record length: ')} alone {r.evaluation.auroc.value:.3f} "
-                       f"({r.evaluation.auroc.lower:.3f}–{r.evaluation.auroc.upper:.3f}, "
-                       f"n={r.evaluation.n_positive}/{r.evaluation.n_negative})" for r in mine)
+    scores = "; ".join(f"{r.model.removeprefix('record length: ')} alone "
+                       + (too_few_text(*r.counts()) if r.too_few else
+                          f"{r.evaluation.auroc.value:.3f} ({r.evaluation.auroc.lower:.3f}–"
+                          f"{r.evaluation.auroc.upper:.3f}, n={r.evaluation.n_positive}/{r.evaluation.n_negative})")
+                       for r in mine)
     return f"{text}; AUROC of the record length used as the only score: {scores}."

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from vista.atomic import atomic_path, make_dirs
 from baselines import ModelScores, StratumResult, stratified_results
+from baselines.metrics import too_few_text
 from benchmarks.report.agent_sensitivity import run_agent_sensitivity
 from benchmarks.report.cohort_tasks import CohortOutcome, CohortTask, TruncationOutcome, TruncationTask
 from benchmarks.report.dataset import DatasetSource, ensure_dataset
@@ -41,7 +42,7 @@ from benchmarks.report.profile import (
     run_profile,
     selection_view,
 )
-from benchmarks.report.realism import best_baselines, realism_verdict
+from benchmarks.report.realism import best_baselines, realism_verdict, record_length_range, too_few_cohorts
 from benchmarks.report.results import (
     AgentSensitivityPoint,
     CohortCharacteristics,
@@ -147,6 +148,18 @@ class ReportOutcome:
     results_json: Path
     data: ReportData
 
+    @property
+    def nothing_to_show(self) -> str | None:
+        """Why the report holds no result at all (every cohort skipped, nothing scored), or None.
+
+        The report is still written (it says why); ``jobs.report`` exits non-zero with this line.
+        """
+        r = self.data.results
+        if r.results:
+            return None
+        skipped = "; ".join(f"{s.cohort}: {s.reason}" for s in r.skips) or "no cohort was built"
+        return f"nothing to show: no model could be scored on any cohort ({skipped})"
+
 
 def _definitions(refs: Sequence[str]) -> dict[str, CohortDefinition]:
     return {ref: load_definition(ref) for ref in refs}
@@ -155,7 +168,7 @@ def _definitions(refs: Sequence[str]) -> dict[str, CohortDefinition]:
 def _main_task(settings: ReportSettings, ref: str, name: str) -> CohortTask:
     return CohortTask(definition=ref, out_dir=settings.out / "cohorts" / name, models=settings.baselines,
                       seed=settings.seed, n_resamples=settings.n_resamples, train_cases_cap=settings.train_cases_cap,
-                      test_cases=settings.test_cases, token_sample=settings.token_sample,
+                      test_cases=settings.test_cases, describe=True, token_sample=settings.token_sample,
                       stratify=ref in settings.stratify_cohorts, keep_scores=True, record_length=True)
 
 
@@ -225,10 +238,13 @@ def run_cohort_tasks(settings: ReportSettings, definitions: dict[str, CohortDefi
 def _describe(outcome: CohortOutcome) -> str:
     if outcome.skip is not None:
         return f"{outcome.task.label}: skipped — {outcome.skip.reason}"
-    best = max((r for r in outcome.results if r.kind == "baseline"), key=lambda r: r.evaluation.auroc.value)
     assert outcome.info is not None
-    return (f"{outcome.task.label}: {outcome.info.test_cases} test cases, {outcome.info.train_rows} training rows, "
-            f"best AUROC {best.evaluation.auroc.value:.3f} ({best.model})")
+    head = f"{outcome.task.label}: {outcome.info.test_cases} test cases, {outcome.info.train_rows} training rows, "
+    baselines = [r for r in outcome.results if r.kind == "baseline"]
+    if baselines and all(r.too_few for r in baselines):
+        return head + f"AUROC {too_few_text(*baselines[0].counts())}"
+    best = max((r for r in baselines if not r.too_few), key=lambda r: r.evaluation.auroc.value)
+    return head + f"best AUROC {best.evaluation.auroc.value:.3f} ({best.model})"
 
 
 def gap_points(settings: ReportSettings, gaps: Sequence[CohortOutcome]) -> list[GapPoint]:
@@ -360,7 +376,9 @@ def reproduce(settings: ReportSettings, *, agent_runner: AgentRunner | None = No
     best = best_baselines(baseline_results)
     realism = realism_verdict({c: r.evaluation.auroc.value for c, r in best.items()}, settings.realistic_range,
                               synthetic=dataset.synthetic,
-                              ci_lower_above_half=sum(r.evaluation.auroc.lower > 0.5 for r in best.values()))
+                              ci_lower_above_half=sum(r.evaluation.auroc.lower > 0.5 for r in best.values()),
+                              too_few=too_few_cohorts(baseline_results),
+                              record_length=record_length_range(baseline_results))
     strata = []
     for ref in settings.stratify_cohorts:
         outcome = main.get(ref)

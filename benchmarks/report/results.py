@@ -10,14 +10,15 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer, model_validator
 
 from baselines import Evaluation, Interval, StratumResult, TuningReport
-from baselines.metrics import too_few
+from baselines.metrics import MIN_CASES, too_few, too_few_text
 
 
 class Quantiles(BaseModel):
@@ -47,6 +48,62 @@ class Quantiles(BaseModel):
         return f"{self.median:.{digits}f} [{self.q1:.{digits}f}, {self.q3:.{digits}f}]"
 
 
+# ------------------------------------------------------------------------------------------------ small samples
+class SmallSampleGuarded(BaseModel):
+    """A result whose numbers stand on some cases and controls; on too few (`baselines.metrics.MIN_CASES`) they are
+    not given as numbers in ``results.json`` either.
+
+    In memory the numbers stay (the tables print `baselines.metrics.too_few_text` in their place). Serialised, every
+    such result carries ``too_few``; when it is true the numbers named by ``_guarded`` (dotted paths) are null and
+    their raw values move under ``too_few_raw`` with the counts: ``{"n_cases", "n_controls", "minimum", "values":
+    {path: raw}}``. Reading the JSON back restores them.
+    """
+
+    _guarded: ClassVar[tuple[str, ...]] = ()
+
+    def counts(self) -> tuple[int, int]:
+        """(cases, controls) the numbers stand on."""
+        raise NotImplementedError
+
+    @property
+    def too_few(self) -> bool:
+        return too_few(*self.counts())
+
+    @model_serializer(mode="wrap")
+    def _hide_small_numbers(self, handler) -> dict[str, Any]:
+        data = handler(self)
+        data["too_few"] = self.too_few
+        if not self.too_few:
+            return data
+        raw = {}
+        for path in self._guarded:
+            *parents, leaf = path.split(".")
+            holder: Any = data
+            for part in parents:
+                holder = holder.get(part) if isinstance(holder, dict) else None
+            if isinstance(holder, dict) and holder.get(leaf) is not None:
+                raw[path], holder[leaf] = holder[leaf], None
+        n_cases, n_controls = self.counts()
+        data["too_few_raw"] = {"n_cases": n_cases, "n_controls": n_controls, "minimum": MIN_CASES, "values": raw}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _restore_small_numbers(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or ("too_few" not in data and "too_few_raw" not in data):
+            return data
+        data = copy.deepcopy(data)
+        data.pop("too_few", None)
+        raw = data.pop("too_few_raw", None) or {}
+        for path, value in raw.get("values", {}).items():
+            *parents, leaf = path.split(".")
+            holder = data
+            for part in parents:
+                holder = holder[part]
+            holder[leaf] = value
+        return data
+
+
 # ------------------------------------------------------------------------------------------------ cohorts
 class GroupCharacteristics(BaseModel):
     """Table 1 column: one role (cases or controls) of one cohort."""
@@ -57,8 +114,8 @@ class GroupCharacteristics(BaseModel):
     race: dict[str, int] = Field(description="patients per RACE// code (Unknown when the patient has none)")
     ethnicity: dict[str, int] = Field(description="patients per ETHNICITY// code (Unknown when none)")
     ehr_span_years: Quantiles = Field(description="first to last clinical event before the prediction time")
-    xml_tokens: Quantiles = Field(description="cl100k tokens of the rendered XML timeline (sampled patients; n says "
-                                  "how many)")
+    xml_tokens: Quantiles = Field(description="cl100k tokens of the rendered XML timeline (every patient of the "
+                                  "role unless the report sampled; n says how many)")
 
 
 class CohortCharacteristics(BaseModel):
@@ -67,7 +124,8 @@ class CohortCharacteristics(BaseModel):
     cohort: str
     cases: GroupCharacteristics
     controls: GroupCharacteristics
-    token_sample_per_role: int = Field(description="patients per role whose timeline was rendered for xml_tokens")
+    token_sample_per_role: int | None = Field(None, description="None: every test patient's timeline was rendered "
+                                              "for xml_tokens; N: a seeded sample of at most N per role")
 
 
 class CohortInfo(BaseModel):
@@ -104,8 +162,10 @@ ModelKind = Literal["baseline", "prediction_file", "record_length"]
 timeline's token count or the visit count used alone as the score (how much signal is utilisation)."""
 
 
-class ModelResult(BaseModel):
-    """One model on one cohort's test labels."""
+class ModelResult(SmallSampleGuarded):
+    """One model on one cohort's test labels (results.json: AUROC/AUPRC under ``too_few_raw`` when too few)."""
+
+    _guarded: ClassVar[tuple[str, ...]] = ("evaluation.auroc", "evaluation.auprc")
 
     cohort: str
     gap_days: int
@@ -121,14 +181,14 @@ class ModelResult(BaseModel):
     seconds: float = Field(0.0, description="fit + scoring time of a baseline (0 for prediction files)")
     tuning: TuningReport | None = None
 
-    @property
-    def too_few(self) -> bool:
-        """Too few cases or controls (`baselines.metrics.MIN_CASES`) to rank this result against others."""
-        return too_few(self.evaluation.n_positive, self.evaluation.n_negative)
+    def counts(self) -> tuple[int, int]:
+        return self.evaluation.n_positive, self.evaluation.n_negative
 
 
-class PairedComparison(BaseModel):
+class PairedComparison(SmallSampleGuarded):
     """An agent run against a comparator (baseline or record length) on exactly the patients the agent scored."""
+
+    _guarded: ClassVar[tuple[str, ...]] = ("agent_auroc", "comparator_auroc", "difference")
 
     cohort: str
     agent: str = Field(description="the prediction file's display name")
@@ -142,11 +202,19 @@ class PairedComparison(BaseModel):
     comparator_auroc_whole: float | None = Field(None, description="the comparator on its whole test cohort")
     difference: Interval | None = Field(None, description="agent − comparator; paired bootstrap CI (None: not "
                                         "computable, see note)")
+    comparator_whole_cases: int | None = Field(None, description="cases of comparator_auroc_whole")
+    comparator_whole_controls: int | None = Field(None, description="controls of comparator_auroc_whole")
     note: str | None = None
 
+    def counts(self) -> tuple[int, int]:
+        return self.n_cases, self.n_controls
+
     @property
-    def too_few(self) -> bool:
-        return too_few(self.n_cases, self.n_controls)
+    def whole_too_few(self) -> bool:
+        """The comparator's whole-cohort AUROC stands on too few too (unknown counts: not flagged)."""
+        if self.comparator_whole_cases is None or self.comparator_whole_controls is None:
+            return False
+        return too_few(self.comparator_whole_cases, self.comparator_whole_controls)
 
 
 class UnscoredRun(BaseModel):
@@ -163,22 +231,34 @@ class UnscoredRun(BaseModel):
     served_model: str | None = None
 
 
-class TruncationPoint(BaseModel):
+class TruncationPoint(SmallSampleGuarded):
     """One baseline refitted and scored with every patient's input left-truncated to a token budget."""
+
+    _guarded: ClassVar[tuple[str, ...]] = ("auroc", "auprc")
 
     budget_tokens: int | None = Field(description="None: the whole record (no truncation)")
     model: str
     auroc: Interval
     auprc: Interval
     n_test: int
+    n_cases: int = Field(description="test cases scored")
+    n_controls: int = Field(description="test controls scored")
+    same_input_as: int | None = Field(None, description="budget whose input windows are identical to this one's "
+                                      "(every timeline fits both; 0: the whole record): its fit is reused, not a new "
+                                      "measurement")
     share_truncated: float = Field(description="share of test patients whose timeline exceeded the budget")
     median_history_years: float = Field(description="test patients: prediction time − first kept event (median)")
     mean_history_years: float
     median_kept_tokens: float = Field(description="test patients: XML tokens kept (median)")
 
+    def counts(self) -> tuple[int, int]:
+        return self.n_cases, self.n_controls
 
-class GapPoint(BaseModel):
+
+class GapPoint(SmallSampleGuarded):
     """One baseline on one cohort rebuilt with one prediction gap."""
+
+    _guarded: ClassVar[tuple[str, ...]] = ("auroc",)
 
     cohort: str
     gap_years: float
@@ -188,12 +268,17 @@ class GapPoint(BaseModel):
     n_controls: int
     auroc: Interval
 
+    def counts(self) -> tuple[int, int]:
+        return self.n_cases, self.n_controls
 
-class AgentSensitivityPoint(BaseModel):
+
+class AgentSensitivityPoint(SmallSampleGuarded):
     """One agent run (the first variant, on a few focus-cohort patients) at one truncation budget or one gap.
 
     Drawn beside the baselines' `TruncationPoint`/`GapPoint` with its n: a handful of patients, so the AUROC is a
     machinery check, flagged ``too_few`` (and without a CI below 2 cases and 2 controls)."""
+
+    _guarded: ClassVar[tuple[str, ...]] = ("auroc", "auroc_ci")
 
     analysis: Literal["truncation", "gap"]
     cohort: str
@@ -213,21 +298,22 @@ class AgentSensitivityPoint(BaseModel):
     source: str = Field(description="the prediction file")
     note: str | None = None
 
-    @property
-    def too_few(self) -> bool:
-        return too_few(self.n_cases, self.n_controls)
+    def counts(self) -> tuple[int, int]:
+        return self.n_cases, self.n_controls
 
     def text(self) -> str:
-        """``AUROC (CI) n=cases/controls too few`` as the tables print it.
+        """``AUROC (CI) n=cases/controls`` as the tables print it, or `baselines.metrics.too_few_text`.
 
         >>> AgentSensitivityPoint(analysis="gap", cohort="lung", model="m", gap_days=365, n_cases=1, n_controls=1,
         ...                       auroc=1.0, longest_timeline_tokens=900, source="p").text()
-        '1.000 n=1/1 too few'
+        'too few (n=1 cases, 1 controls)'
         """
+        if self.too_few:
+            return too_few_text(self.n_cases, self.n_controls)
         value = "–" if self.auroc is None else f"{self.auroc:.3f}"
         if self.auroc_ci is not None:
             value += f" ({self.auroc_ci.lower:.3f}–{self.auroc_ci.upper:.3f})"
-        return f"{value} n={self.n_cases}/{self.n_controls}" + (" too few" if self.too_few else "")
+        return f"{value} n={self.n_cases}/{self.n_controls}"
 
 
 class CohortStrata(BaseModel):

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from vista.atomic import atomic_write_bytes, atomic_write_text
-from baselines.metrics import MIN_CASES
+from baselines.metrics import MIN_CASES, too_few_text
 from benchmarks.report import figures, tables
 from benchmarks.report.evidence import PARAGRAPH as EVIDENCE_PARAGRAPH, evidence_table
 from benchmarks.report.html import Figure, Section, Table, render_html
@@ -91,14 +91,29 @@ def notices(data: ReportData) -> list[str]:
                    + ". It proves the pipeline runs end to end with a real model; its clinical judgement is poor and "
                    "says nothing about the method's accuracy. For a real comparison, run the agents against a capable "
                    "endpoint (--base-url ... --model ...) on more patients.")
-    small = [x for x in r.results if x.kind == "prediction_file" and x.too_few]
+    small = [x for x in r.results if x.too_few]
     if small:
-        out.append(f"Agent runs with fewer than {MIN_CASES} cases or controls — "
-                   + ", ".join(f"{x.model} on {x.cohort} (n={x.evaluation.n_positive}/{x.evaluation.n_negative})"
-                               for x in small)
-                   + " — are marked 'too few' wherever they appear: never ranked as best, never on a Pareto front. "
-                   "Compare them with the baselines only in the paired table (same patients).")
+        out.append(f"Results on fewer than {MIN_CASES} cases or controls — "
+                   + ", ".join(f"{x.model} on {x.cohort} ({too_few_text(*x.counts())})" for x in small)
+                   + " — show 'too few' instead of an AUROC, AUPRC or CI wherever they appear: never ranked as best, "
+                   "never drawn in a figure, never on a Pareto front.")
     return out
+
+
+def left_out(items: Sequence[tuple[str, int, int]]) -> str:
+    """The caption sentence naming what a figure leaves out for too few cases or controls ('' when nothing).
+
+    >>> left_out([("knn on lung", 2, 2)])
+    ' Not drawn (fewer than 10 cases or controls): knn on lung, too few (n=2 cases, 2 controls).'
+    """
+    if not items:
+        return ""
+    return (f" Not drawn (fewer than {MIN_CASES} cases or controls): "
+            + "; ".join(f"{name}, {too_few_text(n1, n0)}" for name, n1, n0 in dict.fromkeys(items)) + ".")
+
+
+def _resamples(ctx: Context) -> str:
+    return f"{ctx.data.results.settings.n_resamples:,} bootstrap resamples"
 
 
 def _llm_sentence(data: ReportData) -> str:
@@ -157,10 +172,14 @@ def _auroc(ctx: Context) -> Section:
     cohorts = [c.cohort for c in r.cohorts]
     section = Section("auroc", "AUROC of every model on every cohort",
                       tables=[tables.metric_table(r.results, cohorts, "auroc", "table-auroc")])
-    if r.results:
-        section.figures.append(ctx.figure("fig-auroc", "AUROC (95% CI) per cohort and model, n = cases/controls; "
-                                          "hollow markers: too few to compare",
+    shown, small = figures.drawable(r.results)
+    caption = left_out([(f"{x.model} on {x.cohort}", *x.counts()) for x in small])
+    if shown:
+        section.figures.append(ctx.figure("fig-auroc", f"AUROC (95% CI, {_resamples(ctx)}) per cohort and model, "
+                                          "n = cases/controls." + caption,
                                           figures.auroc_overview(r.results, cohorts, ctx.palette)))
+    elif r.results:
+        section.paragraphs.append("No AUROC figure: every result stands on too few patients." + caption)
     return section
 
 
@@ -173,10 +192,15 @@ def _paired(ctx: Context) -> Section:
         "the same way on the patients both scored (comparator kind prediction_file)."])
     if r.paired:
         section.tables.append(tables.paired_table(r.paired))
-        if any(c.difference is not None for c in r.paired):
+        with_ci = [c for c in r.paired if c.difference is not None]
+        shown, small = figures.drawable(with_ci)
+        caption = left_out([(f"{c.agent} vs {c.comparator}", c.n_cases, c.n_controls) for c in small])
+        if shown:
             section.figures.append(ctx.figure("fig-paired", "AUROC difference agent − comparator on the agent's "
-                                              "patients (paired 95% CI), n = cases/controls",
-                                              figures.paired_plot(r.paired, ctx.palette)))
+                                              f"patients (paired 95% CI, {_resamples(ctx)}), n = cases/controls."
+                                              + caption, figures.paired_plot(r.paired, ctx.palette)))
+        elif with_ci:
+            section.paragraphs.append("No difference figure: every comparison stands on too few patients." + caption)
     else:
         section.paragraphs.append("No evaluated agent run to compare (no prediction file, or too few patients for an "
                                   "AUROC).")
@@ -203,10 +227,14 @@ def _roc_pr(ctx: Context) -> Section:
     focus = r.focus_cohort if any(c.cohort == r.focus_cohort for c in r.cohorts) else None
     focus_results = [x for x in r.results if x.cohort == focus]
     section = Section("roc-pr", f"ROC and precision–recall curves — {focus or s.focus_cohort}")
-    if focus_results:
+    shown, small = figures.drawable(focus_results)
+    caption = left_out([(x.model, *x.counts()) for x in small])
+    if shown:
         section.figures.append(ctx.figure("fig-roc-pr", f"ROC and PR curves of every model on the {focus} test "
-                                          "cohort (prediction-file models on the rows they scored; dashed: too few)",
+                                          "cohort (prediction-file models on the rows they scored)." + caption,
                                           figures.roc_pr(focus_results, focus, ctx.palette)))
+    elif focus_results:
+        section.paragraphs.append("No ROC/PR figure: every model stands on too few patients." + caption)
     else:
         section.paragraphs.append(f"The focus cohort {s.focus_cohort} was not built (see the cohort table).")
     return section
@@ -225,10 +253,19 @@ def _truncation(ctx: Context) -> Section:
     section.paragraphs.append(_agent_sensitivity_sentence(ctx, r.agent_truncation, "truncation"))
     if r.truncation or r.agent_truncation:
         section.tables.append(tables.truncation_table(r.truncation, r.agent_truncation))
-        section.figures.append(ctx.figure("fig-truncation", "AUROC vs left-truncation budget (n in the legend; "
-                                          "agents dashed, n beside each point, hollow: too few)",
-                                          figures.truncation_plot(r.truncation, r.truncation_cohort or s.focus_cohort,
-                                                                  ctx.palette, r.agent_truncation)))
+        caption, drawn = _sensitivity_caption(r.truncation, r.agent_truncation,
+                                              lambda p: "whole record" if p.budget_tokens is None
+                                              else f"{p.budget_tokens:,} tokens")
+        if drawn:
+            section.figures.append(ctx.figure("fig-truncation", f"AUROC (95% CI, {_resamples(ctx)}) vs "
+                                              "left-truncation budget (n in the legend; agents: squares, n beside "
+                                              "each point)." + caption,
+                                              figures.truncation_plot(r.truncation, r.truncation_cohort
+                                                                      or s.focus_cohort, ctx.palette,
+                                                                      r.agent_truncation)))
+        else:
+            section.paragraphs.append("No trajectory-length figure: nothing here is a measurement on enough "
+                                      "patients." + caption)
     else:
         section.paragraphs.append("No trajectory-length analysis was run (no budget asked, or the focus cohort "
                                   "was not built).")
@@ -244,12 +281,34 @@ def _time_gap(ctx: Context) -> Section:
     section.paragraphs.append(_agent_sensitivity_sentence(ctx, r.agent_gaps, "gap"))
     if r.gaps or r.agent_gaps:
         section.tables.append(tables.gap_table(r.gaps, r.agent_gaps))
-        section.figures.append(ctx.figure("fig-gap", "AUROC vs gap, one panel per cohort (labels: cases/controls; "
-                                          "agents dashed, hollow: too few)",
-                                          figures.gap_plot(r.gaps, ctx.palette, r.agent_gaps)))
+        caption, drawn = _sensitivity_caption(r.gaps, r.agent_gaps, lambda p: f"{p.gap_years or 0:g} y ({p.cohort})")
+        if drawn:
+            section.figures.append(ctx.figure("fig-gap", f"AUROC (95% CI, {_resamples(ctx)}) vs gap, one panel per "
+                                              "cohort (labels: cases/controls; agents: squares)." + caption,
+                                              figures.gap_plot(r.gaps, ctx.palette, r.agent_gaps)))
+        else:
+            section.paragraphs.append("No time-gap figure: nothing here is a measurement on enough patients."
+                                      + caption)
     else:
         section.paragraphs.append("No time-gap analysis was run.")
     return section
+
+
+def _sensitivity_caption(points, agent_points, where) -> tuple[str, bool]:
+    """What a sensitivity figure leaves out (too few patients; reused runs) and whether anything is left to draw."""
+    small = [(f"{p.model} at {where(p)}", *p.counts()) for p in [*points, *agent_points] if p.too_few]
+    caption = left_out(small)
+    reused = [p for p in points if getattr(p, "same_input_as", None) is not None and not p.too_few]
+    if reused:
+        caption += (f" {len(reused)} baseline point(s) have exactly the input of another budget (every timeline fits "
+                    "both) and reuse its fit: not drawn as separate measurements.")
+    measured = figures.measured_agent_points(agent_points)
+    repeats = [p for p in agent_points if not p.too_few and p.auroc is not None and p not in measured]
+    if repeats:
+        caption += (f" {len(repeats)} agent point(s) reuse a run already drawn (the same prediction file): drawn "
+                    "once, and no line joins fewer than two distinct runs.")
+    drawn = bool(measured) or any(not p.too_few and getattr(p, "same_input_as", None) is None for p in points)
+    return caption, drawn
 
 
 def _agent_sensitivity_sentence(ctx: Context, points, analysis: str) -> str:
@@ -264,8 +323,9 @@ def _agent_sensitivity_sentence(ctx: Context, points, analysis: str) -> str:
                 f"{what} ({run} run(s) of jobs.predict"
                 + (f"; {len(reused)} point(s) reuse the whole-record run because they are identical to it" if reused
                    else "")
-                + f"). With fewer than {MIN_CASES} cases or controls their AUROC is marked 'too few': it shows the "
-                "analysis runs end to end with the agents, not how they compare with the baselines."
+                + f"). With fewer than {MIN_CASES} cases or controls they show 'too few' instead of an AUROC and are "
+                "not drawn: such a run shows the analysis runs end to end with the agents, not how they compare with "
+                "the baselines."
                 + (f" The agents ran at the gaps {', '.join(f'{y:g}' for y in s.agent_gap_years)} y only "
                    "(--agent-gap-years)." if analysis == "gap" and s.agent_gap_years is not None else ""))
     if s.agent_sensitivity == "none" or s.agent_sensitivity_patients == 0:
@@ -279,12 +339,15 @@ def _agent_sensitivity_sentence(ctx: Context, points, analysis: str) -> str:
 def _stratified(ctx: Context) -> Section:
     r = ctx.data.results
     section = Section("stratified", "Stratified results", paragraphs=[
-        f"Strata with fewer than {MIN_CASES} cases or controls show 'too few' instead of a confidence interval."])
+        f"Strata with fewer than {MIN_CASES} cases or controls show 'too few (n=…)' instead of an AUROC and a "
+        "confidence interval."])
     for item in r.strata:
         section.tables.append(tables.strata_table(item.cohort, item.results))
         if item.results:
-            section.figures.append(ctx.figure(f"fig-strata-{item.cohort}", f"AUROC within strata — {item.cohort} "
-                                              "(labels: cases/controls)",
+            section.figures.append(ctx.figure(f"fig-strata-{item.cohort}", f"AUROC (95% CI, {_resamples(ctx)}) "
+                                              f"within strata — {item.cohort} (labels: cases/controls; legend: "
+                                              "models; strata on too few patients say 'too few' instead of a "
+                                              "point)",
                                               figures.strata_plot(item.results, item.cohort, ctx.palette)))
     if not r.strata:
         section.paragraphs.append("No stratified cohort was built.")
@@ -341,9 +404,14 @@ def _selection(ctx: Context) -> Section:
     section = Section("model-selection", "Model selection: AUROC vs runtime vs cost")
     if r.selection:
         section.tables.append(tables.selection_table(r.selection))
-        section.figures.append(ctx.figure("fig-selection", "AUROC vs median runtime (marker area ∝ median cost; "
-                                          "dashed: Pareto front; hollow: too few patients, never on the front)",
-                                          figures.selection_plot(r.selection, ctx.palette)))
+        shown, small = figures.drawable(r.selection)
+        caption = left_out([(p.name, *p.counts()) for p in small])
+        if shown:
+            section.figures.append(ctx.figure("fig-selection", f"AUROC (95% CI, {_resamples(ctx)}) vs median "
+                                              "runtime (marker area ∝ median cost; dashed: Pareto front)." + caption,
+                                              figures.selection_plot(r.selection, ctx.palette)))
+        else:
+            section.paragraphs.append("No model-selection figure: every run stands on too few patients." + caption)
     else:
         section.paragraphs.append("No profiled and evaluated LLM run to compare.")
     return section

@@ -74,7 +74,9 @@ class ReportSettings(BaseModel):
     train_cases_cap: int | None = Field(2_000, ge=10, description="at most this many training cases per cohort "
                                         "(matched controls come with them); None keeps every eligible case")
     test_cases: int | None = Field(None, ge=2, description="test cases per cohort; None: the definition's (500)")
-    token_sample: int = Field(100, ge=1, description="patients per cohort and role whose XML timeline is rendered for "
+    token_sample: int | None = Field(None, ge=1, description="None (default): Table 1 and the token-count baseline "
+                                     "render every test patient's timeline; N: a seeded sample of at most N per role, "
+                                     "said in Table 1 ("
                               "the token column of the characteristics table (all of them when fewer)")
     truncation_budgets: tuple[int, ...] = Field(TRUNCATION_BUDGETS, description="left-truncation budgets in "
                                                 "cl100k tokens (empty: no trajectory-length analysis)")
@@ -165,9 +167,12 @@ class ReportSettings(BaseModel):
         """The CI configuration: a few thousand subjects, lung and any-cancer, 3 budgets and gaps, fewer resamples."""
         quick: dict[str, Any] = {
             "synth_subjects": 4_000, "cohorts": ("lung", "any_cancer"),
-            "stratify_cohorts": ("lung", "any_cancer"), "train_cases_cap": 300, "token_sample": 15,
+            "stratify_cohorts": ("lung", "any_cancer"), "train_cases_cap": 300,
             "truncation_budgets": (2_000, 8_000, 32_000), "gap_years": (0.5, 1.0, 2.0),
             "gap_cohorts": ("lung",), "gap_models": ("logistic_regression",), "gap_train_cases_cap": 200,
             "n_resamples": 200, "quick": True,
         }
+        if "cohorts" in changes:  # cohort-dependent defaults follow the cohorts given (see _defaults_within_cohorts)
+            quick = {k: v for k, v in quick.items() if k not in ("stratify_cohorts", "gap_cohorts")}
+            quick.pop("cohorts")
         return cls(**(quick | changes))

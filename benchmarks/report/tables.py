@@ -5,7 +5,7 @@
 >>> ci(i)
 '0.791 (0.750–0.830)'
 >>> ci_n(i, 43, 43), ci_n(i, 2, 2)
-('0.791 (0.750–0.830) n=43/43', '0.791 (0.750–0.830) n=2/2 too few')
+('0.791 (0.750–0.830) n=43/43', 'too few (n=2 cases, 2 controls)')
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from baselines import Interval, StratumResult
-from baselines.metrics import MIN_CASES, too_few
+from baselines.metrics import MIN_CASES, too_few, too_few_text
 from benchmarks.report.html import Table
 from benchmarks.report.profile import AgentRole, RunProfile, SelectionPoint
 from benchmarks.report.results import (
@@ -40,8 +40,64 @@ def ci(interval: Interval | None) -> str:
 
 
 def ci_n(interval: Interval | None, n_positive: int, n_negative: int) -> str:
-    """`ci` followed by the cases/controls it stands on, and "too few" below `baselines.metrics.MIN_CASES`."""
-    return f"{ci(interval)} n={n_positive}/{n_negative}" + (" too few" if too_few(n_positive, n_negative) else "")
+    """`ci` followed by the cases/controls it stands on; below `baselines.metrics.MIN_CASES` cases or controls,
+    `baselines.metrics.too_few_text` instead of any number."""
+    if too_few(n_positive, n_negative):
+        return too_few_text(n_positive, n_negative)
+    return f"{ci(interval)} n={n_positive}/{n_negative}"
+
+
+def ci_or_too_few(interval: Interval | None, n_positive: int, n_negative: int) -> str:
+    """`ci` alone (the counts stand in their own column), or `baselines.metrics.too_few_text`."""
+    return too_few_text(n_positive, n_negative) if too_few(n_positive, n_negative) else ci(interval)
+
+
+TOO_FEW_NOTE = ("'too few (n=… cases, … controls)' stands in place of any AUROC, AUPRC, CI or difference computed "
+                f"on fewer than {MIN_CASES} cases or fewer than {MIN_CASES} controls (results.json keeps the raw "
+                "value under too_few_raw): at that size a number such as 1.000 (1.000–1.000) is an artefact, not a "
+                "finding.")
+
+
+def _resamples(items: Sequence[object]) -> str:
+    """The bootstrap resamples behind the CIs of ``items`` (results, points, comparisons), as captions say it.
+
+    >>> _resamples([])
+    'no'
+    """
+    counts = sorted({interval.n_resamples for item in items for interval in _intervals(item)})
+    return "no" if not counts else " / ".join(f"{n:,}" for n in counts)
+
+
+def _intervals(item: object) -> list[Interval]:
+    found = []
+    for name in ("auroc", "auprc", "difference", "auroc_ci", "evaluation"):
+        value = getattr(item, name, None)
+        if isinstance(value, Interval):
+            found.append(value)
+        elif value is not None and hasattr(value, "auroc"):
+            found += [v for v in (value.auroc, value.auprc) if isinstance(v, Interval)]
+    return found
+
+
+def _paired_numbers(c: PairedComparison) -> list[str]:
+    """Agent AUROC, comparator AUROC (same patients, whole cohort) and the difference, or 'too few'."""
+    d = c.difference
+    small = too_few_text(c.n_cases, c.n_controls)
+    whole = ("–" if c.comparator_auroc_whole is None else
+             too_few_text(c.comparator_whole_cases or 0, c.comparator_whole_controls or 0) if c.whole_too_few
+             else f"{c.comparator_auroc_whole:.3f}")
+    if c.too_few:
+        return [small, small if c.comparator_auroc is not None else "–", whole, small if d is not None else "–"]
+    return [f"{c.agent_auroc:.3f}", "–" if c.comparator_auroc is None else f"{c.comparator_auroc:.3f}", whole,
+            "–" if d is None else f"{d.value:+.3f} ({d.lower:+.3f} to {d.upper:+.3f})"]
+
+
+def _truncation_cell(p: TruncationPoint) -> str:
+    if p.too_few:
+        return too_few_text(p.n_cases, p.n_controls)
+    if p.same_input_as is not None:
+        return f"same input as {'the whole record' if p.same_input_as == 0 else format(p.same_input_as, ',')}"
+    return ci(p.auroc)
 
 
 def _share(count: int, n: int) -> str:
@@ -58,11 +114,12 @@ def characteristics_table(items: Sequence[CohortCharacteristics]) -> Table:
     for c in items:
         for role, g in (("cases", c.cases), ("controls", c.controls)):
             rows.append(_characteristics_row(c.cohort, role, g, ethnicities, races))
-    sample = items[0].token_sample_per_role if items else 0
+    samples = sorted({c.token_sample_per_role for c in items if c.token_sample_per_role is not None})
+    which = ("every test patient" if not samples else
+             f"a seeded sample of up to {', '.join(map(str, samples))} patients per cohort and role (--token-sample)")
     return Table("table-characteristics", "Cohort characteristics of the test cohorts (median [IQR] or n (%))",
                  columns, rows, note=f"EHR span: first to last clinical event before the prediction time. XML tokens: "
-                 f"tiktoken cl100k_base over the rendered timeline, on a seeded sample of up to {sample} patients per "
-                 "cohort and role (the last column says how many).")
+                 f"tiktoken cl100k_base over the rendered timeline of {which}; the last column says how many.")
 
 
 def _characteristics_row(cohort: str, role: str, g: GroupCharacteristics, ethnicities: list[str],
@@ -86,10 +143,9 @@ def metric_table(results: Sequence[ModelResult], cohorts: Sequence[str], metric:
 
     rows = [[c, f"{n[c][0]} / {n[c][1]}" if c in n else "–", *(cell(c, m) for m in models)] for c in cohorts]
     label = metric.upper()
-    note = ("95% CIs: stratified bootstrap (cases and controls resampled separately); n = cases/controls the value "
-            f"stands on. 'too few': fewer than {MIN_CASES} cases or controls — not comparable with the other columns "
-            "(see the paired comparison for the agents against the baselines on the same patients). Record-length "
-            "columns score each patient by the length of the record alone.")
+    note = (f"95% CIs: stratified bootstrap ({_resamples(results)} resamples; cases and controls resampled "
+            "separately); n = cases/controls the value stands on. " + TOO_FEW_NOTE + " Record-length columns score "
+            "each patient by the length of the record alone.")
     if metric == "auprc":
         note += " Under 1:1 matching the chance level of AUPRC is 0.5."
     return Table(table_id, f"{label} (95% CI) on the test cohorts", ["cohort", "cases / controls", *models], rows,
@@ -102,19 +158,15 @@ def paired_table(comparisons: Sequence[PairedComparison]) -> Table:
     for c in comparisons:
         d = c.difference
         rows.append([c.cohort, c.agent, c.comparator, c.comparator_kind.replace("_", " "),
-                     f"{c.n_cases} / {c.n_controls}", f"{c.agent_auroc:.3f}",
-                     "–" if c.comparator_auroc is None else f"{c.comparator_auroc:.3f}",
-                     "–" if c.comparator_auroc_whole is None else f"{c.comparator_auroc_whole:.3f}",
-                     "–" if d is None else f"{d.value:+.3f} ({d.lower:+.3f} to {d.upper:+.3f})",
-                     "; ".join(x for x in (f"too few (< {MIN_CASES} cases or controls)" if c.too_few else "",
-                                           c.note or "") if x)])
+                     f"{c.n_cases} / {c.n_controls}", *_paired_numbers(c), c.note or ""])
     return Table("table-paired", "Agents vs baselines on the same patients (AUROC; difference with paired 95% CI)",
                  ["cohort", "agent run", "comparator", "comparator kind", "cases / controls", "agent AUROC",
                   "comparator AUROC, same patients", "comparator AUROC, whole test cohort",
                   "difference agent − comparator", "note"], rows,
                  note="The comparator is re-scored on exactly the patients the agent run scored; the CI of the "
                       "difference resamples the same cases and controls for both models (paired, stratified "
-                      "percentile bootstrap). A CI that contains 0 means no detectable difference.")
+                      f"percentile bootstrap, {_resamples(comparisons)} resamples). A CI that contains 0 means no "
+                      "detectable difference. " + TOO_FEW_NOTE)
 
 
 def record_length_table(results: Sequence[ModelResult], cohorts: Sequence[str],
@@ -130,15 +182,16 @@ def record_length_table(results: Sequence[ModelResult], cohorts: Sequence[str],
         c = table1.get(cohort)
         rows.append([cohort, *(ci_n(r.evaluation.auroc, r.evaluation.n_positive, r.evaluation.n_negative)
                                if r is not None else "–" for r in (by.get((cohort, m)) for m in lengths)),
-                     f"{best.model} {ci(best.evaluation.auroc)}" if best else "–",
+                     f"{best.model} {ci_n(best.evaluation.auroc, *best.counts())}" if best else "–",
                      f"{c.cases.xml_tokens.text(thousands=True)} vs {c.controls.xml_tokens.text(thousands=True)}"
                      if c else "–",
                      f"{c.cases.ehr_span_years.text()} vs {c.controls.ehr_span_years.text()}" if c else "–"])
     return Table("table-record-length", "Record-length baselines: AUROC of the record's length alone",
                  ["cohort", *lengths, "best baseline", "XML tokens, cases vs controls", "EHR span y, cases vs controls"],
-                 rows, note="XML tokens: the Table 1 sample of each role; visits: distinct visit days before the "
-                            "prediction time, every test patient. An AUROC well above 0.5 here is utilisation "
-                            "signal that every model can exploit without reading the clinical content.")
+                 rows, note="XML tokens: the rendered timeline of every test patient (the Table 1 column); visits: "
+                            "distinct visit days before the prediction time, every test patient. An AUROC well above "
+                            "0.5 here is utilisation signal that every model can exploit without reading the clinical "
+                            "content. " + TOO_FEW_NOTE)
 
 
 def model_table(results: Sequence[ModelResult]) -> Table:
@@ -147,17 +200,21 @@ def model_table(results: Sequence[ModelResult]) -> Table:
     for r in results:
         e = r.evaluation
         youden = e.at_youden
+        small = r.too_few  # threshold metrics and Brier of a handful of patients are as unstable as their AUROC
         rows.append([r.cohort, r.model, r.kind.replace("_", " "), r.llm_model or "–", str(e.n),
-                     f"{e.n_positive} / {e.n_negative}", str(e.n_missing + e.n_failed), ci(e.auroc), ci(e.auprc),
-                     f"{youden.sensitivity:.2f}" if youden.sensitivity is not None else "–",
-                     f"{youden.specificity:.2f}" if youden.specificity is not None else "–",
-                     f"{e.calibration.brier_score:.3f}" if e.calibration else "–",
+                     f"{e.n_positive} / {e.n_negative}", str(e.n_missing + e.n_failed),
+                     ci_or_too_few(e.auroc, e.n_positive, e.n_negative),
+                     ci_or_too_few(e.auprc, e.n_positive, e.n_negative),
+                     f"{youden.sensitivity:.2f}" if youden.sensitivity is not None and not small else "–",
+                     f"{youden.specificity:.2f}" if youden.specificity is not None and not small else "–",
+                     f"{e.calibration.brier_score:.3f}" if e.calibration and not small else "–",
                      f"{r.seconds:.1f}" if r.kind == "baseline" else "–",
                      "; ".join(e.notes) or ""])
     return Table("table-models", "Every model run (LLM = the model that produced a prediction file's scores)",
                  ["cohort", "model", "kind", "LLM", "rows scored", "cases / controls", "rows without score", "AUROC",
                   "AUPRC",
-                  "sensitivity @Youden", "specificity @Youden", "Brier", "fit + score s", "notes"], rows)
+                  "sensitivity @Youden", "specificity @Youden", "Brier", "fit + score s", "notes"], rows,
+                 note=f"AUROC/AUPRC: 95% stratified bootstrap CI ({_resamples(results)} resamples). " + TOO_FEW_NOTE)
 
 
 def unscored_table(runs: Sequence[UnscoredRun]) -> Table:
@@ -184,8 +241,8 @@ def _agent_cell(point: AgentSensitivityPoint | None) -> str:
 
 
 AGENT_NOTE = ("Agent columns/rows: the first agent variant on a few patients of its subset (n = cases/controls "
-              f"scored); 'too few' below {MIN_CASES} cases or controls — a check that the analysis runs, not an "
-              "estimate to compare with the baselines' (no CI below 2 cases and 2 controls).")
+              f"scored); below {MIN_CASES} cases or controls they say 'too few (n=…)' — a check that the analysis "
+              "runs, not an estimate to compare with the baselines'.")
 
 
 def truncation_table(points: Sequence[TruncationPoint], agent_points: Sequence[AgentSensitivityPoint] = ()) -> Table:
@@ -203,14 +260,16 @@ def truncation_table(points: Sequence[TruncationPoint], agent_points: Sequence[A
         shape = ([f"{100 * any_point.share_truncated:.0f}%", f"{any_point.median_kept_tokens:,.0f}",
                   f"{any_point.median_history_years:.2f}"] if any_point is not None else ["–", "–", "–"])
         rows.append([f"{b:,}" if b is not None else "whole record", *shape,
-                     *(ci(by[(b, m)].auroc) if (b, m) in by else "–" for m in models),
+                     *(_truncation_cell(by[(b, m)]) if (b, m) in by else "–" for m in models),
                      *(_agent_cell(agent_by.get((b, a))) for a in agents)])
-    note = None
+    note = (f"95% CIs: stratified bootstrap ({_resamples(points)} resamples). Cells marked 'same input as …' hold "
+            "the fit of that budget: every timeline fits both budgets, so the input windows are identical and nothing "
+            "new was measured. " + TOO_FEW_NOTE)
     if agent_points:
         longest = max(p.longest_timeline_tokens for p in agent_points)
-        note = (AGENT_NOTE + f" The agents' patients have at most {longest:,} tokens: budgets at or above that are "
-                "identical to the whole record, so the whole-record run's file is reused there instead of running "
-                "the agents again. The first three columns describe the baselines' test patients.")
+        note += (" " + AGENT_NOTE + f" The agents' patients have at most {longest:,} tokens: budgets at or above "
+                 "that are identical to the whole record, so the whole-record run's file is reused there instead of "
+                 "running the agents again. The first three columns describe the baselines' test patients.")
     return Table("table-truncation", "AUROC (95% CI) with inputs left-truncated to a token budget",
                  ["budget (tokens)", "test patients truncated", "median tokens kept", "median history kept, y",
                   *models, *(f"{a} (agents)" for a in agents)], rows, note=note)
@@ -227,7 +286,8 @@ def gap_table(points: Sequence[GapPoint], agent_points: Sequence[AgentSensitivit
     for c, m in dict.fromkeys((p.cohort, p.model) for p in agent_points):
         rows.append([c, f"{m} (agents)", *(_agent_cell(agent_by.get((c, m, g))) for g in gaps)])
     note = ("Each gap rebuilds the cohort (cases: index − gap; controls: a random visit date as index), refits the "
-            "model on the rebuilt training cohort and scores the rebuilt test cohort.")
+            f"model on the rebuilt training cohort and scores the rebuilt test cohort. 95% CIs: stratified bootstrap "
+            f"({_resamples(points)} resamples). " + TOO_FEW_NOTE)
     if agent_points:
         note += (" " + AGENT_NOTE + " At each gap the agents assess the subset's patients present in the rebuilt "
                  "test cohort (at its prediction times; a short role topped up from it) with --horizon-days = the "
@@ -238,13 +298,15 @@ def gap_table(points: Sequence[GapPoint], agent_points: Sequence[AgentSensitivit
 
 def strata_table(cohort: str, results: Sequence[StratumResult]) -> Table:
     rows = [[r.stratifier, r.stratum, r.model, str(r.n_positive), str(r.n_negative),
-             ci(r.auroc) if r.auroc else "too few", ci(r.auprc) if r.auprc else "too few", r.note or ""]
+             *(ci_or_too_few(i, r.n_positive, r.n_negative) if i else too_few_text(r.n_positive, r.n_negative)
+               for i in (r.auroc, r.auprc)),
+             r.note or ""]
             for r in results]
     return Table(f"table-strata-{cohort}", f"Stratified results — {cohort}",
                  ["stratifier", "stratum", "model", "cases", "controls", "AUROC", "AUPRC", "note"], rows,
                  note="Visit frequency: distinct visit days in the 5 years before the prediction time, in quartiles "
                       "over the cohort. Controls take the cancer (and screening group) of their matched case. "
-                      f"Strata with fewer than {MIN_CASES} cases or controls show 'too few' instead of a CI.")
+                      f"95% CIs: stratified bootstrap ({_resamples(results)} resamples). " + TOO_FEW_NOTE)
 
 
 def _q(quantiles, digits: int = 1) -> str:
@@ -290,18 +352,23 @@ def agent_table(roles: Sequence[AgentRole]) -> Table:
 
 
 def selection_table(points: Sequence[SelectionPoint]) -> Table:
-    rows = [[p.name, p.llm_model or "–", p.variant or "–", f"{p.auroc:.3f}", f"{p.n_positive} / {p.n_negative}",
-             f"{p.median_runtime_s:.3g}", f"{p.median_cost_usd:.5f}",
+    """Every run of the model-selection view with its AUROC, 95% CI and n (or 'too few'), runtime and cost."""
+    rows = [[p.name, p.llm_model or "–", p.variant or "–",
+             ci_or_too_few(p.auroc_ci, p.n_positive, p.n_negative) if p.auroc_ci is not None
+             else (too_few_text(p.n_positive, p.n_negative) if p.too_few else f"{p.auroc:.3f}"),
+             f"{p.n_positive} / {p.n_negative}", f"{p.median_runtime_s:.3g}", f"{p.median_cost_usd:.5f}",
              "no (too few patients)" if p.too_few else "yes" if p.on_pareto_front else "no"] for p in points]
-    return Table("table-selection", "Model selection: AUROC vs median runtime vs median cost per patient",
-                 ["run", "LLM", "variant", "AUROC", "cases / controls", "median runtime s", "median cost $",
+    return Table("table-selection", "Model selection: AUROC (95% CI) vs median runtime vs median cost per patient",
+                 ["run", "LLM", "variant", "AUROC (95% CI)", "cases / controls", "median runtime s", "median cost $",
                   "Pareto front"], rows,
                  note="A run is on the Pareto front when no other run has a higher-or-equal AUROC, a lower-or-equal "
-                      "runtime and a lower-or-equal cost, with at least one strictly better. Agents: median wall time "
+                      "runtime and a lower-or-equal cost, with at least one strictly better (the front compares the "
+                      "point estimates; overlapping CIs mean the order is not established). CIs: stratified "
+                      f"bootstrap ({_resamples(points)} resamples). Agents: median wall time "
                       "and cost per patient from their prediction files; baselines (focus cohort): fit + scoring "
                       "time divided by the rows they scored, no token cost. Runs with fewer than "
-                      f"{MIN_CASES} cases or controls are listed but never on the front: their AUROC is too "
-                      "uncertain to beat another run.")
+                      f"{MIN_CASES} cases or controls are listed with 'too few' instead of an AUROC, never on the "
+                      "front and never drawn in the figure.")
 
 
 def settings_table(settings: BaseModel) -> Table:

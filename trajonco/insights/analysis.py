@@ -51,7 +51,14 @@ def compute_insights(run: RunInputs, settings: InsightsSettings | None = None) -
             f"too few patients with extracted events for a similarity heatmap ({len(members)} < "
             f"{settings.min_patients_for_similarity})"))
 
-    if len(members) >= settings.min_patients_for_map:
+    distinct = len(np.unique(np.round(embedded.vectors, 9), axis=0)) if len(members) else 0
+    if len(members) >= settings.min_patients_for_map and (embedded.dimensions < 2 or distinct < 3):
+        embedding = EmbeddingResult(method=embedded.method, n_patients=len(members), n_without_events=without,
+                                    dimensions=embedded.dimensions, map_status="too_few", map_reason=(
+                                        f"too little signal for a 2-D map: the {len(members)} patients' extracted "
+                                        f"events give {embedded.dimensions} distinct word(s) and {distinct} distinct "
+                                        "vector(s) (a map needs 2 and 3)"))
+    elif len(members) >= settings.min_patients_for_map:
         coords, used, notice = project_2d(embedded.vectors, settings.map_method, settings.seed)
         points = [PatientPoint(subject_id=p.subject_id, prediction_time=p.prediction_time, case=p.case,
                                x=round(float(x), 6), y=round(float(y), 6), cluster=int(c))
