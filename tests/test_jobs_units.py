@@ -461,7 +461,9 @@ def test_limit_and_sample_keep_case_control_pairs_whole(tmp_path):
     root = write_mimic_style(tmp_path / "mimic")
     built = build_cohort(root, load_definition("any_cancer"), tmp_path / "cohort")
     path = built.label_paths["train"]
-    labels = pl.read_parquet(path)
+    from vista.meds.labels import read_label_table
+
+    labels = pl.from_arrow(read_label_table(path))  # the label file and its label_details sidecar
     keys = task_keys(read_label_tasks(path))
     case_of = {int(s): int(m) for s, m in zip(labels["subject_id"], labels["matched_to"]) if m is not None}
 
