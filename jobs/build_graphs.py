@@ -214,7 +214,7 @@ class GraphsJob(CohortJob):
             for problem in unusable_shards(settings.dataset):  # their label rows get error rows naming the shard
                 log.warning("%s", problem)
         self.label_tasks = read_label_tasks(args.labels) if args.labels is not None else None
-        self.xml_tasks = list_xml_tasks(settings.xml_dir) if settings.xml_dir is not None else None
+        self.xml_tasks = list_xml_tasks(settings.xml_dir, args.on_duplicate) if settings.xml_dir is not None else None
         if settings.llm is not None:
             check_llm(settings.llm)
             check_endpoint(settings.llm)  # one line when the endpoint is unreachable, refuses the key or lacks the model

@@ -20,6 +20,8 @@ VISTA_USER_ERRORS: tuple[tuple[str, str], ...] = (
     ("vista.llm.errors", "LLMConfigError"),
     ("vista.graph.errors", "GraphInputError"),
     ("vista.graph.errors", "GraphFileError"),
+    ("vista.graph.xml_files", "XmlDirectoryError"),
+    ("vista.xml_reading", "XmlReadError"),
     ("vista.toa.errors", "TOAError"),
     ("vista.query.errors", "QueryError"),
     ("vista.display.model", "DisplayError"),

@@ -282,8 +282,10 @@ def _canonical(event: Event, source: str, table: str | None, name: str | None, p
     return event
 
 
-def _walk(root: etree._Element, reading: _Reading) -> None:
-    for group_node in _children(root):
+def _walk(groups: Iterable[etree._Element], reading: _Reading) -> None:
+    for group_node in groups:
+        if not isinstance(group_node.tag, str):
+            continue
         if group_node.tag != "encounter":
             raise reading.fail(f"unexpected element <{group_node.tag}> in <{EVENTSTREAM_TAG}>", group_node)
         start = reading.timestamp(group_node, "start_timestamp", required=False)
@@ -391,13 +393,20 @@ def _providers(reading: _Reading) -> tuple[tuple[Provider, ...], tuple[CareSite,
 def source_from_eventstream(root: etree._Element, *, path: str, catalog: CodeCatalog | None = None,
                             profile: CodingProfile | str = XML_PROFILE) -> GraphSource:
     """The `GraphSource` of a parsed ``<eventstream>`` document (``path`` names it in errors and provenance)."""
+    return eventstream_source(root, _children(root), path=path, catalog=catalog, profile=profile)
+
+
+def eventstream_source(root: etree._Element, groups: Iterable[etree._Element], *, path: str,
+                       catalog: CodeCatalog | None = None, profile: CodingProfile | str = XML_PROFILE) -> GraphSource:
+    """The `GraphSource` of an ``<eventstream>`` whose ``<encounter>`` groups come one by one (a streaming reader
+    may clear each once the next is asked for), ``root`` giving the person id."""
     reading = _Reading(str(path), load_profile(profile))
     raw_id = root.get("person_id")
     reading.patient = raw_id
     if raw_id is None or not raw_id.strip().lstrip("-").isdigit():
         raise reading.fail(f"<{EVENTSTREAM_TAG}> person_id={raw_id!r} is not an integer subject id", root,
                            field="person_id")
-    _walk(root, reading)
+    _walk(groups, reading)
     if not reading.events:
         raise reading.fail("the document holds no <event>", root, field="events")
     code_catalog, attributes = _catalog(reading, catalog)

@@ -555,8 +555,4 @@ class GraphStore:
 
 def _xml_sources(paths: Iterable[str | os.PathLike], catalog: CodeCatalog | None) -> Iterator[GraphSource]:
     for path in paths:
-        try:
-            data = Path(path).read_bytes()
-        except OSError as exc:
-            raise GraphInputError(str(path), f"cannot read the file ({exc.strerror or exc})") from None
-        yield source_from_xml(data, path=str(path), catalog=catalog)
+        yield source_from_xml(Path(path), path=str(path), catalog=catalog)
