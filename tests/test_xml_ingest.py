@@ -162,3 +162,27 @@ def test_a_large_file_shows_progress_on_stderr(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("VISTA_XML_PROGRESS_BYTES", "10")
     assert vista_main(["graph", "--xml-dir", str(folder), "--store", str(tmp_path / "store")]) == 0
     assert "reading p.xml" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------ symbolic link loops
+@pytest.mark.parametrize("tool, argv", [
+    ("trajonco", ["validate", "{loop}"]),
+    ("trajonco", ["timeline", "--dataset", "{loop}", "--subject", "1", "--prediction-time", "2020-01-01"]),
+    ("trajonco", ["cohort", "lung", "--dataset", "{loop}", "--out", "{tmp}/cohort"]),
+    ("vista", ["graph", "--dataset", "{loop}", "--store", "{tmp}/store"]),
+    ("vista", ["graph", "--xml-dir", "{loop}", "--store", "{tmp}/store"]),
+    ("vista", ["build", "--dataset", "{loop}", "--out", "{tmp}/out"]),
+])
+def test_a_dataset_path_that_is_a_symlink_loop_is_one_line_and_exit_2(tmp_path, capsys, tool, argv):
+    from jobs.cli import trajonco_main
+
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    main = trajonco_main if tool == "trajonco" else vista_main
+    try:
+        status = main([a.format(loop=loop, tmp=tmp_path) for a in argv])
+    except SystemExit as exc:  # an option's type check: argparse exits
+        status = exc.code
+    assert status == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{loop}: cannot be opened: a symbolic link loop" in err and "Traceback" not in err

@@ -34,7 +34,10 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     if args.dataset is not None:
         from vista.meds.reader import MedsDataset
 
+        from vista.storage import resolve_local
+
         root = Path(args.dataset)
+        resolve_local(root)  # a symbolic link loop: one line
         if not root.is_dir():
             raise CommandLineError(f"--dataset {root}: no such directory")
         report = store.build_dataset(MedsDataset(root, profile=args.coding_profile), args.subjects)

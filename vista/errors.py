@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 VISTA_USER_ERRORS: tuple[tuple[str, str], ...] = (
     ("vista.meds.errors", "MedsDataError"),
+    ("vista.storage", "StorageError"),
     ("vista.coding.errors", "CodingProfileError"),
     ("vista.synth", "SynthOutputError"),
     ("vista.timeline", "TimelineError"),

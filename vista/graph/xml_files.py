@@ -44,8 +44,11 @@ def find_xml_files(directory: Path) -> list[tuple[Path, str]]:
     """(path, relative POSIX path) of every ``*.xml`` file under ``directory``, recursively, in relative-path order."""
     directory = Path(directory)
     try:
+        directory.resolve()  # a symbolic link loop is named as one
         if not directory.is_dir():
             raise XmlDirectoryError(f"{directory}: not a directory")
+    except RuntimeError as exc:  # Python < 3.13: "Symlink loop from …"
+        raise XmlDirectoryError(f"{directory}: cannot be opened: a symbolic link loop ({exc})") from None
     except OSError as exc:
         raise XmlDirectoryError(f"{directory}: cannot be opened ({exc.strerror or exc})") from None
 
