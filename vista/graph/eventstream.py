@@ -60,6 +60,7 @@ from datetime import date, datetime
 from lxml import etree
 
 from vista.coding import Category, CodingProfile, load_profile
+from vista.coding.terminology import standard_description
 from vista.coding.vocabularies import normalise_value, note_kind
 from vista.graph.build import GivenEncounter, GraphSource
 from vista.graph.errors import GraphInputError
@@ -350,14 +351,14 @@ def _stated_encounters(reading: _Reading) -> tuple[GivenEncounter, ...]:
 # ------------------------------------------------------------------------------------------------ assembling
 def _catalog(reading: _Reading, given: CodeCatalog | None) -> tuple[CodeCatalog, list[dict[str, str]]]:
     """Descriptions from the ``name``s (the catalog first), and the events' attributes with names that differ."""
-    catalog = given if given is not None else CodeCatalog()
+    catalog = given if given is not None else CodeCatalog(fallback=standard_description)
     said: dict[str, Counter[str]] = {}
     for event, name in zip(reading.events, reading.names):
         if name is not None:
             said.setdefault(event.code, Counter())[name] += 1
     extra = [CodeInfo(code, names.most_common(1)[0][0]) for code, names in said.items() if code not in catalog]
     if extra:
-        catalog = CodeCatalog([*catalog.values(), *extra])
+        catalog = catalog.extended(extra)
     attributes = []
     for event, name, attrs in zip(reading.events, reading.names, reading.attributes):
         if name is not None and name != catalog.describe(event.code).description:

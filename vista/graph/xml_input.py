@@ -57,6 +57,7 @@ from pathlib import Path
 from lxml import etree
 
 from vista.coding import CodingProfile
+from vista.coding.terminology import standard_description
 from vista.graph.build import DEFAULT_CONFIG, GivenEncounter, GraphConfig, GraphSource, build_graph
 from vista.graph.errors import GraphInputError
 from vista.graph.eventstream import EVENTSTREAM_TAG, XML_PROFILE, eventstream_source
@@ -297,7 +298,7 @@ def _patient_source(root: etree._Element, reading: _Reading, catalog: CodeCatalo
         _read_timeline(root, reading)
 
     # Code metadata: the catalog first, else what the document says.
-    catalog = catalog if catalog is not None else CodeCatalog()
+    catalog = catalog if catalog is not None else CodeCatalog(fallback=standard_description)
     timeline_labels: dict[str, list[str]] = {}
     for event, content in zip(reading.events, reading.contents):
         if content is not None:
@@ -312,7 +313,7 @@ def _patient_source(root: etree._Element, reading: _Reading, catalog: CodeCatalo
             description = None
         extra.append(CodeInfo(code, description))
     if extra:
-        catalog = CodeCatalog([*catalog.values(), *extra])
+        catalog = catalog.extended(extra)
     events = reading.events
     if any(c is not None for c in reading.contents):
         events = [e if content is None else Event(e.event_id, e.time, e.code, e.numeric_value,
