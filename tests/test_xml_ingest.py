@@ -186,3 +186,10 @@ def test_a_dataset_path_that_is_a_symlink_loop_is_one_line_and_exit_2(tmp_path, 
     assert status == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{loop}: cannot be opened: a symbolic link loop" in err and "Traceback" not in err
+
+
+def test_a_store_build_refuses_two_files_of_one_patient_whatever_lists_them(tmp_path):
+    first, second = _two_files_of_one_patient(tmp_path / "xml")
+    store = GraphStore(tmp_path / "store")
+    with pytest.raises(GraphInputError, match=rf"{second}: patient 5: is also in {first} \(one file or shard per patient\)"):
+        store.build_xml([first, second])

@@ -472,11 +472,17 @@ class GraphStore:
 
     # ------------------------------------------------------------------------------------------ building
     def build(self, sources: Iterable[GraphSource]) -> StoreReport:
-        """Build and store the graph of every source whose content hash changed; skip the others."""
+        """Build and store the graph of every source whose content hash changed; skip the others. Two sources of
+        one subject in one build are a `GraphInputError` naming both (the second would silently replace the first)."""
         started = time.perf_counter()
         built = skipped = nodes = 0
+        origin: dict[int, str] = {}
         try:
             for source in sources:
+                first = origin.setdefault(source.subject_id, source.origin)
+                if first != source.origin:
+                    raise GraphInputError(source.origin, f"is also in {first} (one file or shard per patient)",
+                                          patient=str(source.subject_id))
                 task = self._subjects.get(source.subject_id, str(source.subject_id))
                 entry = self._entries.get(task)
                 digest = content_hash(source, self.config)
