@@ -16,9 +16,9 @@ sections, comments and the DOCTYPE are copied as they are):
 >>> decoder.feed(b'<a t="x&nbsp;y">Patient&nbsp;was seen &amp; A & B &foo; &#233;</a>') + decoder.close()
 b'<a t="x&#160;y">Patient&#160;was seen &amp; A &amp; B &amp;foo; &#233;</a>'
 
-`iter_xml` streams a file (or bytes) through the decoder into lxml's pull parser, raising `XmlReadError` in one
-line naming the file when it is larger than `XmlLimits.max_bytes` or holds more than `XmlLimits.max_elements`
-elements, and showing a progress bar on stderr for files of `XmlLimits.progress_bytes` or more. Limits come from
+`stream_xml` streams a file (or bytes) through the decoder into lxml's pull parser (handing out each complete child
+of the root, then dropping it), raising `XmlReadError` in one line naming the file when it is larger than
+`XmlLimits.max_bytes` or holds more than `XmlLimits.max_elements` elements, and showing a progress bar on stderr for files of `XmlLimits.progress_bytes` or more. Limits come from
 ``VISTA_XML_MAX_BYTES`` / ``VISTA_XML_MAX_ELEMENTS`` / ``VISTA_XML_PROGRESS_BYTES`` when set (defaults 2 GiB,
 5,000,000 elements, 64 MiB).
 """
@@ -211,64 +211,78 @@ def _chunks(source: Path | bytes, name: str, limits: XmlLimits) -> Iterator[byte
                 bar.close()
 
 
-def _parser(events: tuple[str, ...]) -> etree.XMLPullParser:
-    return etree.XMLPullParser(events=events, resolve_entities=False, no_network=True, load_dtd=False,
-                               huge_tree=True, remove_comments=True, remove_pis=True)
+_NO_TAG = "{urn:vista:none}none"  # a tag filter no element matches: the parser reports no event at all
 
 
 def _unexpanded(node: etree._Element, name: str) -> None:
-    for child in node:
-        if isinstance(child, etree._Entity):
-            raise XmlReadError(name, f"entity {child.text} is declared in the document's DTD and is not expanded "
-                                     "(external entities are never read); replace it with its text",
-                               line=child.sourceline or node.sourceline)
+    """`XmlReadError` for the first entity node under ``node`` (only a DTD-declared entity can leave one)."""
+    for entity in node.iter(etree.Entity):
+        raise XmlReadError(name, f"entity {entity.text} is declared in the document's DTD and is not expanded "
+                                 "(external entities are never read); replace it with its text",
+                           line=entity.sourceline or node.sourceline)
 
 
-def iter_xml(source: Path | bytes, *, name: str | None = None, limits: XmlLimits | None = None,
-             events: tuple[str, ...] = ("start", "end")) -> Iterator[tuple[str, etree._Element]]:
-    """(event, element) pairs of the document at ``source`` (a path, or its bytes named ``name``), entities decoded.
+def _elements(chunk: bytes) -> int:
+    """About how many elements start in ``chunk`` (its start tags; a tag cut at a chunk edge may count once more)."""
+    return chunk.count(b"<") - chunk.count(b"</") - chunk.count(b"<!") - chunk.count(b"<?")
 
-    The caller may clear elements it has read (``end`` events) to keep memory flat. `XmlReadError` names the file
-    and line for a document that is not well-formed, an unexpanded entity, or a limit passed.
+
+def stream_xml(source: Path | bytes, *, name: str | None = None, limits: XmlLimits | None = None,
+               stream_tags: tuple[str, ...] = ()) -> Iterator[tuple[etree._Element, etree._Element | None]]:
+    """The document at ``source`` (a path, or its bytes named ``name``) with entities decoded, as ``(root, child)``
+    pairs, ending with ``(root, None)`` once the document is complete.
+
+    When the root's tag is one of ``stream_tags``, each child of the root comes as soon as it is complete and is
+    removed from the tree once the next pair is asked for (memory stays flat); otherwise the whole tree is kept and
+    only the final pair comes. `XmlReadError` names the file (and line when known) for a document that is not
+    well-formed, an unexpanded entity, or a limit passed.
     """
     name = str(name if name is not None else source if isinstance(source, Path) else "<xml>")
     limits = limits if limits is not None else XmlLimits.from_env()
-    wanted = tuple(dict.fromkeys((*events, "end")))
-    parser = _parser(wanted)
+    parser = etree.XMLPullParser(events=("start",), tag=list(stream_tags) or _NO_TAG, resolve_entities=False,
+                                 no_network=True, load_dtd=False, huge_tree=True, remove_comments=True,
+                                 remove_pis=True)
     decoder = EntityDecoder()
-    count = 0
+    root: etree._Element | None = None
+    elements = 0
 
-    def drain() -> Iterator[tuple[str, etree._Element]]:
-        nonlocal count
-        for event, node in parser.read_events():
-            if event == "end":
-                _unexpanded(node, name)
-                count += 1
-                if count > limits.max_elements:
-                    raise XmlReadError(name, f"holds more than {limits.max_elements:,} elements, the limit "
-                                             "(VISTA_XML_MAX_ELEMENTS)", line=node.sourceline)
-                if "end" in events:
-                    yield event, node
-            else:
-                yield event, node
+    def complete(final: bool) -> Iterator[tuple[etree._Element, etree._Element | None]]:
+        """The root's children that are complete (all but the last one, which may still be open, unless final)."""
+        children = list(root) if final else list(root)[:-1]
+        for child in children:
+            if decoder.declared:
+                _unexpanded(child, name)
+            if isinstance(child.tag, str):
+                yield root, child
+            root.remove(child)
 
     try:
         for chunk in _chunks(source, name, limits):
+            elements += _elements(chunk)
+            if elements > limits.max_elements:
+                raise XmlReadError(name, f"holds more than {limits.max_elements:,} elements, the limit "
+                                         "(VISTA_XML_MAX_ELEMENTS)")
             parser.feed(decoder.feed(chunk))
-            yield from drain()
+            if root is None:
+                root = next((node for _, node in parser.read_events() if node.getparent() is None), None)
+            if root is not None:
+                yield from complete(False)
         parser.feed(decoder.close())
-        parser.close()
-        yield from drain()
+        document = parser.close()
     except etree.XMLSyntaxError as exc:
-        line = exc.lineno or None
         message = re.sub(r",? line \d+, column \d+", "", str(exc.msg or exc)).strip() or "syntax error"
-        raise XmlReadError(name, f"not well-formed XML ({message})", line=line) from None
+        raise XmlReadError(name, f"not well-formed XML ({message})", line=exc.lineno or None) from None
+    if root is not None:
+        yield from complete(True)
+    else:
+        root = document
+    if decoder.declared:
+        _unexpanded(root, name)
+    yield root, None
 
 
 def parse_xml(source: Path | bytes, *, name: str | None = None, limits: XmlLimits | None = None) -> etree._Element:
-    """The root element of the whole document at ``source`` (entities decoded, limits applied; see `iter_xml`)."""
-    root = None
-    for event, node in iter_xml(source, name=name, limits=limits, events=("end",)):
-        root = node
-    assert root is not None  # a document that parsed has a root
+    """The root element of the whole document at ``source`` (entities decoded, limits applied; see `stream_xml`)."""
+    for root, _ in stream_xml(source, name=name, limits=limits):
+        pass
     return root

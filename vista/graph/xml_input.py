@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -67,7 +66,7 @@ from vista.records import CodeCatalog, CodeInfo, Demographics, Event, PatientRec
 from vista.timeline.modality import MODALITY_BY_GROUP_TAG, MODALITY_BY_TAG, Modality
 from vista.timeline.model import BLOCK_TAG, PART_ATTRIBUTE, ROOT_TAG
 from vista.timeline.xmltext import escape_attribute, escape_text
-from vista.xml_reading import XmlLimits, XmlReadError, iter_xml
+from vista.xml_reading import XmlLimits, XmlReadError, stream_xml
 
 ENCOUNTER_TAG = "encounter"
 EVENT_TAG = "event"
@@ -136,31 +135,16 @@ def _check_root(root: etree._Element, reading: _Reading) -> None:
         raise reading.fail(f"<{ROOT_TAG}> id={raw_id!r} is not an integer subject id", root, field="id")
 
 
-def _top_level(root: etree._Element, ends: Iterator[tuple[str, etree._Element]]) -> Iterator[etree._Element]:
-    """The root's child elements as each is complete; the one before is cleared and dropped (flat memory)."""
-    for _, node in ends:
-        if node.getparent() is root:
-            yield node
-            node.clear(keep_tail=False)
-            while node.getprevious() is not None:
-                del root[0]
-
-
 def _stream(data: Path | bytes, path: str, catalog: CodeCatalog | None, profile: CodingProfile | str,
             limits: XmlLimits | None) -> GraphSource:
     """Read a document as a stream: an ``<eventstream>`` group by group, a ``<patient>`` whole."""
     reading = _Reading(path)
-    ends = iter_xml(data, name=path, limits=limits, events=("end",))
-    _, first = next(ends)
-    root = first
-    while root.getparent() is not None:
-        root = root.getparent()
+    pairs = stream_xml(data, name=path, limits=limits, stream_tags=(EVENTSTREAM_TAG,))
+    root, first = next(pairs)
     if root.tag == EVENTSTREAM_TAG:
-        groups = itertools.chain([first] if first.getparent() is root else [], _top_level(root, ends))
+        groups = itertools.chain([first] if first is not None else [], (child for _, child in pairs if child is not None))
         return eventstream_source(root, groups, path=path, catalog=catalog, profile=profile)
     _check_root(root, reading)
-    for _ in ends:
-        pass
     return _patient_source(root, reading, catalog)
 
 
