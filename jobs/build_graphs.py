@@ -8,7 +8,8 @@
 Inputs. A MEDS dataset (one task per subject, the whole record; with ``--labels`` one per label row, only events
 strictly before its prediction time), or ``--xml-dir``: every ``*.xml`` patient file under it, in any XML shape
 `vista.graph` reads — the project's ``<patient>`` documents or the VISTA team's ``<eventstream>`` files (one task per
-file). MEDS subjects are listed by Ray Data tasks reading only the ``subject_id`` column of each shard; patients'
+file; found as `vista graph` finds them, `vista.graph.xml_files`: two files of one patient stop the job naming both
+unless ``--on-duplicate first``). MEDS subjects are listed by Ray Data tasks reading only the ``subject_id`` column of each shard; patients'
 rows are read inside the actors by the targeted MEDS reader (no shuffle, nothing collected on the driver).
 
 Stages (``--stages``, in order). ``graph``: the MEDS Graph, persisted as GraphML plus a node index per task.
