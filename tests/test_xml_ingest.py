@@ -193,3 +193,19 @@ def test_a_store_build_refuses_two_files_of_one_patient_whatever_lists_them(tmp_
     store = GraphStore(tmp_path / "store")
     with pytest.raises(GraphInputError, match=rf"{second}: patient 5: is also in {first} \(one file or shard per patient\)"):
         store.build_xml([first, second])
+
+
+def test_the_build_job_lists_one_task_per_patient_with_on_duplicate_first(tmp_path, caplog):
+    from jobs.build_graphs import build_parser
+    from jobs.errors import JobInputError
+    from jobs.vista_tasks import list_xml_tasks
+
+    first, second = _two_files_of_one_patient(tmp_path / "xml")
+    with pytest.raises(JobInputError, match="both hold patient 5"):
+        list_xml_tasks(tmp_path / "xml")
+    with caplog.at_level("WARNING", logger="jobs.build_graphs"):
+        assert [t.file for t in list_xml_tasks(tmp_path / "xml", "first")] == ["a/p.xml"]
+    assert f"{second}: skipped, patient 5 is already read from {first}" in caplog.text
+    args = build_parser().parse_args(["--xml-dir", str(tmp_path / "xml"), "--out", str(tmp_path / "o"),
+                                      "--on-duplicate", "first"])
+    assert args.on_duplicate == "first"
