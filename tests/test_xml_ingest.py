@@ -209,3 +209,19 @@ def test_the_build_job_lists_one_task_per_patient_with_on_duplicate_first(tmp_pa
     args = build_parser().parse_args(["--xml-dir", str(tmp_path / "xml"), "--out", str(tmp_path / "o"),
                                       "--on-duplicate", "first"])
     assert args.on_duplicate == "first"
+
+
+def test_the_entity_pre_pass_gives_the_same_bytes_whatever_the_chunks_and_leaves_cdata_alone():
+    from vista.xml_reading import EntityDecoder, parse_xml
+
+    document = (b'<?xml version="1.0"?>\n<!DOCTYPE a [<!ENTITY own "x">]>\n<a t="x&nbsp;y&amp;z">A&nbsp;B & C '
+                b'<![CDATA[keep &nbsp; & as is]]><!-- a & b --> &eacute;&#233;&#xE9; &notanentity; end</a>')
+    whole = EntityDecoder().feed(document, final=True)
+    for size in range(1, 12):
+        decoder = EntityDecoder()
+        pieces = b"".join(decoder.feed(document[i:i + size]) for i in range(0, len(document), size)) + decoder.close()
+        assert pieces == whole, size
+        assert decoder.declared == {"own"}
+    root = parse_xml(document)
+    assert root.get("t") == "x\u00a0y&z"
+    assert root.text == "A\u00a0B & C keep &nbsp; & as is ééé &notanentity; end"

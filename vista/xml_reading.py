@@ -18,9 +18,9 @@ b'<a t="x&#160;y">Patient&#160;was seen &amp; A &amp; B &amp;foo; &#233;</a>'
 
 `stream_xml` streams a file (or bytes) through the decoder into lxml's pull parser (handing out each complete child
 of the root, then dropping it), raising `XmlReadError` in one line naming the file when it is larger than
-`XmlLimits.max_bytes` or holds more than `XmlLimits.max_elements` elements, and showing a progress bar on stderr for files of `XmlLimits.progress_bytes` or more. Limits come from
-``VISTA_XML_MAX_BYTES`` / ``VISTA_XML_MAX_ELEMENTS`` / ``VISTA_XML_PROGRESS_BYTES`` when set (defaults 2 GiB,
-5,000,000 elements, 64 MiB).
+`XmlLimits.max_bytes` or holds more than `XmlLimits.max_elements` elements, and showing a progress bar on stderr
+for files of `XmlLimits.progress_bytes` or more. Limits come from ``VISTA_XML_MAX_BYTES`` /
+``VISTA_XML_MAX_ELEMENTS`` / ``VISTA_XML_PROGRESS_BYTES`` when set (defaults 2 GiB, 5,000,000 elements, 64 MiB).
 """
 
 from __future__ import annotations
