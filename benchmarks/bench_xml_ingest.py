@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -96,7 +97,8 @@ def _measure(argv: list[str], limit_s: float, folder: Path) -> tuple[float, floa
     try:
         done = subprocess.run([sys.executable, "-c", _PEAK, str(peak_file), *argv], capture_output=True, text=True,
                               timeout=limit_s)
-        tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [""]
+        said = done.stdout.strip() if done.returncode == 0 else done.stderr.strip()
+        tail = said.splitlines()[-1:] or [""]
         tail = f"exit {done.returncode}: {tail[0][:160]}"
     except subprocess.TimeoutExpired:
         tail = f"stopped after {limit_s:.0f} s"
@@ -123,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             if step == "read":
                 cmd = [sys.executable, "-c", _READ, str(path)]
             else:
+                shutil.rmtree(folder / "store", ignore_errors=True)  # a fresh store: nothing skipped as unchanged
                 cmd = [sys.executable, "-c", "import sys; from jobs.cli import vista_main; sys.exit(vista_main(sys.argv[1:]))", "graph", "--xml-dir", str(path.parent), "--store", str(folder / "store")]
             seconds, peak, tail = _measure(cmd, args.timeout, folder)
             print(f"{step:>5}: {seconds:7.1f} s, peak RSS {peak:7.0f} MB  ({tail})")
