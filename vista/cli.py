@@ -57,6 +57,9 @@ def _xml_sources(directory: Path, subjects: Sequence[int] | None, coding_profile
     from vista.graph.eventstream import XML_PROFILE
     from vista.graph.xml_files import list_xml_patients
 
+    from vista.xml_reading import XmlLimits
+
+    large = XmlLimits.from_env().progress_bytes
     files, skipped = list_xml_patients(directory, on_duplicate)  # type: ignore[arg-type]
     for line in skipped:
         print(line, file=sys.stderr)
@@ -66,6 +69,8 @@ def _xml_sources(directory: Path, subjects: Sequence[int] | None, coding_profile
         if wanted is not None and file.subject_id is not None and file.subject_id not in wanted:
             continue
         source = source_from_xml(file.path, path=str(file.path), profile=coding_profile or XML_PROFILE)
+        if file.path.stat().st_size >= large:  # the build of a very large patient takes a while: say what comes
+            print(f"{file.path}: {len(source.events):,} events read; building the graph", file=sys.stderr)
         if wanted is None or source.subject_id in wanted:
             found.add(source.subject_id)
             yield source
