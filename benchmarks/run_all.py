@@ -17,6 +17,7 @@ BENCHMARKS = {
     "cohort": "cohort build on ~10M rows",
     "features": "summary features of 100k patients, polars vs pandas",
     "graph": "MEDS Graph of a 10k-node patient vs a plain networkx build",
+    "xml_ingest": "one 200 MB <eventstream> XML file: reader alone and vista graph, wall time and peak memory",
     "graph_in_actor": "graph build in the predict actor: cost per patient vs render+chunk and the chain's wall time",
     "consolidation": "predict driver at 100k patients: plan + consolidate from part files vs per-patient JSON; "
                      "VISTA node index writes",

@@ -8,7 +8,8 @@
 Inputs. A MEDS dataset (one task per subject, the whole record; with ``--labels`` one per label row, only events
 strictly before its prediction time), or ``--xml-dir``: every ``*.xml`` patient file under it, in any XML shape
 `vista.graph` reads — the project's ``<patient>`` documents or the VISTA team's ``<eventstream>`` files (one task per
-file). MEDS subjects are listed by Ray Data tasks reading only the ``subject_id`` column of each shard; patients'
+file; found as `vista graph` finds them, `vista.graph.xml_files`: two files of one patient stop the job naming both
+unless ``--on-duplicate first``). MEDS subjects are listed by Ray Data tasks reading only the ``subject_id`` column of each shard; patients'
 rows are read inside the actors by the targeted MEDS reader (no shuffle, nothing collected on the driver).
 
 Stages (``--stages``, in order). ``graph``: the MEDS Graph, persisted as GraphML plus a node index per task.
@@ -214,7 +215,7 @@ class GraphsJob(CohortJob):
             for problem in unusable_shards(settings.dataset):  # their label rows get error rows naming the shard
                 log.warning("%s", problem)
         self.label_tasks = read_label_tasks(args.labels) if args.labels is not None else None
-        self.xml_tasks = list_xml_tasks(settings.xml_dir) if settings.xml_dir is not None else None
+        self.xml_tasks = list_xml_tasks(settings.xml_dir, args.on_duplicate) if settings.xml_dir is not None else None
         if settings.llm is not None:
             check_llm(settings.llm)
             check_endpoint(settings.llm)  # one line when the endpoint is unreachable, refuses the key or lacks the model

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vista.cli import add_profile_option
+from vista.cli import add_on_duplicate_option, add_profile_option
 from vista.cli_kit import ArgumentParser, HelpFormatter, local_path
 
 from jobs.job_options import add_run_arguments, add_selection_arguments, add_verbose_argument
@@ -43,6 +43,7 @@ def build_parser(prog: str = "python -m jobs.build_graphs") -> argparse.Argument
     source.add_argument("--dataset", type=local_path, help="MEDS dataset root (data/**/*.parquet, metadata/)")
     source.add_argument("--xml-dir", type=Path, help="directory of VISTA patient XML files (*.xml, searched recursively)")
     add_profile_option(io)
+    add_on_duplicate_option(io)
     io.add_argument("--out", required=True, type=local_path, help="output directory; rerunning the same command resumes there")
     io.add_argument("--labels", type=local_path, help="with --dataset: MEDS label parquet, one task per row cut at its "
                     "prediction_time (default: every subject, whole record)")

@@ -44,11 +44,8 @@ def meds_source(record: PatientRecord, catalog: CodeCatalog, prediction_time: da
 def xml_source(path: Path, profile: str | None = None) -> GraphSource:
     """The graph source of a patient XML file (`GraphInputError` naming the file for unreadable or bad documents);
     ``profile`` spells an ``<eventstream>`` file's codes (default: the VISTA XML profile)."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise GraphInputError(str(path), f"cannot read the file ({exc.strerror or exc})") from None
-    return source_from_xml(data, path=str(path)) if profile is None else source_from_xml(data, path=str(path),
+    path = Path(path)
+    return source_from_xml(path, path=str(path)) if profile is None else source_from_xml(path, path=str(path),
                                                                                         profile=profile)
 
 

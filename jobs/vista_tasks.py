@@ -13,6 +13,7 @@ Ray Data in the ``xml_file`` column.
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,8 @@ import pyarrow.parquet as pq
 from jobs.errors import JobInputError
 from jobs.ray_runtime import LIGHT_TASK_CPUS
 from jobs.tasks import BOOLEAN_VALUE, PREDICTION_TIME, SUBJECT_ID, TaskKey
+
+log = logging.getLogger("jobs.build_graphs")
 
 XML_FILE = "xml_file"
 """Column of an XML task's file path (relative to ``--xml-dir``)."""
@@ -42,13 +45,19 @@ class XmlTask:
     file: str  # relative to the XML directory
 
 
-def list_xml_tasks(xml_dir: Path) -> list[XmlTask]:
-    """Every ``*.xml`` file under ``xml_dir`` (recursively), in path order (`JobInputError` when there is none)."""
-    if not xml_dir.is_dir():
-        raise JobInputError(f"{xml_dir}: --xml-dir is not a directory")
-    files = sorted(str(p.relative_to(xml_dir)) for p in xml_dir.rglob("*.xml") if p.is_file())
-    if not files:
-        raise JobInputError(f"{xml_dir}: no *.xml patient files found")
+def list_xml_tasks(xml_dir: Path, on_duplicate: str = "error") -> list[XmlTask]:
+    """The XML files under ``xml_dir`` as tasks, in path order, by the one discovery rule of `vista.graph.xml_files`
+    (recursive; two files with one patient id are a `JobInputError` naming both unless ``on_duplicate="first"``,
+    which logs a warning per file skipped)."""
+    from vista.graph.xml_files import XmlDirectoryError, list_xml_patients
+
+    try:
+        found, skipped = list_xml_patients(xml_dir, on_duplicate)  # type: ignore[arg-type]
+    except XmlDirectoryError as exc:
+        raise JobInputError(f"--xml-dir {exc}") from None
+    for line in skipped:
+        log.warning("%s", line)
+    files = [file.relative for file in found]
     tasks = [XmlTask(TaskKey(file_key(f)), f) for f in files]
     seen: dict[int, str] = {}
     for task in tasks:

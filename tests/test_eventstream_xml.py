@@ -358,6 +358,6 @@ def test_meds_rows_with_visit_ids_make_real_encounters_and_round_trip(tmp_path):
     assert graph.event("e3").provenance == RowRef("data/0.parquet", 43)
     path = tmp_path / "12.xml"
     path.write_text(encounter_xml(graph))
-    again = read_patient_xml(path)
+    again = read_patient_xml(path, CodeCatalog())  # the same (empty) catalog: no titles looked up either way
     assert again.nodes.equals(graph.nodes) and again.edges.equals(graph.edges)
     assert again.info.demographics == graph.info.demographics and again.info.source_format == "xml-encounters"

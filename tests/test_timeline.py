@@ -186,7 +186,7 @@ def test_parse_round_trip_and_errors():
     again = parse_timeline(timeline.to_xml())
     assert again.to_xml() == timeline.to_xml()
     assert again.root == timeline.root and again.blocks == timeline.blocks
-    with pytest.raises(TimelineError, match=r"chunk\.xml: not well-formed XML"):
+    with pytest.raises(TimelineError, match=r"chunk\.xml: (line \d+: )?not well-formed XML"):
         parse_timeline("<patient id='1'><events>", source="chunk.xml")
     with pytest.raises(TimelineError, match="expected <patient>"):
         parse_timeline("<person id='1'/>")
@@ -214,7 +214,7 @@ def test_xml_entities_are_not_expanded():
         '<?xml version="1.0"?><!DOCTYPE p [<!ENTITY a "aaaaaaaaaa">]><patient id="1"><events time="2020-01-01">'
         '<notes><note id="e1">x&a;y</note></notes></events></patient>'
     )
-    with pytest.raises(TimelineError, match="event e1 contains child elements or entity references"):
+    with pytest.raises(TimelineError, match=r"line 1: entity &a; is declared in the document.s DTD and is not expanded"):
         parse_timeline(bomb)
 
 

@@ -126,7 +126,10 @@ def _locate_read_failure(root: Path, exc: Exception) -> None:
 def _cmd_cohort(args: argparse.Namespace) -> int:
     from trajonco.cohorts import CohortDataError, EmptyCohortError, build_cohort, load_definition
 
+    from vista.storage import resolve_local
+
     out = check_output_dir(args.out, overwrite=args.overwrite)
+    resolve_local(args.dataset)  # a symbolic link loop: one line
     if not Path(args.dataset).is_dir():
         raise CommandLineError(f"--dataset {args.dataset}: no such directory")
     definition = load_definition(args.definition)

@@ -35,36 +35,43 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     if args.dataset is not None:
         from vista.meds.reader import MedsDataset
 
+        from vista.storage import resolve_local
+
         root = Path(args.dataset)
+        resolve_local(root)  # a symbolic link loop: one line
         if not root.is_dir():
             raise CommandLineError(f"--dataset {root}: no such directory")
         report = store.build_dataset(MedsDataset(root, profile=args.coding_profile), args.subjects)
     else:
-        report = store.build(_xml_sources(Path(args.xml_dir), args.subjects, args.coding_profile))
+        report = store.build(_xml_sources(Path(args.xml_dir), args.subjects, args.coding_profile, args.on_duplicate))
     print(f"{store.root}: built {report.built} graph(s) ({report.nodes_built:,} nodes), skipped {report.skipped} "
           f"unchanged, in {report.seconds:.2f} s; the store holds {len(store)} subject(s)")
     return 0
 
 
-def _xml_sources(directory: Path, subjects: Sequence[int] | None, coding_profile: str | None = None):
-    """The patients of ``directory/*.xml`` (only ``subjects`` when given; each must be found); ``<eventstream>``
-    files are read with ``coding_profile`` (default ``vista_xml``)."""
-    from vista.graph import GraphInputError, source_from_xml
+def _xml_sources(directory: Path, subjects: Sequence[int] | None, coding_profile: str | None = None,
+                 on_duplicate: str = "error"):
+    """The patients of the XML files under ``directory`` (`vista.graph.xml_files`: recursive, path order, one file
+    per patient; only ``subjects`` when given, each must be found); ``<eventstream>`` files are read with
+    ``coding_profile`` (default ``vista_xml``)."""
+    from vista.graph import source_from_xml
     from vista.graph.eventstream import XML_PROFILE
+    from vista.graph.xml_files import list_xml_patients
 
-    if not directory.is_dir():
-        raise CommandLineError(f"--xml-dir {directory}: no such directory")
-    paths = sorted(directory.glob("*.xml"))
-    if not paths:
-        raise CommandLineError(f"--xml-dir {directory}: no *.xml files")
+    from vista.xml_reading import XmlLimits
+
+    large = XmlLimits.from_env().progress_bytes
+    files, skipped = list_xml_patients(directory, on_duplicate)  # type: ignore[arg-type]
+    for line in skipped:
+        print(line, file=sys.stderr)
     wanted = set(subjects) if subjects else None
     found: set[int] = set()
-    for path in paths:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise GraphInputError(str(path), f"cannot read the file ({exc.strerror or exc})") from None
-        source = source_from_xml(data, path=str(path), profile=coding_profile or XML_PROFILE)
+    for file in files:
+        if wanted is not None and file.subject_id is not None and file.subject_id not in wanted:
+            continue
+        source = source_from_xml(file.path, path=str(file.path), profile=coding_profile or XML_PROFILE)
+        if file.path.stat().st_size >= large:  # the build of a very large patient takes a while: say what comes
+            print(f"{file.path}: {len(source.events):,} events read; building the graph", file=sys.stderr)
         if wanted is None or source.subject_id in wanted:
             found.add(source.subject_id)
             yield source
@@ -295,6 +302,13 @@ def add_profile_option(parser: argparse.ArgumentParser) -> None:
                         "a profile TOML path; default: detected from the data (see `trajonco profile`)")
 
 
+def add_on_duplicate_option(parser: argparse.ArgumentParser) -> None:
+    """``--on-duplicate error|first``: what two XML files holding one patient do (`vista.graph.xml_files`)."""
+    parser.add_argument("--on-duplicate", dest="on_duplicate", choices=("error", "first"), default="error",
+                        help="two XML files with one patient id: error (default, exit 2 naming both) or first (keep "
+                        "the first in path order, say which files are skipped)")
+
+
 def _add_patient(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", required=True, help="graph store directory (made by `vista graph`)")
     parser.add_argument("--subject", type=int, required=True, help="subject_id")
@@ -316,8 +330,10 @@ def build_parser(extra: Callable[[argparse._SubParsersAction], None] | None = No
                    details="A whole cohort on Ray: `vista build` (the same store layout).")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--dataset", help="MEDS dataset root")
-    source.add_argument("--xml-dir", help="directory of patient XML files: the project's <patient> documents or the "
-                        "VISTA team's <eventstream> (meds2text) files (vista.graph.xml_input)")
+    source.add_argument("--xml-dir", help="directory of patient XML files, searched recursively (*.xml, in path "
+                        "order): the project's <patient> documents or the VISTA team's <eventstream> (meds2text) files "
+                        "(vista.graph.xml_input)")
+    add_on_duplicate_option(p)
     p.add_argument("--store", required=True, help="graph store directory (created if needed)")
     p.add_argument("--subjects", type=int, nargs="+", help="only these subject ids (default: every patient)")
     add_profile_option(p)

@@ -102,7 +102,14 @@ def local_path(value: str) -> Path:
     if is_uri(value) and not value.startswith("file://"):
         raise argparse.ArgumentTypeError(f"{value.partition('?')[0]}: object storage is not supported by this command "
                                          "yet; use a local or mounted path")
-    return Path(value.removeprefix("file://"))
+    path = Path(value.removeprefix("file://"))
+    from vista.storage import StorageError, resolve_local
+
+    try:
+        resolve_local(path)  # a symbolic link loop is one line here, not a traceback later
+    except StorageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return path
 
 
 def is_uri(location: str) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 VISTA_USER_ERRORS: tuple[tuple[str, str], ...] = (
     ("vista.meds.errors", "MedsDataError"),
+    ("vista.storage", "StorageError"),
     ("vista.coding.errors", "CodingProfileError"),
     ("vista.synth", "SynthOutputError"),
     ("vista.timeline", "TimelineError"),
@@ -20,6 +21,8 @@ VISTA_USER_ERRORS: tuple[tuple[str, str], ...] = (
     ("vista.llm.errors", "LLMConfigError"),
     ("vista.graph.errors", "GraphInputError"),
     ("vista.graph.errors", "GraphFileError"),
+    ("vista.graph.xml_files", "XmlDirectoryError"),
+    ("vista.xml_reading", "XmlReadError"),
     ("vista.toa.errors", "TOAError"),
     ("vista.query.errors", "QueryError"),
     ("vista.display.model", "DisplayError"),

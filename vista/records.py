@@ -111,16 +111,27 @@ class CodeCatalog(Mapping[str, CodeInfo]):
     def __len__(self) -> int:
         return len(self._infos)
 
+    def extended(self, infos: Iterable[CodeInfo]) -> CodeCatalog:
+        """This catalog with ``infos`` added (same fallback)."""
+        return CodeCatalog([*self._infos.values(), *infos], fallback=self._fallback)
+
     def describe(self, code: str) -> CodeInfo:
+        """The code's entry; its description from ``fallback`` when the catalog has none (no entry, or an entry
+        without a description — codes.parquet often lists a code with a null description)."""
         found = self._infos.get(code)
-        if found is not None:
+        if found is not None and (found.description or self._fallback is None):
             return found
         if self._fallback is None:
             return CodeInfo(code)
-        found = self._looked_up.get(code)
-        if found is None:
-            found = self._looked_up[code] = CodeInfo(code, self._fallback(code))
-        return found
+        looked = self._looked_up.get(code)
+        if looked is None:
+            title = self._fallback(code)
+            if found is None:
+                looked = CodeInfo(code, title)
+            else:
+                looked = found if title is None else CodeInfo(code, title, found.parent_codes, found.unit)
+            self._looked_up[code] = looked
+        return looked
 
 
 @dataclass(slots=True)

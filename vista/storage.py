@@ -63,7 +63,18 @@ def normalize(target: str | Path) -> str:
     text = str(target)
     if text.startswith("file://"):
         text = urlsplit(text).path
-    return str(Path(text).resolve())
+    return str(resolve_local(text))
+
+
+def resolve_local(path: str | Path) -> Path:
+    """The absolute form of a local path; `StorageError` in one line for one that cannot be resolved (a symbolic
+    link loop, a component that is not readable) — the one place every command's dataset path goes through."""
+    try:
+        return Path(path).resolve()
+    except RuntimeError as exc:  # Python < 3.13 says "Symlink loop from '…'" this way
+        raise StorageError(f"{path}: cannot be opened: a symbolic link loop ({exc})") from None
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot be opened ({exc.strerror or exc})") from None
 
 
 def join(target: str | Path, *names: str) -> str:

@@ -118,6 +118,10 @@ class CodingProfile(BaseModel):
         return {}
 
     @cached_property
+    def _table_cache(self) -> dict[str, Category | None]:
+        return {}
+
+    @cached_property
     def _table_keys(self) -> dict[str, Category]:
         return {alias_key(k): v for k, v in {**COMMON_TABLES, **self.tables}.items()}
 
@@ -173,7 +177,10 @@ class CodingProfile(BaseModel):
         """The category a source-table value names (``procedure_occurrence`` → procedure), or None."""
         if not table:
             return None
-        return self._table_keys.get(alias_key(table))
+        cache = self._table_cache
+        if table not in cache:
+            cache[table] = self._table_keys.get(alias_key(table))
+        return cache[table]
 
     def category_of(self, code: str, table: str | None = None) -> Category:
         """The category of a source code, refined by its row's source table when that is more specific."""

@@ -76,6 +76,7 @@ COMMON_TABLES: Mapping[str, Category] = MappingProxyType({
     # Synthea CSV tables
     "conditions": Category.DIAGNOSIS, "procedures": Category.PROCEDURE, "observations": Category.OBSERVATION,
     "medications": Category.MEDICATION, "immunizations": Category.MEDICATION, "imaging_studies": Category.IMAGING,
+    "image": Category.IMAGING, "images": Category.IMAGING, "imaging": Category.IMAGING,  # Synthea-derived MEDS
     "encounters": Category.VISIT, "devices": Category.PROCEDURE, "allergies": Category.DIAGNOSIS,
     # the VISTA team's XML event types
     "drug_exposure_era": Category.MEDICATION,

@@ -6,6 +6,7 @@ Wire them in `vista.cli.build_parser` with ``add_similar_parser(sub)`` and ``add
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from vista.errors import CommandLineError
@@ -59,11 +60,39 @@ def _cmd_query(args: argparse.Namespace) -> int:
             if not terms:
                 raise CommandLineError("give at least one --code or --text term (or --query-file)")
             query = make_query(terms, [parse_order(s) for s in args.before])
-        result = run_query(open_source(Path(args.store)), query)
+        query, unmatched = _respelled(query, args.coding_profile)
+        source = open_source(Path(args.store))
+        result = run_query(source, query)
+        for line in unmatched(source):
+            print(line, file=sys.stderr)
     except _cohort_errors() as exc:
         raise CommandLineError(str(exc)) from None
     print(query_json(result) if args.json else query_text(result))
     return 0
+
+
+def _respelled(query, coding_profile: str | None):
+    """The query with its codes in canonical spelling (the notes said on stderr), and a function giving the hint
+    lines for code terms that match nothing in a source."""
+    from vista.cohort.evaluate import code_evidence
+    from vista.cohort.query import CodeTerm
+    from vista.cohort.spelling import respell_term, unmatched_hint
+
+    terms = []
+    for term in query.terms:
+        if isinstance(term, CodeTerm):
+            term, notes = respell_term(term, coding_profile)
+            for line in notes:
+                print(line, file=sys.stderr)
+        terms.append(term)
+    query = query.model_copy(update={"terms": terms})
+
+    def unmatched(source) -> list[str]:
+        index = source.scan_index()
+        return [unmatched_hint(t, index) for t in query.terms
+                if isinstance(t, CodeTerm) and code_evidence(index, t).limit(1).collect().height == 0]
+
+    return query, unmatched
 
 
 METHODS = ("jaccard", "idf", "hierarchy", "timeline", "values", "episodes")
@@ -112,5 +141,9 @@ def add_query_parser(sub) -> None:
     p.add_argument("--before", action="append", default=[], metavar="FIRST:THEN[:DAYS]",
                    help="evidence of term FIRST dated before evidence of term THEN (within DAYS days) (repeatable)")
     p.add_argument("--query-file", help="the query as JSON (vista.cohort.query.CohortQuery) instead of the flags")
+    p.add_argument("--coding-profile", dest="coding_profile", metavar="NAME|TOML",
+                   help="how the dataset spells codes (omop, synthea, mimic_iv, vista_xml, meds_synth or a TOML): "
+                        "--code values in that spelling are respelled to the store's canonical codes; default: "
+                        "through every built-in profile")
     p.add_argument("--json", action="store_true", help="print the matches as JSON")
     p.set_defaults(handler=_cmd_query)

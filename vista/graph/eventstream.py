@@ -60,6 +60,7 @@ from datetime import date, datetime
 from lxml import etree
 
 from vista.coding import Category, CodingProfile, load_profile
+from vista.coding.terminology import standard_description
 from vista.coding.vocabularies import normalise_value, note_kind
 from vista.graph.build import GivenEncounter, GraphSource
 from vista.graph.errors import GraphInputError
@@ -282,8 +283,10 @@ def _canonical(event: Event, source: str, table: str | None, name: str | None, p
     return event
 
 
-def _walk(root: etree._Element, reading: _Reading) -> None:
-    for group_node in _children(root):
+def _walk(groups: Iterable[etree._Element], reading: _Reading) -> None:
+    for group_node in groups:
+        if not isinstance(group_node.tag, str):
+            continue
         if group_node.tag != "encounter":
             raise reading.fail(f"unexpected element <{group_node.tag}> in <{EVENTSTREAM_TAG}>", group_node)
         start = reading.timestamp(group_node, "start_timestamp", required=False)
@@ -348,14 +351,14 @@ def _stated_encounters(reading: _Reading) -> tuple[GivenEncounter, ...]:
 # ------------------------------------------------------------------------------------------------ assembling
 def _catalog(reading: _Reading, given: CodeCatalog | None) -> tuple[CodeCatalog, list[dict[str, str]]]:
     """Descriptions from the ``name``s (the catalog first), and the events' attributes with names that differ."""
-    catalog = given if given is not None else CodeCatalog()
+    catalog = given if given is not None else CodeCatalog(fallback=standard_description)
     said: dict[str, Counter[str]] = {}
     for event, name in zip(reading.events, reading.names):
         if name is not None:
             said.setdefault(event.code, Counter())[name] += 1
     extra = [CodeInfo(code, names.most_common(1)[0][0]) for code, names in said.items() if code not in catalog]
     if extra:
-        catalog = CodeCatalog([*catalog.values(), *extra])
+        catalog = catalog.extended(extra)
     attributes = []
     for event, name, attrs in zip(reading.events, reading.names, reading.attributes):
         if name is not None and name != catalog.describe(event.code).description:
@@ -391,13 +394,20 @@ def _providers(reading: _Reading) -> tuple[tuple[Provider, ...], tuple[CareSite,
 def source_from_eventstream(root: etree._Element, *, path: str, catalog: CodeCatalog | None = None,
                             profile: CodingProfile | str = XML_PROFILE) -> GraphSource:
     """The `GraphSource` of a parsed ``<eventstream>`` document (``path`` names it in errors and provenance)."""
+    return eventstream_source(root, _children(root), path=path, catalog=catalog, profile=profile)
+
+
+def eventstream_source(root: etree._Element, groups: Iterable[etree._Element], *, path: str,
+                       catalog: CodeCatalog | None = None, profile: CodingProfile | str = XML_PROFILE) -> GraphSource:
+    """The `GraphSource` of an ``<eventstream>`` whose ``<encounter>`` groups come one by one (a streaming reader
+    may clear each once the next is asked for), ``root`` giving the person id."""
     reading = _Reading(str(path), load_profile(profile))
     raw_id = root.get("person_id")
     reading.patient = raw_id
     if raw_id is None or not raw_id.strip().lstrip("-").isdigit():
         raise reading.fail(f"<{EVENTSTREAM_TAG}> person_id={raw_id!r} is not an integer subject id", root,
                            field="person_id")
-    _walk(root, reading)
+    _walk(groups, reading)
     if not reading.events:
         raise reading.fail("the document holds no <event>", root, field="events")
     code_catalog, attributes = _catalog(reading, catalog)

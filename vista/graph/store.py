@@ -472,11 +472,17 @@ class GraphStore:
 
     # ------------------------------------------------------------------------------------------ building
     def build(self, sources: Iterable[GraphSource]) -> StoreReport:
-        """Build and store the graph of every source whose content hash changed; skip the others."""
+        """Build and store the graph of every source whose content hash changed; skip the others. Two sources of
+        one subject in one build are a `GraphInputError` naming both (the second would silently replace the first)."""
         started = time.perf_counter()
         built = skipped = nodes = 0
+        origin: dict[int, str] = {}
         try:
             for source in sources:
+                first = origin.setdefault(source.subject_id, source.origin)
+                if first != source.origin:
+                    raise GraphInputError(source.origin, f"is also in {first} (one file or shard per patient)",
+                                          patient=str(source.subject_id))
                 task = self._subjects.get(source.subject_id, str(source.subject_id))
                 entry = self._entries.get(task)
                 digest = content_hash(source, self.config)
@@ -555,8 +561,4 @@ class GraphStore:
 
 def _xml_sources(paths: Iterable[str | os.PathLike], catalog: CodeCatalog | None) -> Iterator[GraphSource]:
     for path in paths:
-        try:
-            data = Path(path).read_bytes()
-        except OSError as exc:
-            raise GraphInputError(str(path), f"cannot read the file ({exc.strerror or exc})") from None
-        yield source_from_xml(data, path=str(path), catalog=catalog)
+        yield source_from_xml(Path(path), path=str(path), catalog=catalog)

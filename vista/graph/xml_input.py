@@ -47,6 +47,7 @@ Bad input raises `GraphInputError` naming the file, the patient, the element (ev
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -55,17 +56,18 @@ from pathlib import Path
 from lxml import etree
 
 from vista.coding import CodingProfile
+from vista.coding.terminology import standard_description
 from vista.graph.build import DEFAULT_CONFIG, GivenEncounter, GraphConfig, GraphSource, build_graph
 from vista.graph.errors import GraphInputError
-from vista.graph.eventstream import EVENTSTREAM_TAG, XML_PROFILE, source_from_eventstream
+from vista.graph.eventstream import EVENTSTREAM_TAG, XML_PROFILE, eventstream_source
 from vista.graph.model import PSEUDO_ENCOUNTER_TYPE, VISIT_ENCOUNTER_TYPE, PatientGraph, SourceFormat
 from vista.meds import schema
 from vista.records import CodeCatalog, CodeInfo, Demographics, Event, PatientRecord
 from vista.timeline.modality import MODALITY_BY_GROUP_TAG, MODALITY_BY_TAG, Modality
 from vista.timeline.model import BLOCK_TAG, PART_ATTRIBUTE, ROOT_TAG
 from vista.timeline.xmltext import escape_attribute, escape_text
+from vista.xml_reading import XmlLimits, XmlReadError, stream_xml
 
-_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True, remove_comments=True, remove_pis=True)
 ENCOUNTER_TAG = "encounter"
 EVENT_TAG = "event"
 _DEMOGRAPHIC_ATTRIBUTES = ("sex", "race", "ethnicity")
@@ -124,20 +126,26 @@ class _Reading:
         return event
 
 
-def _parse(data: bytes, reading: _Reading) -> etree._Element:
-    try:
-        root = etree.fromstring(data, _PARSER)
-    except etree.XMLSyntaxError as exc:
-        raise reading.fail(f"not well-formed XML ({exc})") from None
-    if root.tag == EVENTSTREAM_TAG:
-        return root
+def _check_root(root: etree._Element, reading: _Reading) -> None:
     if root.tag != ROOT_TAG:
         raise reading.fail(f"root element is <{root.tag}>, expected <{ROOT_TAG}> or <{EVENTSTREAM_TAG}>", root)
     raw_id = root.get("id")
     reading.patient = raw_id
     if raw_id is None or not raw_id.strip().lstrip("-").isdigit():
         raise reading.fail(f"<{ROOT_TAG}> id={raw_id!r} is not an integer subject id", root, field="id")
-    return root
+
+
+def _stream(data: Path | bytes, path: str, catalog: CodeCatalog | None, profile: CodingProfile | str,
+            limits: XmlLimits | None) -> GraphSource:
+    """Read a document as a stream: an ``<eventstream>`` group by group, a ``<patient>`` whole."""
+    reading = _Reading(path)
+    pairs = stream_xml(data, name=path, limits=limits, stream_tags=(EVENTSTREAM_TAG,))
+    root, first = next(pairs)
+    if root.tag == EVENTSTREAM_TAG:
+        groups = itertools.chain([first] if first is not None else [], (child for _, child in pairs if child is not None))
+        return eventstream_source(root, groups, path=path, catalog=catalog, profile=profile)
+    _check_root(root, reading)
+    return _patient_source(root, reading, catalog)
 
 
 def _read_timeline(root: etree._Element, reading: _Reading) -> None:
@@ -249,14 +257,21 @@ def _agree(reading: _Reading, root: etree._Element, name: str, from_events, from
     return from_events if from_events is not None else from_root
 
 
-def source_from_xml(data: bytes | str, *, path: str = "<xml>", catalog: CodeCatalog | None = None,
-                    profile: CodingProfile | str = XML_PROFILE) -> GraphSource:
+def source_from_xml(data: bytes | str | Path, *, path: str | None = None, catalog: CodeCatalog | None = None,
+                    profile: CodingProfile | str = XML_PROFILE, limits: XmlLimits | None = None) -> GraphSource:
     """The `GraphSource` of one patient XML document (``<patient>``, either variant, or ``<eventstream>``, whose
-    codes ``profile`` normalises); ``path`` names it in errors and provenance."""
-    reading = _Reading(str(path))
-    root = _parse(data.encode("utf-8") if isinstance(data, str) else data, reading)
-    if root.tag == EVENTSTREAM_TAG:
-        return source_from_eventstream(root, path=str(path), catalog=catalog, profile=profile)
+    codes ``profile`` normalises): its bytes or text, or a file read as a stream; ``path`` names it in errors and
+    provenance. Entities are decoded, never resolved, and ``limits`` (default `XmlLimits.from_env`) bound the
+    document (`vista.xml_reading`)."""
+    name = str(path if path is not None else data if isinstance(data, Path) else "<xml>")
+    try:
+        return _stream(data.encode("utf-8") if isinstance(data, str) else data, name, catalog, profile, limits)
+    except XmlReadError as exc:
+        raise GraphInputError(exc.path, exc.problem, element=f"line {exc.line}" if exc.line else None) from None
+
+
+def _patient_source(root: etree._Element, reading: _Reading, catalog: CodeCatalog | None) -> GraphSource:
+    """The `GraphSource` of a whole ``<patient>`` document (either variant)."""
     subject_id = int(root.get("id", "").strip())
     tags = {child.tag for child in root if isinstance(child.tag, str)}
     if tags & {EVENT_TAG, ENCOUNTER_TAG}:
@@ -267,7 +282,7 @@ def source_from_xml(data: bytes | str, *, path: str = "<xml>", catalog: CodeCata
         _read_timeline(root, reading)
 
     # Code metadata: the catalog first, else what the document says.
-    catalog = catalog if catalog is not None else CodeCatalog()
+    catalog = catalog if catalog is not None else CodeCatalog(fallback=standard_description)
     timeline_labels: dict[str, list[str]] = {}
     for event, content in zip(reading.events, reading.contents):
         if content is not None:
@@ -282,7 +297,7 @@ def source_from_xml(data: bytes | str, *, path: str = "<xml>", catalog: CodeCata
             description = None
         extra.append(CodeInfo(code, description))
     if extra:
-        catalog = CodeCatalog([*catalog.values(), *extra])
+        catalog = catalog.extended(extra)
     events = reading.events
     if any(c is not None for c in reading.contents):
         events = [e if content is None else Event(e.event_id, e.time, e.code, e.numeric_value,
@@ -322,11 +337,7 @@ def read_patient_xml(path: str | os.PathLike, catalog: CodeCatalog | None = None
                      config: GraphConfig = DEFAULT_CONFIG, profile: CodingProfile | str = XML_PROFILE) -> PatientGraph:
     """The `PatientGraph` of the patient XML file at ``path`` (any shape; see the module docstring)."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise GraphInputError(str(path), f"cannot read the file ({exc.strerror or exc})") from None
-    source = source_from_xml(data, path=str(path), catalog=catalog, profile=profile)
+    source = source_from_xml(path, path=str(path), catalog=catalog, profile=profile)
     try:
         return build_graph(source, config=config)
     except GraphInputError as exc:

@@ -26,9 +26,7 @@ from vista.timeline.errors import TimelineError
 from vista.timeline.modality import MODALITY_BY_GROUP_TAG, MODALITY_BY_TAG
 from vista.timeline.model import BLOCK_TAG, PART_ATTRIBUTE, ROOT_TAG, EventElement, Part, PatientRoot, TimeBlock, Timeline
 from vista.timeline.xmltext import parse_time
-
-_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True, remove_comments=True, remove_pis=True)
-
+from vista.xml_reading import XmlReadError, parse_xml
 
 def _fail(source: str, what: str) -> TimelineError:
     return TimelineError(f"{source}: {what}")
@@ -136,9 +134,9 @@ def parse_timeline(xml: str | bytes, *, source: str = "<timeline>") -> Timeline:
     """The `Timeline` written in ``xml``, as written; `TimelineError` naming ``source`` if it is not one."""
     data = xml.encode("utf-8") if isinstance(xml, str) else xml
     try:
-        node = etree.fromstring(data, _PARSER)
-    except etree.XMLSyntaxError as exc:
-        raise _fail(source, f"not well-formed XML ({exc})") from None
+        node = parse_xml(data, name=source)  # entities decoded, never resolved (vista.xml_reading)
+    except XmlReadError as exc:
+        raise TimelineError(str(exc)) from None
     if node.tag != ROOT_TAG:
         raise _fail(source, f"root element is <{node.tag}>, expected <{ROOT_TAG}>")
     static: list[EventElement] = []
