@@ -8,7 +8,7 @@ its new row), and the rows alone would under-count the bill. The summary therefo
 difference, named for what it is:
 
 >>> ledger = TokenFigures(prompt_tokens=2_000, completion_tokens=420, cost_usd=0.0031)
->>> kept = RowUsage(calls=12, cache_hits=3, prompt_tokens=1_300, completion_tokens=300, cost_usd=0.0020)
+>>> kept = TaskUsage(calls=12, cache_hits=3, prompt_tokens=1_300, completion_tokens=300, cost_usd=0.0020)
 >>> acct = LLMAccounting.of(ledger, kept, endpoint_prompt_cache_tokens=0)
 >>> acct.source, acct.paid_for_rows_lost_and_rerun.tokens, acct.paid_for_rows_lost_and_rerun.cost_usd
 ('ledger', 820, 0.0011)
@@ -26,7 +26,6 @@ a provider's cached prompt tokens) is never a cache hit:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -35,19 +34,8 @@ from pydantic import BaseModel, Field
 from vista.llm import LLMConfig
 from vista.llm.budget import BudgetStats
 from vista.llm.prices import PriceTable
+from vista.llm.task_usage import TaskUsage
 from vista.storage import is_remote, normalize
-
-
-@dataclass(frozen=True, slots=True)
-class RowUsage:
-    """The usage columns summed over the rows a run kept (each task's newest row, written by this run)."""
-
-    calls: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    unpriced_calls: int = 0
 
 
 class TokenFigures(BaseModel):
@@ -88,7 +76,7 @@ class LLMAccounting(BaseModel):
                                               "prompt-prefix cache (included above; not response-cache hits)")
 
     @classmethod
-    def of(cls, ledger: TokenFigures | None, kept: RowUsage, *, endpoint_prompt_cache_tokens: int) -> LLMAccounting:
+    def of(cls, ledger: TokenFigures | None, kept: TaskUsage, *, endpoint_prompt_cache_tokens: int) -> LLMAccounting:
         rows = TokenFigures(prompt_tokens=kept.prompt_tokens, completion_tokens=kept.completion_tokens,
                             cost_usd=round(kept.cost_usd, 6))
         lost = None
@@ -119,14 +107,11 @@ def cache_origin(cache_dir: str | Path | None, out: str | Path) -> Literal["outp
     return "output" if cache == root or cache.startswith(root + "/") else "shared"
 
 
-def summary_figures(ledger: BudgetStats | None, kept: dict[str, int | float], *, llm: LLMConfig | None,
+def summary_figures(ledger: BudgetStats | None, usage: TaskUsage, *, llm: LLMConfig | None,
                     out: str | Path) -> dict[str, object]:
     """The `jobs.summary.RunSummary` fields of a run's LLM accounting, from the budget's final ledger (None: no
     budget ran) and the usage of the rows kept (`jobs.row_parts.kept_usage`): ``prompt_tokens``,
     ``completion_tokens`` and ``cost_usd`` are the ledger's when there is one; cache hits are split by origin."""
-    usage = RowUsage(calls=int(kept["llm_calls"]), cache_hits=int(kept["cache_hits"]),
-                     prompt_tokens=int(kept["prompt_tokens"]), completion_tokens=int(kept["completion_tokens"]),
-                     cost_usd=float(kept["cost_usd"]), unpriced_calls=int(kept["unpriced_calls"]))
     answered = None
     if ledger is not None and llm is not None:
         answered = TokenFigures.of_ledger(ledger, PriceTable.load(llm.prices_path), llm.model)

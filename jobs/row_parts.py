@@ -45,6 +45,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from vista.llm.task_usage import TaskUsage
 from vista.storage import Location, resolve, scan_parquet
 
 from jobs.tasks import PREDICTION_TIME, SUBJECT_ID, TaskKey
@@ -240,21 +241,22 @@ class OutputFile:
         return table.select(self.schema.names).cast(self.schema)
 
 
-USAGE_SUMS = ("llm_calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls")
-"""The usage columns `kept_usage` adds up."""
+USAGE_SUMS = {"calls": "llm_calls", "cache_hits": "cache_hits", "prompt_tokens": "prompt_tokens",
+              "completion_tokens": "completion_tokens", "cost_usd": "cost_usd", "unpriced_calls": "unpriced_calls"}
+"""The `TaskUsage` fields `kept_usage` adds up, and the row columns holding them."""
 
 
-def kept_usage(root: Path | str, run_id: str, keys: RowKeys = TASK_KEYS) -> dict[str, int | float]:
+def kept_usage(root: Path | str, run_id: str, keys: RowKeys = TASK_KEYS) -> TaskUsage:
     """The usage columns (`USAGE_SUMS`) summed over the tasks whose newest row run ``run_id`` wrote: what the rows
     the output keeps say this run spent (a row written twice, or superseded by a rerun, is not counted)."""
     files = _part_locations(root)
-    sums: dict[str, int | float] = {name: 0 for name in USAGE_SUMS}
     if not files:
-        return sums
-    present = [name for name in USAGE_SUMS if name in scan_parquet(files).collect_schema().names()]
-    frame = (_latest(files, ["run_id", *present], keys).filter(pl.col("run_id") == run_id)
-             .select([pl.col(name).sum() for name in present]).collect(engine="streaming"))
-    return sums | {name: frame[name][0] or 0 for name in present}
+        return TaskUsage()
+    names = scan_parquet(files).collect_schema().names()
+    present = {field: column for field, column in USAGE_SUMS.items() if column in names}
+    frame = (_latest(files, ["run_id", *present.values()], keys).filter(pl.col("run_id") == run_id)
+             .select([pl.col(column).sum() for column in present.values()]).collect(engine="streaming"))
+    return TaskUsage(**{field: frame[column][0] or 0 for field, column in present.items()})
 
 
 @dataclass(slots=True)
