@@ -29,7 +29,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from vista.graph import GraphFileError, GraphInputError
-from vista.llm.task_usage import USAGE_COLUMNS, TaskUsage, identity_columns, usage_columns
+from vista.llm.task_usage import IDENTITY_COLUMNS, USAGE_COLUMNS, TaskUsage, identity_columns, usage_columns
 from vista.meds.task_key import TaskKey
 
 from jobs.row_parts import RowKeys
@@ -40,10 +40,12 @@ STAGES: tuple[Stage, ...] = ("graph", "toa", "display")
 _MAX_ERROR_CHARS = 2000
 
 RUN_DEPENDENT_COLUMNS = (
-    "index_file", "graph_rebuilt", "toa_rebuilt", "display_rebuilt", *USAGE_COLUMNS, "toa_calls", "display_calls",
+    "index_file", "graph_rebuilt", "toa_rebuilt", "display_rebuilt", *USAGE_COLUMNS, *IDENTITY_COLUMNS, "toa_calls",
+    "display_calls",
     "load_s", "graph_s", "toa_s", "display_s", "wall_s", "run_id", "finished_at",
 )
-"""Columns whose values depend on the run (what was already on disk or cached, machine load), not on the patient."""
+"""Columns whose values depend on the run (what was already on disk or cached, who answered this run's calls — none
+when the stores answered —, machine load), not on the patient."""
 
 
 class VistaRow(BaseModel):

@@ -22,7 +22,7 @@ MEMORY_CEILING_MB = 1024
 ADDRESS_SPACE_GUARD = 6 << 30  # the child is stopped (MemoryError) long before it can hurt the machine
 
 CLIENT = textwrap.dedent('''
-    import asyncio, json, resource, sys
+    import asyncio, json, sys
     from datetime import datetime
     sys.path.insert(0, sys.argv[2])
     from test_agents_patients import CATALOG, lung_patient
@@ -52,8 +52,10 @@ CLIENT = textwrap.dedent('''
         return rows, records
 
     rows, records = asyncio.run(main(sys.argv[1]))
-    print(json.dumps({"rows": rows, "records": records,
-                      "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    # the peak RSS of this process's own memory (VmHWM): getrusage's ru_maxrss survives exec, so a child forked
+    # from a large pytest process would report the parent's size
+    peak_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+    print(json.dumps({"rows": rows, "records": records, "max_rss_mb": peak_kb / 1024}))
 ''')
 
 

@@ -129,10 +129,11 @@ def test_predict_reads_and_writes_only_object_storage_and_resumes_without_paying
     assert requests(llm) == asked and "already have an output" in rerun.stdout
     assert keys_of(fs, predictions) == uploaded["keys"]
 
-    before = pq.read_table(predictions, filesystem=fs).select(["subject_id", "prediction_time", "risk_score"])
+    scored = ["subject_id", "prediction_time", "predicted_boolean_probability"]
+    before = pq.read_table(predictions, filesystem=fs).select(scored)
     for path in objects(fs, f"{BUCKET}/runs/x/rows"):  # forget the rows, keep the cache on S3
         fs.delete_file(path)
     run_predict(s3, llm, out)
     assert requests(llm) == asked  # every answer came from the S3-held cache
-    after = pq.read_table(predictions, filesystem=fs).select(["subject_id", "prediction_time", "risk_score"])
+    after = pq.read_table(predictions, filesystem=fs).select(scored)
     assert after.sort_by("subject_id").equals(before.sort_by("subject_id"))
