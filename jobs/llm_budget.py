@@ -6,7 +6,10 @@ The actor holds a `vista.llm.budget.RequestBudget` (the same logic each gateway 
 
 * **in flight** (``--in-flight``), **requests/s** (``--requests-per-second``) and **tokens/min**
   (``--tokens-per-minute``, estimated prompt + max_tokens reserved up front, corrected with the server's usage);
-* **one cool-down**: a 429 (or 503) with Retry-After seen by any actor pauses every actor;
+* **429s as back-pressure** (`vista.llm.window`): the request that got a 429 sleeps its Retry-After, and the job's
+  in-flight window shrinks once per burst and grows back as answers come; every actor pauses only when a burst
+  says the limit is far exceeded (half the window refused at once, or a Retry-After of 30 s or more), once, until
+  the burst's latest Retry-After;
 * **fail fast**: connection refused, a refused key, an unknown model, answers that never validate, or an exhausted
   quota (``insufficient_quota``) stop the budget; every actor's next request raises `LLMEndpointFailure` and the
   driver exits non-zero with the breaker's one line (`JobBudget.guard`).
@@ -35,7 +38,6 @@ from vista.llm import LLMConfig
 from vista.llm.breaker import AttemptReport, BreakerPolicy, CircuitBreaker
 from vista.llm.budget import BudgetLimits, BudgetStats, Grant, Refusal, RequestBudget
 from vista.llm.errors import LLMEndpointFailure
-from vista.llm.pacing import Cooldown
 from vista.llm.prices import PriceTable
 
 from jobs.progress import LiveFigures
@@ -125,7 +127,6 @@ class RemoteBudget:
 
         self.ref = ref
         self._handle = handle if handle is not None else ray.get_actor(ref.name, namespace=ref.namespace)
-        self._cooldown = Cooldown()  # what this side learned from its own 429s, to time its retries
         self._flush_s = flush_s
         self._max_batch = max_batch
         self._waiting: list[_Waiter] = []
@@ -138,7 +139,9 @@ class RemoteBudget:
         return self.ref.wants_tokens
 
     def pause_remaining(self) -> float:
-        return self._cooldown.remaining()
+        """0: a job-wide pause is waited out in the budget itself (the request that got a 429 sleeps its own
+        Retry-After in the gateway's retry loop, without holding back this actor's other requests)."""
+        return 0.0
 
     async def acquire(self, tokens: int = 0, *, max_wait_s: float | None = None) -> Grant | Refusal:
         waiter = _Waiter(tokens, max_wait_s, asyncio.get_running_loop().create_future())
@@ -149,8 +152,6 @@ class RemoteBudget:
 
     def release(self, grant: Grant, report: AttemptReport) -> None:
         self._released.append((grant.grant_id, report))
-        if report.retry_after_s:
-            self._cooldown.extend(report.retry_after_s)
         if self._flush is None:
             self._flush = asyncio.get_running_loop().call_later(self._flush_s, self._send_releases)
 
