@@ -195,6 +195,14 @@ class RemoteBudget:
                     self.release(outcome, AttemptReport(tokens_used=0, message="cancelled before sending"))
 
 
+class InFlightPoint(BaseModel):
+    """One sample of the job's in-flight window over time."""
+
+    t: float = Field(description="seconds since the job's first LLM request")
+    in_flight_limit: int | None = Field(description="the adaptive window then (429s and timeouts shrink it)")
+    in_flight: int = Field(description="requests in flight then")
+
+
 class LLMBudgetFigures(BaseModel):
     """The job's LLM budget and what it allowed (for the run summary)."""
 
@@ -206,8 +214,16 @@ class LLMBudgetFigures(BaseModel):
     in_flight_peak: int = Field(description="most requests in flight at once")
     waited_s: float = Field(description="total seconds requests waited for their turn")
     rate_limited_429: int = Field(description="HTTP 429 answers")
-    cooldowns: int = Field(description="Retry-After pauses (every actor paused)")
+    cooldowns: int = Field(description="job-wide pauses: bursts of 429s that refused half the window (or asked for "
+                           "30 s or more), each one pause until the burst's latest Retry-After")
     cooldown_s: float = Field(description="seconds during which no actor was allowed to send")
+    in_flight_window_min: int | None = Field(None, description="the adaptive in-flight window's lowest value (429s "
+                                             "and timeouts shrink it, answers grow it back up to the limit)")
+    in_flight_window_mean: float | None = Field(None, description="the window's time-weighted mean")
+    in_flight_window_final: int | None = Field(None, description="the window at the end")
+    window_decreases: int = Field(0, description="429/timeout episodes that shrank the window (once per burst)")
+    in_flight_series: list[InFlightPoint] = Field(default_factory=list, description="(t, window, in flight) every "
+                                                  "few seconds over the run (at most 120 points)")
     quota_stops: int = Field(description="1 when the job stopped because the quota was exhausted")
     stopped: str | None = Field(description="why the circuit breaker stopped the job (None: it did not)")
     invalid_answers: int = Field(description="answers that did not validate")
@@ -224,6 +240,10 @@ class LLMBudgetFigures(BaseModel):
             cooldowns=stats.cooldowns, cooldown_s=stats.cooldown_s, quota_stops=stats.quota_stops,
             stopped=stats.stopped, invalid_answers=stats.invalid_answers, failures=stats.failures,
             tokens_used=stats.tokens_used, expired_leases=stats.expired_leases,
+            in_flight_window_min=stats.in_flight_limit_min, in_flight_window_mean=stats.in_flight_limit_mean,
+            in_flight_window_final=stats.in_flight_limit, window_decreases=stats.window_decreases,
+            in_flight_series=[InFlightPoint(t=p.t, in_flight_limit=p.in_flight_limit, in_flight=p.in_flight)
+                              for p in stats.in_flight_series],
         )
 
 
@@ -294,7 +314,9 @@ class JobBudget:
             return None
         cost = prices.cost(model, prompt_tokens=stats.prompt_tokens_used, completion_tokens=stats.completion_tokens_used,
                            cached_prompt_tokens=stats.cached_prompt_tokens_used)
-        return LiveFigures(calls=stats.requests, in_flight=stats.in_flight, tokens=stats.tokens_used, cost_usd=cost)
+        return LiveFigures(calls=stats.requests, in_flight=stats.in_flight, tokens=stats.tokens_used, cost_usd=cost,
+                           in_flight_limit=stats.in_flight_limit, rate_limited=stats.rate_limited,
+                           cooldown_s=stats.cooldown_s)
 
     def figures(self) -> LLMBudgetFigures | None:
         """The job's LLM figures for the summary (None if the budget never answered)."""

@@ -153,11 +153,11 @@ def test_a_refused_request_keeps_its_slot_until_its_retry_after():
     assert run(go()) == pytest.approx(3.0)
 
 
-async def steady_load(budget: RequestBudget, share_429, *, callers: int, until_s: float, seed: int = 0,
-                      latency_s: float = 0.5, retry_after_s: float = 1.0) -> list[tuple[float, int, int]]:
-    """``callers`` that each send one request after another through ``budget`` (on virtual time) for ``until_s``
-    seconds; a request is refused with a 429 with probability ``share_429(t)``, and its caller sleeps Retry-After
-    before the next. Returns (t, window, in flight) once a second."""
+async def steady_load(budget, share_429, *, callers: int, until_s: float, seed: int = 0, latency_s: float = 0.5,
+                      retry_after_s: float = 1.0, observed: RequestBudget | None = None) -> list[tuple[float, int, int]]:
+    """``callers`` that each send one request after another through ``budget`` (a limiter, on virtual time) for
+    ``until_s`` seconds; a request is refused with a 429 with probability ``share_429(t)``, and its caller sleeps
+    Retry-After before the next. Returns (t, window, in flight) of ``observed`` (default: ``budget``) once a second."""
     loop = asyncio.get_running_loop()
     start, rng, seen = loop.time(), random.Random(seed), []
 
@@ -174,7 +174,7 @@ async def steady_load(budget: RequestBudget, share_429, *, callers: int, until_s
 
     async def sampler() -> None:
         while (t := loop.time() - start) < until_s:
-            stats = budget.stats()
+            stats = (observed or budget).stats()
             seen.append((t, stats.in_flight_limit, stats.in_flight))
             await asyncio.sleep(1.0)
 
@@ -193,7 +193,7 @@ def test_a_steady_10pc_429_rate_lowers_in_flight_and_then_recovers():
     last = [(w, n) for t, w, n in seen if 90 <= t < 120]
     assert min(w for w, _ in first) < 32 and sum(n for _, n in first) / len(first) < 0.9 * 32
     assert all(w == 32 for w, _ in last) and sum(n for _, n in last) / len(last) >= 0.95 * 32
-    assert stats.in_flight_limit == 32 and stats.window_decreases > 10
+    assert stats.in_flight_limit == 32 and stats.window_decreases > 10 and 24 <= stats.in_flight_limit_mean < 32
     assert stats.cooldowns <= 2  # a steady trickle is back-pressure: the job hardly ever pauses as a whole
 
 
@@ -734,3 +734,60 @@ def test_a_cancelled_remote_waiter_gives_its_grant_back():
 
     stats = run(go())
     assert stats.in_flight == 0 and stats.requests == 2
+
+
+def test_the_summary_and_the_progress_line_show_429s_pauses_and_the_window_over_time():
+    """The job's budget actor behind the batching client, under a 10% 429 phase then a quiet one (virtual time):
+    its figures carry the window's min/mean/final and a bounded (t, window, in flight) series to summary.json, the
+    summary table and the live line show the 429s and the seconds paused."""
+    from datetime import datetime
+
+    from jobs.llm_budget import BudgetRef, JobBudget, LLMBudgetActor, LLMBudgetFigures, RemoteBudget
+    from jobs.summary import RunSummary
+    from vista.llm.prices import PriceTable
+
+    limits = BudgetLimits(max_in_flight=32)
+
+    async def go():
+        actor = LLMBudgetActor(limits, None, "http://h/v1", "m")
+        actor.budget = RequestBudget(limits, clock=LoopClock())  # (the same budget, on the loop's virtual time)
+        client = RemoteBudget(BudgetRef("b"), FakeActorHandle(actor))
+        await steady_load(client, lambda t: 0.10 if t < 150 else 0.0, callers=48, until_s=300, observed=actor.budget)
+        burst = [await client.acquire() for _ in range(20)]
+        for grant in burst:  # 20 of 32 refused at once: one job-wide pause
+            client.release(grant, limited(3.0))
+        await client.aclose()
+        await asyncio.sleep(3.5)  # the pause is over
+        return actor.budget.stats()
+
+    stats = run_virtual(go())
+    figures = LLMBudgetFigures.of(limits, stats)
+    assert figures.rate_limited_429 > 100 and figures.cooldowns >= 1 and figures.cooldown_s >= 3.0
+    assert figures.in_flight_window_min < 32 and figures.in_flight_window_mean < 32 and figures.window_decreases > 10
+    series = figures.in_flight_series
+    assert 10 <= len(series) <= 120 and series[-1].t >= 250  # the whole run, bounded in length
+    assert min(p.in_flight_limit for p in series if p.t < 150) < 32 and series[-2].in_flight_limit == 32
+    assert LLMBudgetFigures.model_validate_json(figures.model_dump_json()) == figures  # as summary.json keeps it
+
+    now = datetime.now().astimezone()
+    summary = RunSummary(job="predict", run_id="r", started_at=now, finished_at=now, wall_s=300.0, selected=1,
+                         skipped=0, ran=1, by_status={"ok": 1}, failed_by_reason={}, complete=True, llm_budget=figures)
+    rows = dict(zip(*(list(column.cells) for column in summary.table().columns)))
+    assert rows["429s · job-wide pauses"].startswith(f"{figures.rate_limited_429:,} · {figures.cooldowns}")
+    assert rows["LLM in-flight window: min / mean / final"].startswith(f"{figures.in_flight_window_min} / ")
+
+    class Handle:  # what `JobBudget.live` reads
+        class stats:
+            @staticmethod
+            def remote():
+                return stats
+
+    import ray
+
+    live = JobBudget(Handle(), BudgetRef("b"), limits)
+    original, ray.get = ray.get, lambda ref, timeout=None: ref
+    try:
+        line = live.live(PriceTable({}), "m").text()
+    finally:
+        ray.get = original
+    assert f"{figures.rate_limited_429:,} × 429, {figures.cooldown_s:.1f} s paused" in line and "in flight of" in line

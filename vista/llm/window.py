@@ -163,7 +163,7 @@ class ConcurrencyWindow:
     def _set(self, now: float, window: float) -> None:
         if self._origin is not None:
             self._area += self._clamped() * (now - self._last_change)
-            self._last_change = 0.0
+            self._last_change = now
         self._window = window
         limit = self.limit
         if limit is not None and (self._min is None or limit < self._min):
