@@ -138,6 +138,31 @@ def test_one_429_shrinks_the_window_and_stops_nobody():
     assert window == 3 and sleeps == [] and stats.cooldowns == 0 and stats.cooldown_s == 0.0 and stats.requests == 5
 
 
+def test_timeouts_shrink_the_window_once_per_episode_and_answers_grow_it_back():
+    clock = FakeClock()
+    timeout = AttemptReport(error_kind=ErrorKind.TIMEOUT, message="no answer within 60 s")
+
+    async def go():
+        budget = RequestBudget(BudgetLimits(max_in_flight=16), clock=clock)
+        grants = [await budget.acquire() for _ in range(16)]
+        clock.now += 60.0
+        for grant in grants[:4]:  # four requests of one wave time out together: one decrease, and nobody pauses
+            budget.release(grant, timeout)
+        shrunk = budget.stats()
+        for grant in grants[4:]:
+            budget.release(grant, OK)
+        for _ in range(40):  # answers while the window is in use grow it back, up to the budget
+            held = [await budget.acquire() for _ in range(budget.stats().in_flight_limit)]
+            clock.now += 0.5
+            for grant in held:
+                budget.release(grant, OK)
+        return shrunk, budget.stats()
+
+    shrunk, later = run(go())
+    assert shrunk.in_flight_limit == 12 and shrunk.window_decreases == 1 and shrunk.cooldowns == 0
+    assert later.in_flight_limit == 16 and later.in_flight_limit_min == 12
+
+
 def test_a_refused_request_keeps_its_slot_until_its_retry_after():
     """Its request comes back after Retry-After: the slot it frees is not refilled at once (by a request the
     provider would refuse too)."""
