@@ -163,6 +163,21 @@ def test_timeouts_shrink_the_window_once_per_episode_and_answers_grow_it_back():
     assert later.in_flight_limit == 16 and later.in_flight_limit_min == 12
 
 
+def test_a_429_at_low_demand_leaves_the_unused_window_alone():
+    """The tail of a job (a few long chains, the window mostly unused): its 429s do not wear the window down."""
+    clock = FakeClock()
+
+    async def go():
+        budget = RequestBudget(BudgetLimits(max_in_flight=16), clock=clock)
+        for _ in range(10):
+            budget.release(await budget.acquire(), limited(1.0))  # one request in flight of 16
+            clock.now += 2.0
+        return budget.stats()
+
+    stats = run(go())
+    assert stats.in_flight_limit == 16 and stats.window_decreases == 0 and stats.cooldowns == 0
+
+
 def test_a_refused_request_keeps_its_slot_until_its_retry_after():
     """Its request comes back after Retry-After: the slot it frees is not refilled at once (by a request the
     provider would refuse too)."""

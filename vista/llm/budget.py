@@ -365,7 +365,7 @@ class RequestBudget:
                     self._held.append(now + min(report.retry_after_s, self.limits.window.long_pause_s))
                 pause = self._window.on_congestion(now=now, sent_at=lease.granted_at if lease is not None else None,
                                                    retry_after_s=report.retry_after_s, rate_limited=limited,
-                                                   in_flight=in_flight)
+                                                   in_flight=max(in_flight, lease.in_flight_at_grant if lease else 0))
                 if pause is not None:
                     self._extend_cooldown(pause)
         self._window.sample(now, len(self._leases))

@@ -5,7 +5,8 @@ The policy (what `vista.llm.budget.RequestBudget` does with every request's outc
 
 * **A 429's Retry-After is a hint for that request.** The request that got it sleeps Retry-After before its retry
   (the gateway's retry loop); the others keep going.
-* **Multiplicative decrease, once per episode.** A 429 or a timeout shrinks the window to ``decrease`` × window
+* **Multiplicative decrease, once per episode.** A 429 or a timeout (of a request sent while at least half the
+  window was in use: an unused window is not what the provider refused) shrinks the window to ``decrease`` × window
   (never below ``min_in_flight``) and opens an *episode* of ``max(Retry-After, smoothed latency)`` seconds. Within
   an episode, and for requests sent before it began (they were sent under the old window), further 429s shrink
   nothing: a burst of N simultaneous 429s shrinks the window once, not N times.
@@ -23,7 +24,7 @@ The window's figures — min, time-weighted mean, final, decreases, and a bounde
 samples — go to the budget's `BudgetStats`.
 
 >>> window = ConcurrencyWindow(budget=8)
->>> window.on_congestion(now=1.0, sent_at=0.5, retry_after_s=2.0, rate_limited=True), window.limit
+>>> window.on_congestion(now=1.0, sent_at=0.5, retry_after_s=2.0, rate_limited=True, in_flight=8), window.limit
 (None, 6)
 >>> window.on_congestion(now=1.1, sent_at=0.6, retry_after_s=2.0, rate_limited=True), window.limit  # same burst
 (None, 6)
@@ -114,15 +115,16 @@ class ConcurrencyWindow:
 
     def on_congestion(self, *, now: float, sent_at: float | None, retry_after_s: float | None,
                       rate_limited: bool, in_flight: int = 0) -> float | None:
-        """A 429 (``rate_limited``) or a timeout of a request sent at ``sent_at`` (None: unknown); returns the
-        job-wide pause to start now (seconds), or None when the window's decrease is enough."""
+        """A 429 (``rate_limited``) or a timeout of a request sent at ``sent_at`` (None: unknown) with ``in_flight``
+        requests in flight; returns the job-wide pause to start now (seconds), or None when the window's decrease is
+        enough. A window less than half in use is not shrunk (it is not what the provider refused)."""
         retry = max(0.0, retry_after_s or 0.0)
         fresh = sent_at is None or sent_at >= self._episode_start
         if now >= self._episode_end and fresh:  # a new episode: shrink once
             self._episode_start, self._episode_429s, self._episode_deadline = now, 0, -math.inf
             self._episode_end = now + max(retry, self._srtt or 0.0)
             self._episode_base = self._window if self.budget is not None else float(max(in_flight, 1))
-            if self.budget is not None:
+            if self.budget is not None and 2 * in_flight >= self._window:  # (an unused window did not send it)
                 self._set(now, max(float(self.policy.min_in_flight), self._window * self.policy.decrease))
                 self._decreases += 1
         if not rate_limited:
