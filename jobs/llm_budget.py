@@ -6,7 +6,10 @@ The actor holds a `vista.llm.budget.RequestBudget` (the same logic each gateway 
 
 * **in flight** (``--in-flight``), **requests/s** (``--requests-per-second``) and **tokens/min**
   (``--tokens-per-minute``, estimated prompt + max_tokens reserved up front, corrected with the server's usage);
-* **one cool-down**: a 429 (or 503) with Retry-After seen by any actor pauses every actor;
+* **429s as back-pressure** (`vista.llm.window`): the request that got a 429 sleeps its Retry-After, and the job's
+  in-flight window shrinks once per burst and grows back as answers come; every actor pauses only when a burst
+  says the limit is far exceeded (half the window refused at once, or a Retry-After of 30 s or more), once, until
+  the burst's latest Retry-After;
 * **fail fast**: connection refused, a refused key, an unknown model, answers that never validate, or an exhausted
   quota (``insufficient_quota``) stop the budget; every actor's next request raises `LLMEndpointFailure` and the
   driver exits non-zero with the breaker's one line (`JobBudget.guard`).
@@ -35,7 +38,6 @@ from vista.llm import LLMConfig
 from vista.llm.breaker import AttemptReport, BreakerPolicy, CircuitBreaker
 from vista.llm.budget import BudgetLimits, BudgetStats, Grant, Refusal, RequestBudget
 from vista.llm.errors import LLMEndpointFailure
-from vista.llm.pacing import Cooldown
 from vista.llm.prices import PriceTable
 
 from jobs.progress import LiveFigures
@@ -125,7 +127,6 @@ class RemoteBudget:
 
         self.ref = ref
         self._handle = handle if handle is not None else ray.get_actor(ref.name, namespace=ref.namespace)
-        self._cooldown = Cooldown()  # what this side learned from its own 429s, to time its retries
         self._flush_s = flush_s
         self._max_batch = max_batch
         self._waiting: list[_Waiter] = []
@@ -138,7 +139,9 @@ class RemoteBudget:
         return self.ref.wants_tokens
 
     def pause_remaining(self) -> float:
-        return self._cooldown.remaining()
+        """0: a job-wide pause is waited out in the budget itself (the request that got a 429 sleeps its own
+        Retry-After in the gateway's retry loop, without holding back this actor's other requests)."""
+        return 0.0
 
     async def acquire(self, tokens: int = 0, *, max_wait_s: float | None = None) -> Grant | Refusal:
         waiter = _Waiter(tokens, max_wait_s, asyncio.get_running_loop().create_future())
@@ -149,8 +152,6 @@ class RemoteBudget:
 
     def release(self, grant: Grant, report: AttemptReport) -> None:
         self._released.append((grant.grant_id, report))
-        if report.retry_after_s:
-            self._cooldown.extend(report.retry_after_s)
         if self._flush is None:
             self._flush = asyncio.get_running_loop().call_later(self._flush_s, self._send_releases)
 
@@ -194,6 +195,14 @@ class RemoteBudget:
                     self.release(outcome, AttemptReport(tokens_used=0, message="cancelled before sending"))
 
 
+class InFlightPoint(BaseModel):
+    """One sample of the job's in-flight window over time."""
+
+    t: float = Field(description="seconds since the job's first LLM request")
+    in_flight_limit: int | None = Field(description="the adaptive window then (429s and timeouts shrink it)")
+    in_flight: int = Field(description="requests in flight then")
+
+
 class LLMBudgetFigures(BaseModel):
     """The job's LLM budget and what it allowed (for the run summary)."""
 
@@ -205,8 +214,16 @@ class LLMBudgetFigures(BaseModel):
     in_flight_peak: int = Field(description="most requests in flight at once")
     waited_s: float = Field(description="total seconds requests waited for their turn")
     rate_limited_429: int = Field(description="HTTP 429 answers")
-    cooldowns: int = Field(description="Retry-After pauses (every actor paused)")
+    cooldowns: int = Field(description="job-wide pauses: bursts of 429s that refused half the window (or asked for "
+                           "30 s or more), each one pause until the burst's latest Retry-After")
     cooldown_s: float = Field(description="seconds during which no actor was allowed to send")
+    in_flight_window_min: int | None = Field(None, description="the adaptive in-flight window's lowest value (429s "
+                                             "and timeouts shrink it, answers grow it back up to the limit)")
+    in_flight_window_mean: float | None = Field(None, description="the window's time-weighted mean")
+    in_flight_window_final: int | None = Field(None, description="the window at the end")
+    window_decreases: int = Field(0, description="429/timeout episodes that shrank the window (once per burst)")
+    in_flight_series: list[InFlightPoint] = Field(default_factory=list, description="(t, window, in flight) every "
+                                                  "few seconds over the run (at most 120 points)")
     quota_stops: int = Field(description="1 when the job stopped because the quota was exhausted")
     stopped: str | None = Field(description="why the circuit breaker stopped the job (None: it did not)")
     invalid_answers: int = Field(description="answers that did not validate")
@@ -223,6 +240,10 @@ class LLMBudgetFigures(BaseModel):
             cooldowns=stats.cooldowns, cooldown_s=stats.cooldown_s, quota_stops=stats.quota_stops,
             stopped=stats.stopped, invalid_answers=stats.invalid_answers, failures=stats.failures,
             tokens_used=stats.tokens_used, expired_leases=stats.expired_leases,
+            in_flight_window_min=stats.in_flight_limit_min, in_flight_window_mean=stats.in_flight_limit_mean,
+            in_flight_window_final=stats.in_flight_limit, window_decreases=stats.window_decreases,
+            in_flight_series=[InFlightPoint(t=p.t, in_flight_limit=p.in_flight_limit, in_flight=p.in_flight)
+                              for p in stats.in_flight_series],
         )
 
 
@@ -293,7 +314,9 @@ class JobBudget:
             return None
         cost = prices.cost(model, prompt_tokens=stats.prompt_tokens_used, completion_tokens=stats.completion_tokens_used,
                            cached_prompt_tokens=stats.cached_prompt_tokens_used)
-        return LiveFigures(calls=stats.requests, in_flight=stats.in_flight, tokens=stats.tokens_used, cost_usd=cost)
+        return LiveFigures(calls=stats.requests, in_flight=stats.in_flight, tokens=stats.tokens_used, cost_usd=cost,
+                           in_flight_limit=stats.in_flight_limit, rate_limited=stats.rate_limited,
+                           cooldown_s=stats.cooldown_s)
 
     def figures(self) -> LLMBudgetFigures | None:
         """The job's LLM figures for the summary (None if the budget never answered)."""

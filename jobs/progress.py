@@ -53,16 +53,26 @@ class LiveFigures:
 
     >>> LiveFigures(calls=120, in_flight=16, tokens=250_000, cost_usd=0.41).text()
     '120 calls (16 in flight) · 250,000 tokens · ~$0.4100'
+    >>> LiveFigures(calls=900, in_flight=40, tokens=9_000, cost_usd=None, in_flight_limit=48, rate_limited=31,
+    ...             cooldown_s=2.0).text()
+    '900 calls (40 in flight of 48) · 31 × 429, 2.0 s paused · 9,000 tokens · cost unpriced'
     """
 
     calls: int
     in_flight: int
     tokens: int
     cost_usd: float | None  # the ledger priced by the price table (as the summary prices it); None: no price
+    in_flight_limit: int | None = None  # the budget's adaptive window now (None: no in-flight limit)
+    rate_limited: int = 0  # 429 answers so far
+    cooldown_s: float = 0.0  # seconds the whole job was paused so far
 
     def text(self) -> str:
         cost = f"~${self.cost_usd:.4f}" if self.cost_usd is not None else "cost unpriced"
-        return f"{self.calls:,} calls ({self.in_flight} in flight) · {self.tokens:,} tokens · {cost}"
+        window = f" of {self.in_flight_limit}" if self.in_flight_limit is not None else ""
+        parts = [f"{self.calls:,} calls ({self.in_flight} in flight{window})"]
+        if self.rate_limited or self.cooldown_s:
+            parts.append(f"{self.rate_limited:,} × 429, {self.cooldown_s:.1f} s paused")
+        return " · ".join(parts + [f"{self.tokens:,} tokens", cost])
 
 
 @dataclass(frozen=True, slots=True)

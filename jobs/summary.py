@@ -157,9 +157,13 @@ class RunSummary(BaseModel):
             b = self.llm_budget
             rows.append(("LLM in flight: limit / mean / peak", f"{b.in_flight_limit or '-'} / {b.in_flight_mean:.1f} / "
                                                                  f"{b.in_flight_peak}"))
+            if b.in_flight_window_min is not None and (b.window_decreases or b.in_flight_window_min != b.in_flight_limit):
+                rows.append(("LLM in-flight window: min / mean / final", f"{b.in_flight_window_min} / "
+                             f"{b.in_flight_window_mean or 0:.1f} / {b.in_flight_window_final} "
+                             f"({b.window_decreases:,} decreases)"))
             if b.rate_limited_429 or b.cooldowns:
-                rows.append(("429s · cool-downs (all actors)", f"{b.rate_limited_429:,} · {b.cooldowns:,} "
-                                                               f"({b.cooldown_s:.1f} s)"))
+                rows.append(("429s · job-wide pauses", f"{b.rate_limited_429:,} · {b.cooldowns:,} "
+                                                       f"({b.cooldown_s:.1f} s paused)"))
             if b.stopped:
                 rows.append(("stopped by the circuit breaker", b.stopped))
         if self.consolidation_s is not None:

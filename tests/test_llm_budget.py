@@ -6,13 +6,15 @@ from __future__ import annotations
 import asyncio
 import doctest
 import importlib
+import random
 
 import pytest
 
-from llm_fakes import FakeClock, Risk
+from llm_fakes import FakeClock, LoopClock, Risk, run_virtual
 from vista.llm import BackendError, ChatReply, ErrorKind, LLMConfig, LLMGateway, ScriptedBackend, user
+from vista.llm.scripted import Delayed
 from vista.llm.breaker import AttemptReport, BreakerPolicy, CircuitBreaker
-from vista.llm.budget import BudgetLimits, Refusal, RequestBudget
+from vista.llm.budget import BudgetLimits, Refusal, RequestBudget, WindowPolicy
 from vista.llm.cache import ResponseCache
 from vista.llm.errors import LLMConfigError, LLMEndpointFailure
 
@@ -24,7 +26,7 @@ def run(coro):
     return asyncio.run(coro)
 
 
-@pytest.mark.parametrize("name", ["vista.llm.pacing", "vista.llm.budget", "vista.llm.breaker", "vista.llm.openai_backend",
+@pytest.mark.parametrize("name", ["vista.llm.pacing", "vista.llm.budget", "vista.llm.window", "vista.llm.breaker", "vista.llm.openai_backend",
                                   "jobs.manifest"])
 def test_doctests(name):
     result = doctest.testmod(importlib.import_module(name))
@@ -71,24 +73,202 @@ def test_requests_per_second_spaces_grants():
     assert run(go()) == pytest.approx([0.0, 0.0, 0.5, 1.0, 1.5])
 
 
-def test_retry_after_pauses_everyone_and_is_counted_once_when_pauses_overlap():
+def limited(retry_after_s: float = 1.0) -> AttemptReport:
+    return AttemptReport(error_kind=ErrorKind.RATE_LIMITED, status=429, retry_after_s=retry_after_s)
+
+
+def test_a_burst_of_429s_with_overlapping_retry_after_pauses_the_job_once_for_the_longest():
     clock = FakeClock()
 
     async def go():
-        budget = RequestBudget(BudgetLimits(max_in_flight=4), clock=clock)
-        a, b = await budget.acquire(), await budget.acquire()
-        budget.release(a, AttemptReport(error_kind=ErrorKind.RATE_LIMITED, status=429, retry_after_s=5.0))
-        clock.now += 1.0
-        budget.release(b, AttemptReport(error_kind=ErrorKind.RATE_LIMITED, status=429, retry_after_s=5.0))  # till 6
+        budget = RequestBudget(BudgetLimits(max_in_flight=8), clock=clock)
+        grants = [await budget.acquire() for _ in range(8)]
+        for grant, retry_after in zip(grants, [2.0, 5.0, 3.0, 4.0, 1.0, 2.0]):  # 6 of 8 refused at once
+            budget.release(grant, limited(retry_after))
         start = clock.now
-        grant = await budget.acquire()  # another caller: waits the whole pause out
+        grant = await budget.acquire()  # another caller: waits the one pause out
         waited = clock.now - start
         budget.release(grant, OK)
         return budget.stats(), waited
 
     stats, waited = run(go())
-    assert waited == pytest.approx(5.0)
-    assert stats.rate_limited == 2 and stats.cooldowns == 2 and stats.cooldown_s == pytest.approx(6.0)
+    assert waited == pytest.approx(5.0)  # the longest Retry-After of the burst, not their sum (17 s)
+    assert stats.rate_limited == 6 and stats.cooldowns == 1 and stats.cooldown_s == pytest.approx(5.0)
+    assert stats.window_decreases == 1 and stats.in_flight_limit_min == 6  # shrunk once (x0.75), not six times
+
+
+def test_staggered_429s_of_one_burst_merge_into_one_pause_ending_at_the_latest_deadline():
+    clock = FakeClock()
+
+    async def go():
+        budget = RequestBudget(BudgetLimits(max_in_flight=4), clock=clock)
+        a, b, c, free = [await budget.acquire() for _ in range(4)]
+        budget.release(a, limited(5.0))  # one 429: back-pressure, nobody else waits
+        assert budget.pause_remaining() == 0.0
+        clock.now += 1.0
+        budget.release(b, limited(5.0))  # the second of the episode, half the window: everyone pauses till t+6
+        clock.now += 1.0
+        budget.release(c, limited(2.0))  # ends before the pause does: no second pause, nothing added
+        start = clock.now
+        budget.release(free, OK)
+        grant = await budget.acquire()
+        waited = clock.now - start
+        budget.release(grant, OK)
+        return budget.stats(), waited
+
+    stats, waited = run(go())
+    assert waited == pytest.approx(4.0)  # until t+6, the latest deadline
+    assert stats.rate_limited == 3 and stats.cooldowns == 1 and stats.cooldown_s == pytest.approx(5.0)
+    assert stats.window_decreases == 1
+
+
+def test_one_429_shrinks_the_window_and_stops_nobody():
+    clock = FakeClock()
+
+    async def go():
+        budget = RequestBudget(BudgetLimits(max_in_flight=4), clock=clock)
+        grants = [await budget.acquire() for _ in range(4)]
+        budget.release(grants[0], limited(10.0))
+        window = budget.stats().in_flight_limit
+        budget.release(grants[1], OK)
+        granted = await budget.acquire()  # at once: 2 in flight + the refused request's held slot < 3
+        return window, granted, budget.stats(), clock.sleeps
+
+    window, granted, stats, sleeps = run(go())
+    assert window == 3 and sleeps == [] and stats.cooldowns == 0 and stats.cooldown_s == 0.0 and stats.requests == 5
+
+
+def test_timeouts_shrink_the_window_once_per_episode_and_answers_grow_it_back():
+    clock = FakeClock()
+    timeout = AttemptReport(error_kind=ErrorKind.TIMEOUT, message="no answer within 60 s")
+
+    async def go():
+        budget = RequestBudget(BudgetLimits(max_in_flight=16), clock=clock)
+        grants = [await budget.acquire() for _ in range(16)]
+        clock.now += 60.0
+        for grant in grants[:4]:  # four requests of one wave time out together: one decrease, and nobody pauses
+            budget.release(grant, timeout)
+        shrunk = budget.stats()
+        for grant in grants[4:]:
+            budget.release(grant, OK)
+        for _ in range(40):  # answers while the window is in use grow it back, up to the budget
+            held = [await budget.acquire() for _ in range(budget.stats().in_flight_limit)]
+            clock.now += 0.5
+            for grant in held:
+                budget.release(grant, OK)
+        return shrunk, budget.stats()
+
+    shrunk, later = run(go())
+    assert shrunk.in_flight_limit == 12 and shrunk.window_decreases == 1 and shrunk.cooldowns == 0
+    assert later.in_flight_limit == 16 and later.in_flight_limit_min == 12
+
+
+def test_a_429_at_low_demand_leaves_the_unused_window_alone():
+    """The tail of a job (a few long chains, the window mostly unused): its 429s do not wear the window down."""
+    clock = FakeClock()
+
+    async def go():
+        budget = RequestBudget(BudgetLimits(max_in_flight=16), clock=clock)
+        for _ in range(10):
+            budget.release(await budget.acquire(), limited(1.0))  # one request in flight of 16
+            clock.now += 2.0
+        return budget.stats()
+
+    stats = run(go())
+    assert stats.in_flight_limit == 16 and stats.window_decreases == 0 and stats.cooldowns == 0
+
+
+def test_a_refused_request_keeps_its_slot_until_its_retry_after():
+    """Its request comes back after Retry-After: the slot it frees is not refilled at once (by a request the
+    provider would refuse too)."""
+    clock = FakeClock()
+
+    async def go():
+        budget = RequestBudget(BudgetLimits(max_in_flight=1, window=WindowPolicy(min_in_flight=1)), clock=clock)
+        budget.release(await budget.acquire(), limited(3.0))
+        start = clock.now
+        budget.release(await budget.acquire(), OK)
+        return clock.now - start
+
+    assert run(go()) == pytest.approx(3.0)
+
+
+async def steady_load(budget, share_429, *, callers: int, until_s: float, seed: int = 0, latency_s: float = 0.5,
+                      retry_after_s: float = 1.0, observed: RequestBudget | None = None) -> list[tuple[float, int, int]]:
+    """``callers`` that each send one request after another through ``budget`` (a limiter, on virtual time) for
+    ``until_s`` seconds; a request is refused with a 429 with probability ``share_429(t)``, and its caller sleeps
+    Retry-After before the next. Returns (t, window, in flight) of ``observed`` (default: ``budget``) once a second."""
+    loop = asyncio.get_running_loop()
+    start, rng, seen = loop.time(), random.Random(seed), []
+
+    async def caller() -> None:
+        while (t := loop.time() - start) < until_s:
+            grant = await budget.acquire()
+            if rng.random() < share_429(t):
+                await asyncio.sleep(0.01)
+                budget.release(grant, limited(retry_after_s))
+                await asyncio.sleep(retry_after_s)
+            else:
+                await asyncio.sleep(latency_s * rng.uniform(0.6, 1.4))
+                budget.release(grant, OK)
+
+    async def sampler() -> None:
+        while (t := loop.time() - start) < until_s:
+            stats = (observed or budget).stats()
+            seen.append((t, stats.in_flight_limit, stats.in_flight))
+            await asyncio.sleep(1.0)
+
+    await asyncio.gather(sampler(), *(caller() for _ in range(callers)))
+    return seen
+
+
+def test_a_steady_10pc_429_rate_lowers_in_flight_and_then_recovers():
+    async def go():
+        budget = RequestBudget(BudgetLimits(max_in_flight=32), clock=LoopClock())
+        seen = await steady_load(budget, lambda t: 0.10 if t < 60 else 0.0, callers=64, until_s=120)
+        return seen, budget.stats()
+
+    seen, stats = run_virtual(go())
+    first = [(w, n) for t, w, n in seen if 10 <= t < 60]
+    last = [(w, n) for t, w, n in seen if 90 <= t < 120]
+    assert min(w for w, _ in first) < 32 and sum(n for _, n in first) / len(first) < 0.9 * 32
+    assert all(w == 32 for w, _ in last) and sum(n for _, n in last) / len(last) >= 0.95 * 32
+    assert stats.in_flight_limit == 32 and stats.window_decreases > 10 and 24 <= stats.in_flight_limit_mean < 32
+    assert stats.cooldowns <= 2  # a steady trickle is back-pressure: the job hardly ever pauses as a whole
+
+
+def test_against_a_provider_at_its_limit_the_window_settles_just_under_it():
+    """A provider that serves 20 requests at once and refuses the rest (429, Retry-After 1 s); the budget is 64."""
+    serving = 0
+
+    async def go():
+        nonlocal serving
+        budget = RequestBudget(BudgetLimits(max_in_flight=64), clock=LoopClock())
+        loop = asyncio.get_running_loop()
+        start, rng, answered = loop.time(), random.Random(1), []
+
+        async def caller() -> None:
+            nonlocal serving
+            while loop.time() - start < 120:
+                grant = await budget.acquire()
+                if serving >= 20:
+                    await asyncio.sleep(0.01)
+                    budget.release(grant, limited(1.0))
+                    await asyncio.sleep(1.0)
+                    continue
+                serving += 1
+                await asyncio.sleep(0.5 * rng.uniform(0.6, 1.4))
+                serving -= 1
+                answered.append(loop.time() - start)
+                budget.release(grant, OK)
+
+        await asyncio.gather(*(caller() for _ in range(100)))
+        return budget.stats(), answered
+
+    stats, answered = run_virtual(go())
+    rate = sum(1 for t in answered if t >= 60) / 60  # answers per second once settled; the ideal is 20 / 0.5 s = 40
+    assert rate >= 0.8 * 40  # (pausing everyone on every 429 gave 20)
+    assert stats.rate_limited < len(answered) / 2 and stats.cooldowns <= 5
 
 
 def test_a_pause_longer_than_the_caller_may_wait_is_refused_at_once():
@@ -322,30 +502,49 @@ def test_an_exhausted_quota_is_never_retried():
     assert len(backend.requests) == 1 and shared.stats().quota_stops == 1 and shared.stopped
 
 
-def test_one_429_pauses_every_gateway_sharing_the_budget():
-    clock = FakeClock()
-    shared = RequestBudget(clock=clock)
-    limited = BackendError(ErrorKind.RATE_LIMITED, "429", status=429, retry_after_s=7.0)
-    sent: dict[str, list[float]] = {"a": [], "b": []}
+def sending_times(shared: RequestBudget, clock: LoopClock, scripts: dict[str, list], starts: dict[str, float]):
+    """Gateways sharing ``shared``, one per script (steps answered after 0.2 s each), each asking once at its start
+    time (virtual seconds); returns the results and when each gateway's requests reached its backend."""
+    sent: dict[str, list[float]] = {name: [] for name in scripts}
 
-    def script(name, steps):
+    def script(name: str):
         def answer(request):
-            sent[name].append(clock.now)
-            return steps.pop(0)
+            sent[name].append(clock.monotonic())
+            return Delayed(0.2, scripts[name].pop(0))
         return answer
 
-    gw_a, _ = gateway(script("a", [limited, GOOD]), shared=shared, clock=clock)
-    gw_b, _ = gateway(script("b", [GOOD]), shared=shared, clock=clock)
-
     async def go():
-        first = await ask(gw_a)  # 429, then a retry after the pause
-        second = await ask(gw_b)  # another gateway, no 429 of its own
-        return first, second
+        origin = clock.monotonic()
 
-    first, second = run(go())
-    assert first.ok and second.ok and first.usage.retries == 1
-    assert sent["a"][1] - sent["a"][0] >= 7.0 and sent["b"][0] - sent["a"][0] >= 7.0
-    assert shared.stats().cooldown_s == pytest.approx(7.0) and shared.stats().rate_limited == 1
+        async def one(name: str):
+            gw, _ = gateway(script(name), shared=shared, clock=clock)
+            await asyncio.sleep(starts[name])
+            return await ask(gw)
+
+        results = await asyncio.gather(*(one(name) for name in scripts))
+        return results, {name: [round(t - origin, 3) for t in times] for name, times in sent.items()}
+
+    return run_virtual(go())
+
+
+def test_one_429_holds_back_its_own_request_not_the_other_gateways():
+    clock, shared = LoopClock(), RequestBudget(clock=LoopClock())
+    limited_7s = BackendError(ErrorKind.RATE_LIMITED, "429", status=429, retry_after_s=7.0)
+    results, sent = sending_times(shared, clock, {"a": [limited_7s, GOOD], "b": [GOOD]}, {"a": 0.0, "b": 1.0})
+    assert all(r.ok for r in results) and results[0].usage.retries == 1
+    assert sent["a"][1] >= 0.2 + 7.0  # the refused request waited its Retry-After
+    assert sent["b"] == [1.0]  # another gateway, 1 s later, was not held back by it
+    assert shared.stats().cooldowns == 0 and shared.stats().rate_limited == 1
+
+
+def test_a_burst_of_429s_pauses_every_gateway_sharing_the_budget():
+    clock, shared = LoopClock(), RequestBudget(clock=LoopClock())
+    limited_7s = BackendError(ErrorKind.RATE_LIMITED, "429", status=429, retry_after_s=7.0)
+    results, sent = sending_times(shared, clock, {"a": [limited_7s, GOOD], "b": [limited_7s, GOOD], "c": [GOOD]},
+                                  {"a": 0.0, "b": 0.0, "c": 1.0})
+    assert all(r.ok for r in results)
+    assert sent["c"][0] >= 0.2 + 7.0  # every request in flight was refused: the job paused, c too
+    assert shared.stats().cooldowns == 1 and shared.stats().cooldown_s == pytest.approx(7.0)
 
 
 def test_the_gateway_reserves_estimated_tokens_and_reports_real_usage():
@@ -575,3 +774,60 @@ def test_a_cancelled_remote_waiter_gives_its_grant_back():
 
     stats = run(go())
     assert stats.in_flight == 0 and stats.requests == 2
+
+
+def test_the_summary_and_the_progress_line_show_429s_pauses_and_the_window_over_time():
+    """The job's budget actor behind the batching client, under a 10% 429 phase then a quiet one (virtual time):
+    its figures carry the window's min/mean/final and a bounded (t, window, in flight) series to summary.json, the
+    summary table and the live line show the 429s and the seconds paused."""
+    from datetime import datetime
+
+    from jobs.llm_budget import BudgetRef, JobBudget, LLMBudgetActor, LLMBudgetFigures, RemoteBudget
+    from jobs.summary import RunSummary
+    from vista.llm.prices import PriceTable
+
+    limits = BudgetLimits(max_in_flight=32)
+
+    async def go():
+        actor = LLMBudgetActor(limits, None, "http://h/v1", "m")
+        actor.budget = RequestBudget(limits, clock=LoopClock())  # (the same budget, on the loop's virtual time)
+        client = RemoteBudget(BudgetRef("b"), FakeActorHandle(actor))
+        await steady_load(client, lambda t: 0.10 if t < 150 else 0.0, callers=48, until_s=300, observed=actor.budget)
+        burst = [await client.acquire() for _ in range(20)]
+        for grant in burst:  # 20 of 32 refused at once: one job-wide pause
+            client.release(grant, limited(3.0))
+        await client.aclose()
+        await asyncio.sleep(3.5)  # the pause is over
+        return actor.budget.stats()
+
+    stats = run_virtual(go())
+    figures = LLMBudgetFigures.of(limits, stats)
+    assert figures.rate_limited_429 > 100 and figures.cooldowns >= 1 and figures.cooldown_s >= 3.0
+    assert figures.in_flight_window_min < 32 and figures.in_flight_window_mean < 32 and figures.window_decreases > 10
+    series = figures.in_flight_series
+    assert 10 <= len(series) <= 120 and series[-1].t >= 250  # the whole run, bounded in length
+    assert min(p.in_flight_limit for p in series if p.t < 150) < 32 and series[-2].in_flight_limit == 32
+    assert LLMBudgetFigures.model_validate_json(figures.model_dump_json()) == figures  # as summary.json keeps it
+
+    now = datetime.now().astimezone()
+    summary = RunSummary(job="predict", run_id="r", started_at=now, finished_at=now, wall_s=300.0, selected=1,
+                         skipped=0, ran=1, by_status={"ok": 1}, failed_by_reason={}, complete=True, llm_budget=figures)
+    rows = dict(zip(*(list(column.cells) for column in summary.table().columns)))
+    assert rows["429s · job-wide pauses"].startswith(f"{figures.rate_limited_429:,} · {figures.cooldowns}")
+    assert rows["LLM in-flight window: min / mean / final"].startswith(f"{figures.in_flight_window_min} / ")
+
+    class Handle:  # what `JobBudget.live` reads
+        class stats:
+            @staticmethod
+            def remote():
+                return stats
+
+    import ray
+
+    live = JobBudget(Handle(), BudgetRef("b"), limits)
+    original, ray.get = ray.get, lambda ref, timeout=None: ref
+    try:
+        line = live.live(PriceTable({}), "m").text()
+    finally:
+        ray.get = original
+    assert f"{figures.rate_limited_429:,} × 429, {figures.cooldown_s:.1f} s paused" in line and "in flight of" in line

@@ -1,9 +1,18 @@
-"""`RequestBudget`: one limiter for every request to an endpoint — requests in flight, requests/s, tokens/min and a
-shared Retry-After cool-down — with the figures of what it allowed and an optional circuit breaker.
+"""`RequestBudget`: one limiter for every request to an endpoint — requests in flight (an adaptive window within the
+budget), requests/s, tokens/min and a shared cool-down — with the figures of what it allowed and an optional circuit
+breaker.
 
 The same logic serves two scopes. Each `LLMGateway` holds one for its own limits (``max_concurrency``, ``qps``);
 a job holds one in a named Ray actor (`jobs.llm_budget`) that every actor and preprocessor of the job asks before
-each request, so the limits, the cool-down after a 429 and the breaker hold for the whole job, across nodes.
+each request, so the limits, the window, the cool-down and the breaker hold for the whole job, across nodes.
+
+429s are back-pressure, not a stop (`vista.llm.window` has the whole policy): the request that got one sleeps its
+Retry-After before retrying (the gateway does) and its slot stays taken meanwhile (so it is not refilled at once by
+a request the provider would refuse too), and the in-flight window shrinks once per burst (AIMD: ×0.75 on a
+429 or timeout episode, about +8 slots per window's worth of answers, up to ``max_in_flight``). Everyone pauses only
+when a burst says the limit is far exceeded (half the window refused in one episode, or a Retry-After of 30 s or
+more); overlapping pauses merge into one that ends at the latest deadline. The quota stop and the breaker are
+unchanged.
 
 One request = `acquire` (wait for the turn; a `Grant`, or a `Refusal` when the job is stopped or the cool-down is
 longer than the caller may wait), send, then `release` with an `AttemptReport` (tokens really used, answer valid
@@ -36,19 +45,27 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from vista.llm.breaker import AttemptReport, CircuitBreaker
 from vista.llm.errors import ErrorKind
 from vista.llm.pacing import Clock, Cooldown, SystemClock, TokenBucket
+from vista.llm.window import ConcurrencyWindow, WindowPolicy, WindowSample
 
-__all__ = ["AttemptReport", "BudgetLimits", "BudgetStats", "Grant", "Limiter", "Refusal", "RequestBudget"]
+__all__ = ["AttemptReport", "BudgetLimits", "BudgetStats", "Grant", "Limiter", "Refusal", "RequestBudget",
+           "WindowPolicy", "WindowSample"]
 
 # Failures after which the server did not spend tokens on the request (their reservation is given back).
 _UNPROCESSED = frozenset({ErrorKind.CONNECTION_ERROR, ErrorKind.RATE_LIMITED, ErrorKind.SERVER_ERROR,
                           ErrorKind.AUTH_ERROR, ErrorKind.UNKNOWN_MODEL, ErrorKind.QUOTA_EXCEEDED,
                           ErrorKind.HTTP_ERROR, ErrorKind.CONTEXT_OVERFLOW})
+
+
+def _is_rate_limited(report: AttemptReport) -> bool:
+    """A 429, or a 503 that asks for a pause (an overloaded server)."""
+    return (report.error_kind is ErrorKind.RATE_LIMITED or report.status == 429
+            or (report.status == 503 and bool(report.retry_after_s)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +76,9 @@ class BudgetLimits:
     requests_per_s: float | None = None  # requests started per second (bursts up to one second's worth)
     tokens_per_min: int | None = None  # prompt + completion tokens per minute (bursts up to one minute's worth)
     lease_s: float | None = None  # a grant not released after this long is reclaimed (its holder died)
+    # how 429s and timeouts adapt the in-flight window and when they pause everyone (None: they are only counted —
+    # for a budget under a shared one that does both, as an actor's own budget under the job's)
+    window: WindowPolicy | None = field(default_factory=WindowPolicy)
 
     def __post_init__(self) -> None:
         for name in ("max_in_flight", "requests_per_s", "tokens_per_min", "lease_s"):
@@ -97,7 +117,7 @@ class BudgetStats:
     invalid_answers: int  # answers that did not validate
     failures: int  # requests without an answer (transport errors, HTTP errors, timeouts)
     rate_limited: int  # HTTP 429 answers
-    cooldowns: int  # Retry-After pauses started or extended
+    cooldowns: int  # job-wide pauses (a burst's overlapping Retry-Afters merged into one)
     cooldown_s: float  # seconds during which nobody was allowed to send (overlapping pauses counted once)
     quota_stops: int  # 1 when the budget stopped because the quota was exhausted
     expired_leases: int  # grants reclaimed because their holder never released them
@@ -106,6 +126,11 @@ class BudgetStats:
     completion_tokens_used: int  # of which completion tokens (for a live cost estimate)
     stopped: str | None  # why the budget stopped (the breaker's line), None while it runs
     cached_prompt_tokens_used: int = 0  # prompt tokens the endpoint served from its own prompt cache (not cache hits)
+    in_flight_limit: int | None = None  # the adaptive window now (None: no in-flight limit)
+    in_flight_limit_min: int | None = None
+    in_flight_limit_mean: float | None = None  # time-weighted from the first grant
+    window_decreases: int = 0  # 429/timeout episodes that shrank the window
+    in_flight_series: tuple[WindowSample, ...] = ()  # (t, window, in flight) every few seconds, bounded in length
 
     @property
     def prompt_tokens_used(self) -> int:
@@ -135,6 +160,8 @@ class Limiter(Protocol):
 class _Lease:
     tokens: int
     expires: float | None
+    granted_at: float
+    in_flight_at_grant: int  # (with this one) whether the window was in use when it was sent
 
 
 class RequestBudget:
@@ -149,10 +176,12 @@ class RequestBudget:
         self._line = asyncio.Lock()
         self._changed = asyncio.Event()
         self._cooldown = Cooldown(clock=self._clock)
+        self._window = ConcurrencyWindow(self.limits.max_in_flight, policy=self.limits.window)
         rps, tpm = self.limits.requests_per_s, self.limits.tokens_per_min
         self._rps = TokenBucket(rps, clock=self._clock) if rps else None
         self._tpm = TokenBucket(tpm / 60.0, burst=tpm, clock=self._clock) if tpm else None
         self._leases: dict[int, _Lease] = {}
+        self._held: list[float] = []  # until when the slot of each request refused with a 429 stays taken
         self._next_id = first_id
         self.stopped: str | None = None
         # figures
@@ -206,7 +235,7 @@ class RequestBudget:
                 await self._clock.sleep(min(pause, self._poll_s))
                 continue
             if self._slots_full():
-                await self._wait_for_change()
+                await self._wait_for_change(min(self._held, default=None))
                 continue
             wait = self._wait_for(tokens)
             if wait > 0:
@@ -215,7 +244,13 @@ class RequestBudget:
             return self._grant(tokens, asked)
 
     def _slots_full(self) -> bool:
-        return self.limits.max_in_flight is not None and len(self._leases) >= self.limits.max_in_flight
+        limit = self._window.limit
+        if limit is None:
+            return False
+        if self._held:
+            now = self._clock.monotonic()
+            self._held = [until for until in self._held if until > now]
+        return len(self._leases) + len(self._held) >= limit
 
     def _wait_for(self, tokens: int) -> float:
         """Seconds until a request of ``tokens`` may start (inf while stopped, paused or without a free slot)."""
@@ -225,17 +260,17 @@ class RequestBudget:
                    self._tpm.wait_time(tokens) if self._tpm and tokens > 0 else 0.0)
 
     def release(self, grant: Grant | int, report: AttemptReport) -> None:
-        """Give a grant back with what its request gave: frees the slot, corrects tokens, starts a cool-down on
-        Retry-After, feeds the breaker. Releasing an unknown or reclaimed grant only counts the report."""
+        """Give a grant back with what its request gave: frees the slot, corrects tokens, adapts the window (and
+        pauses everyone on a burst of 429s), feeds the breaker. An unknown or reclaimed grant only counts."""
         grant_id = grant if isinstance(grant, int) else grant.grant_id
         lease = self._leases.pop(grant_id, None)
+        in_flight = len(self._leases) + (lease is not None)
         if lease is not None:
-            self._touch(len(self._leases) + 1)
+            self._touch(in_flight)
             if self._tpm is not None:
                 self._correct_tokens(lease.tokens, report)
         self._count(report)
-        if report.retry_after_s is not None and report.retry_after_s > 0:
-            self._extend_cooldown(report.retry_after_s)
+        self._adapt(report, lease, in_flight)
         if self.breaker is not None and (message := self.breaker.observe(report)) is not None:
             if self.breaker.quota_exhausted:
                 self._quota_stops += 1
@@ -254,6 +289,7 @@ class RequestBudget:
         end = now if in_flight else self._last_change
         area = self._area + (in_flight * (now - self._last_change) if in_flight else 0.0)
         span = (end - self._first) if self._first is not None else 0.0
+        window = self._window.figures(now)
         return BudgetStats(
             requests=self._requests, in_flight=in_flight, peak_in_flight=self._peak,
             mean_in_flight=round(area / span, 3) if span > 0 else float(self._peak),
@@ -262,7 +298,9 @@ class RequestBudget:
             cooldown_s=round(self._cooldown_total - self._cooldown.remaining(), 3), quota_stops=self._quota_stops,
             expired_leases=self._expired, tokens_reserved=self._tokens_reserved, tokens_used=self._tokens_used,
             completion_tokens_used=self._completion_used, cached_prompt_tokens_used=self._cached_used,
-            stopped=self.stopped,
+            stopped=self.stopped, in_flight_limit=window.limit, in_flight_limit_min=window.limit_min,
+            in_flight_limit_mean=window.limit_mean, window_decreases=window.decreases,
+            in_flight_series=window.samples,
         )
 
     # ------------------------------------------------------------------------------------------- internals
@@ -274,7 +312,8 @@ class RequestBudget:
         self._next_id += 1
         expires = now + self.limits.lease_s if self.limits.lease_s is not None else None
         self._touch(len(self._leases))
-        self._leases[self._next_id] = _Lease(reserved, expires)
+        self._leases[self._next_id] = _Lease(reserved, expires, now, len(self._leases) + 1)
+        self._window.sample(now, len(self._leases))
         if self._first is None:
             self._first = now
         self._requests += 1
@@ -310,14 +349,37 @@ class RequestBudget:
         if report.error_kind is ErrorKind.RATE_LIMITED or report.status == 429:
             self._rate_limited += 1
 
-    def _extend_cooldown(self, seconds: float) -> None:
+    def _adapt(self, report: AttemptReport, lease: _Lease | None, in_flight: int) -> None:
+        """Feed the window with a released request's outcome; pause everyone when it says so."""
         now = self._clock.monotonic()
-        before = max(now, now + self._cooldown.remaining())
+        if self.limits.window is not None:
+            if report.answered:
+                latency = now - lease.granted_at if lease is not None else None
+                used = lease.in_flight_at_grant if lease is not None else in_flight
+                self._window.on_answer(now=now, latency_s=latency, in_flight=used)
+            elif report.error_kind is not ErrorKind.QUOTA_EXCEEDED and (
+                    (limited := _is_rate_limited(report)) or report.error_kind is ErrorKind.TIMEOUT):
+                if limited and report.retry_after_s and self._window.limit is not None:
+                    # its request comes back after Retry-After: its slot stays taken until then, so a freed slot
+                    # is not refilled at once by a request that would be refused too
+                    self._held.append(now + min(report.retry_after_s, self.limits.window.long_pause_s))
+                pause = self._window.on_congestion(now=now, sent_at=lease.granted_at if lease is not None else None,
+                                                   retry_after_s=report.retry_after_s, rate_limited=limited,
+                                                   in_flight=max(in_flight, lease.in_flight_at_grant if lease else 0))
+                if pause is not None:
+                    self._extend_cooldown(pause)
+        self._window.sample(now, len(self._leases))
+
+    def _extend_cooldown(self, seconds: float) -> None:
+        """Pause everyone for ``seconds``: a pause that overlaps the current one extends it (one pause, counted
+        once, ending at the later deadline)."""
+        now = self._clock.monotonic()
+        left = self._cooldown.remaining()
         self._cooldown.extend(seconds)
-        after = now + self._cooldown.remaining()
-        if after > before:
-            self._cooldown_total += after - before
-            self._cooldowns += 1
+        added = self._cooldown.remaining() - left
+        if added > 0:
+            self._cooldown_total += added
+            self._cooldowns += left <= 1e-9
 
     def _reclaim_expired(self) -> None:
         if self.limits.lease_s is None or not self._leases:
@@ -333,8 +395,19 @@ class RequestBudget:
         self._changed.set()
         self._changed = asyncio.Event()
 
-    async def _wait_for_change(self) -> None:
+    async def _wait_for_change(self, until: float | None = None) -> None:
+        """Wait for a release or a stop — or until ``until`` on the budget's clock (a held slot frees), or
+        ``poll_s`` with leases (to reclaim the expired ones)."""
         changed = self._changed
+        if until is not None:
+            waits = [asyncio.ensure_future(changed.wait()),
+                     asyncio.ensure_future(self._clock.sleep(max(0.0, until - self._clock.monotonic())))]
+            try:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for wait in waits:
+                    wait.cancel()
+            return
         if self.limits.lease_s is None:
             await changed.wait()
             return

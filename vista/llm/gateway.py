@@ -159,7 +159,9 @@ class LLMGateway:
         self._clock = clock or SystemClock()
         self._count = token_counter or functools.partial(_default_token_counter, model=self.config.model)
         self._rng = random.Random(self.config.seed)
-        self._budget = RequestBudget(BudgetLimits(max_in_flight=self.config.max_concurrency, requests_per_s=self.config.qps),
+        # under a shared budget (a job's) that one adapts the window and pauses on bursts; this one only caps
+        self._budget = RequestBudget(BudgetLimits(max_in_flight=self.config.max_concurrency, requests_per_s=self.config.qps,
+                                                  **({} if limiter is None else {"window": None})),
                                      clock=self._clock)
         self._limiters: tuple[Limiter, ...] = (self._budget,) if limiter is None else (self._budget, limiter)
         self._cache = ResponseCache(self.config.cache_dir) if self.config.cache_dir else None
