@@ -110,6 +110,8 @@ def run_job(args: argparse.Namespace, dataset: Path, labels: Path, budget: int, 
             proxy.stop()
         endpoint.stop()
     usage = counted.usage
+    if usage.leftovers:
+        print(f"  note: {usage.leftovers} process(es) of the job were still alive after it ended (then stopped)")
     plan = next((line for line in counted.stdout.splitlines() if line.startswith("[predict] run ")), "")
     print(f"  {plan}", flush=True)
     if usage.returncode != 0 or not (out / "summary.json").is_file():
