@@ -1,0 +1,36 @@
+"""The whole LLM budget reaches the endpoint: ``--in-flight 256`` on a job's own local Ray (2 CPUs) puts 256 requests
+in flight at once at a server that counts them, when the cohort has the work for it (300 patients, each with one
+call in flight at a time; the endpoint's 8 s latency keeps 256 requests waiting while two cores start them)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from benchmarks.bench_predict_throughput import make_inputs
+from vista.llm.synthetic_server import SyntheticLLMServer
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+PATIENTS = 300
+BUDGET = 256
+
+
+def test_a_local_job_puts_its_whole_budget_in_flight(tmp_path):
+    dataset, labels = make_inputs(tmp_path, 320, PATIENTS)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_") or k == "RAY_USAGE_STATS_ENABLED"}
+    env["RAY_TMPDIR"] = str(tmp_path / "ray")  # its own Ray, as a user's local run starts
+    with SyntheticLLMServer(latency_s=8.0, context_window=32768) as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "jobs.predict", "--labels", str(labels), "--dataset", str(dataset),
+             "--out", str(tmp_path / "out"), "--backend", "openai", "--base-url", server.base_url, "--model", "synthetic",
+             "--context-tokens", "32768", "--chunk-tokens", "16000", "--in-flight", str(BUDGET), "--num-cpus", "2",
+             "--startup-timeout", "300"],
+            capture_output=True, text=True, env=env, timeout=900, cwd=tmp_path)
+        peak, answered = server.stats.max_in_flight, server.stats.requests
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert answered >= PATIENTS
+    assert peak == BUDGET, (peak, done.stdout[-3000:])
