@@ -18,7 +18,7 @@ behind `vista.llm.fault_proxy` (8% 429 with Retry-After 1 s, 5% 500, 4% garbage 
 wall / the same job's fault-free wall. Figures are printed, never asserted.
 
     python -m benchmarks.bench_anchor                  # 200 patients (about 8 minutes on 2 cores)
-    python -m benchmarks.bench_anchor --quick          # 20 patients, under 3 minutes
+    python -m benchmarks.bench_anchor --quick          # 20 patients, shorter chains: under 3 minutes
     python -m benchmarks.bench_anchor --patients 1000 --settings 64:0.5 256:2 512:4
 """
 
@@ -195,9 +195,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--subjects", type=int, default=400, help="subjects of the generated dataset (default 400)")
     parser.add_argument("--settings", type=setting, nargs="+", default=[(64, 0.5), (256, 2.0)], metavar="N:LATENCY",
                         help="in-flight budgets with their endpoint latency in seconds (default 64:0.5 256:2)")
-    parser.add_argument("--quick", action="store_true", help="20 patients (under 3 minutes)")
+    parser.add_argument("--quick", action="store_true", help="20 patients in chunks of 4000 tokens (shorter chains): "
+                        "under 3 minutes")
     parser.add_argument("--no-faults", action="store_true", help="skip the run under the fault mix")
-    parser.add_argument("--chunk-tokens", type=int, default=1200, help="chunk limit of the agents (default 1200)")
+    parser.add_argument("--chunk-tokens", type=int, help="chunk limit of the agents (default 1200; --quick 4000)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds one run may take")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "bench_anchor",
                         help="working directory (dataset, labels, outputs, recorded bodies; kept for reuse)")
@@ -205,6 +206,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.quick:
         args.patients, args.subjects = 20, 60
+    args.chunk_tokens = args.chunk_tokens or (4000 if args.quick else 1200)
     args.subjects = max(args.subjects, 2 * args.patients)
     args.work.mkdir(parents=True, exist_ok=True)
     dataset, labels = make_inputs(args.work, args.subjects, args.patients)

@@ -1,6 +1,6 @@
 """The whole LLM budget reaches the endpoint: ``--in-flight 256`` on a job's own local Ray (2 CPUs) puts 256 requests
 in flight at once at a server that counts them, when the cohort has the work for it (300 patients, each with one
-call in flight at a time; the endpoint's 8 s latency keeps 256 requests waiting while two cores start them)."""
+call in flight at a time; the endpoint's 15 s latency keeps the first calls waiting while two cores start the patients)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def test_a_local_job_puts_its_whole_budget_in_flight(tmp_path):
     dataset, labels = make_inputs(tmp_path, 320, PATIENTS)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_") or k == "RAY_USAGE_STATS_ENABLED"}
     env["RAY_TMPDIR"] = str(tmp_path / "ray")  # its own Ray, as a user's local run starts
-    with SyntheticLLMServer(latency_s=8.0, context_window=32768) as server:
+    with SyntheticLLMServer(latency_s=15.0, context_window=32768) as server:
         done = subprocess.run(
             [sys.executable, "-m", "jobs.predict", "--labels", str(labels), "--dataset", str(dataset),
              "--out", str(tmp_path / "out"), "--backend", "openai", "--base-url", server.base_url, "--model", "synthetic",
