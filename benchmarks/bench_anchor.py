@@ -85,10 +85,11 @@ class ProxyThread:
         self.thread.join(timeout=10)
 
 
-def job_env(work: Path) -> dict[str, str]:
-    """The job starts its own local Ray (a descendant of the counter), in a temp dir of this benchmark."""
+def job_env(ray_dir: str) -> dict[str, str]:
+    """The job starts its own local Ray (a descendant of the counter), in ``ray_dir`` (short: Ray's socket paths
+    must fit AF_UNIX's limit)."""
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | RAY_ENV
-    env["RAY_TMPDIR"] = str(work / "ray")
+    env["RAY_TMPDIR"] = ray_dir
     return env
 
 
@@ -102,7 +103,11 @@ def run_job(args: argparse.Namespace, dataset: Path, labels: Path, budget: int, 
         argv = job_argv(labels=labels, dataset=dataset, out=out, variant="one_stage",
                         base_url=proxy.base_url if proxy else endpoint.base_url, budget=budget,
                         chunk_tokens=args.chunk_tokens)
-        counted = run_counted(argv, env=job_env(args.work), timeout_s=args.timeout)
+        ray_dir = tempfile.mkdtemp(prefix="ray_anchor_", dir="/tmp")
+        try:
+            counted = run_counted(argv, env=job_env(ray_dir), timeout_s=args.timeout)
+        finally:
+            shutil.rmtree(ray_dir, ignore_errors=True)
         stats = endpoint.stats()
     finally:
         if proxy is not None:
