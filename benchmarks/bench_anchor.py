@@ -153,6 +153,14 @@ def run_anchor(args: argparse.Namespace, bodies: Path, budget: int, latency: flo
                stats["max_in_flight"], usage.returncode, None, int(result["failed"]))
 
 
+def say(run: Run) -> Run:
+    """One line as soon as a run ends (a long benchmark stopped early still told its figures)."""
+    print(f"  {run.who}: {run.calls} calls, {run.cpu_ms_per_call:.1f} ms CPU/call, wall {run.wall_s:.1f} s = "
+          f"{run.wall_over_bound:.2f} x bound {run.bound_s:.1f} s, server max in flight {run.server_max_in_flight}",
+          flush=True)
+    return run
+
+
 def print_table(runs: list[Run]) -> None:
     head = (f"{'setting':<14} {'who':<10} {'calls':>6} {'CPU s':>7} {'CPU ms/call':>11} {'wall s':>7} {'start s':>7} "
             f"{'bound s':>7} {'wall/bound':>10} {'server max':>10} {'failed':>6}")
@@ -222,15 +230,15 @@ def main(argv: list[str] | None = None) -> None:
         bodies = args.work / f"bodies_{budget}.jsonl"
         bodies.unlink(missing_ok=True)
         print(f"job at {budget} in flight, {latency:g} s latency ...", flush=True)
-        runs.append(run_job(args, dataset, labels, budget, latency, who="job", record=bodies))
+        runs.append(say(run_job(args, dataset, labels, budget, latency, who="job", record=bodies)))
         if bodies.is_file():
             print(f"anchor at {budget} in flight, {latency:g} s latency ...", flush=True)
-            runs.append(run_anchor(args, bodies, budget, latency))
+            runs.append(say(run_anchor(args, bodies, budget, latency)))
         bodies.unlink(missing_ok=True)  # the job's prompts: not kept
     if not args.no_faults:
         budget, latency = args.settings[0]
         print(f"job at {budget} in flight, {latency:g} s latency, under the fault mix ...", flush=True)
-        runs.append(run_job(args, dataset, labels, budget, latency, who="job+faults", faults=FAULT_MIX))
+        runs.append(say(run_job(args, dataset, labels, budget, latency, who="job+faults", faults=FAULT_MIX)))
     print()
     print_table(runs)
     print("\nCPU: user + system of the whole process tree (the job's driver, actors and every Ray process); wall: "

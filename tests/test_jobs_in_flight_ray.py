@@ -28,7 +28,7 @@ def test_a_local_job_puts_its_whole_budget_in_flight(tmp_path):
     env["RAY_TMPDIR"] = ray_dir  # its own Ray, as a user's local run starts
     command = [sys.executable, "-m", "jobs.predict", "--labels", str(labels), "--dataset", str(dataset),
                "--out", str(tmp_path / "out"), "--backend", "openai", "--model", "synthetic", "--context-tokens", "32768",
-               "--chunk-tokens", "16000", "--in-flight", str(BUDGET), "--num-cpus", "2", "--startup-timeout", "300"]
+               "--chunk-tokens", "6000", "--in-flight", str(BUDGET), "--num-cpus", "2", "--startup-timeout", "300"]
     with SyntheticLLMServer(latency_s=15.0, context_window=32768) as server:
         try:
             done = subprocess.run([*command, "--base-url", server.base_url], capture_output=True, text=True, env=env,
@@ -37,5 +37,5 @@ def test_a_local_job_puts_its_whole_budget_in_flight(tmp_path):
             shutil.rmtree(ray_dir, ignore_errors=True)
         peak, answered = server.stats.max_in_flight, server.stats.requests
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert answered >= PATIENTS
+    assert answered >= PATIENTS, done.stdout[-3000:]
     assert peak == BUDGET, (peak, done.stdout[-3000:])
