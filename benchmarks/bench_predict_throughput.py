@@ -133,11 +133,12 @@ class RayHead:
 class Endpoint:
     """``python -m vista.llm.synthetic_server`` with a fixed latency, in its own process."""
 
-    def __init__(self, latency_s: float, context_window: int = 32768):
+    def __init__(self, latency_s: float, context_window: int = 32768, record_bodies: Path | None = None):
         self.port = _free_port()
+        record = ["--record-bodies", str(record_bodies)] if record_bodies is not None else []
         self.process = subprocess.Popen(
             [sys.executable, "-m", "vista.llm.synthetic_server", "--port", str(self.port), "--latency-ms", str(latency_s * 1000),
-             "--context-window", str(context_window)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             "--context-window", str(context_window), *record], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -149,9 +150,13 @@ class Endpoint:
         self.stop()
         raise RuntimeError("the synthetic endpoint did not start")
 
-    def requests(self) -> int:
+    def stats(self) -> dict[str, int]:
+        """Requests answered so far and the most held at once (``max_in_flight``)."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=10) as answer:
-            return int(json.load(answer)["requests"])
+            return {k: int(v) for k, v in json.load(answer).items()}
+
+    def requests(self) -> int:
+        return self.stats()["requests"]
 
     def stop(self) -> None:
         self.process.terminate()
@@ -182,16 +187,38 @@ def make_inputs(work: Path, subjects: int, patients: int) -> tuple[Path, Path]:
 
 
 # ------------------------------------------------------------------------------------------------ runs
+def job_argv(*, labels: Path, dataset: Path, out: Path, variant: str, base_url: str, budget: int, chunk_tokens: int,
+             address: str | None = None, per_actor: int | None = None) -> list[str]:
+    """``python -m jobs.predict`` against ``base_url`` at ``budget`` in flight (on its own local Ray without
+    ``address``)."""
+    argv = [sys.executable, "-m", "jobs.predict", "--labels", str(labels), "--dataset", str(dataset), "--out", str(out),
+            "--variant", variant, "--backend", "openai", "--base-url", base_url, "--model", "synthetic",
+            "--context-tokens", "32768", "--chunk-tokens", str(chunk_tokens), "--in-flight", str(budget),
+            "--progress-every", "30"]
+    if address is not None:
+        argv += ["--address", address]
+    if per_actor is not None:
+        argv += ["--max-concurrency", str(per_actor)]
+    return argv
+
+
+def longest_chain(out: Path, variant: str) -> tuple[int, int]:
+    """Rows of a finished run and its longest chain of sequential calls (one-stage: every call of the patient;
+    two-stage: one filter round + the reduced chunks + the manager)."""
+    frame = pl.from_arrow(read_predictions(out))  # the run's rows with their prediction_details.parquet columns
+    if variant == "two_stage":
+        chains = (frame["n_chunks_reduced"].fill_null(0) + 2).to_list()
+    else:
+        chains = frame["llm_calls"].to_list()
+    return frame.height, int(max(chains)) if chains else 0
+
+
 def run_one(args: argparse.Namespace, head: RayHead, endpoint: Endpoint, dataset: Path, labels: Path, variant: str,
             budget: int, per_actor: int | None = None) -> Figure:
     out = args.work / f"out_{variant}_{budget}_{per_actor or 'default'}_{args.patients}"
     shutil.rmtree(out, ignore_errors=True)
-    argv = [sys.executable, "-m", "jobs.predict", "--labels", str(labels), "--dataset", str(dataset), "--out", str(out),
-            "--variant", variant, "--backend", "openai", "--base-url", endpoint.base_url, "--model", "synthetic",
-            "--context-tokens", "32768", "--chunk-tokens", str(args.chunk_tokens), "--in-flight", str(budget),
-            "--progress-every", "30", "--address", head.address]
-    if per_actor is not None:
-        argv += ["--max-concurrency", str(per_actor)]
+    argv = job_argv(labels=labels, dataset=dataset, out=out, variant=variant, base_url=endpoint.base_url, budget=budget,
+                    chunk_tokens=args.chunk_tokens, address=head.address, per_actor=per_actor)
     env = os.environ | RAY_ENV | {"RAY_ADDRESS": head.address}
     before = endpoint.requests()
     started = time.perf_counter()
@@ -204,18 +231,13 @@ def run_one(args: argparse.Namespace, head: RayHead, endpoint: Endpoint, dataset
         print(done.stdout[-2000:], done.stderr[-2000:], sep="\n")
         return Figure(variant, budget, args.patients, calls, wall, 0, 0, 0, 0, 0, 0, done.returncode, per_actor)
     summary = json.loads((out / "summary.json").read_text())
-    frame = pl.from_arrow(read_predictions(out))  # the run's rows with their prediction_details.parquet columns
-    if variant == "two_stage":
-        chains = (frame["n_chunks_reduced"].fill_null(0) + 2).to_list()  # one filter round + workers + manager
-    else:
-        chains = frame["llm_calls"].to_list()
-    longest = int(max(chains)) if chains else 0
+    rows, longest = longest_chain(out, variant)
     bound = calls * args.latency / budget + longest * args.latency
     lower = max(calls * args.latency / budget, longest * args.latency)
     startup = summary.get("startup_s") or 0.0
     wall = summary["wall_s"]  # the job's own clock (from planning to the consolidated file), as startup_s
     busy = max(wall - startup, 1e-9)
-    return Figure(variant, budget, frame.height, calls, round(wall, 1), round(startup, 1),
+    return Figure(variant, budget, rows, calls, round(wall, 1), round(startup, 1),
                   round(summary.get("first_row_s") or 0.0, 1), longest, round(bound, 1), round(lower, 1),
                   round(calls * args.latency / busy, 1), done.returncode, per_actor)
 

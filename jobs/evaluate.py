@@ -284,7 +284,7 @@ def run(args: argparse.Namespace, console=None) -> EvaluateSummary:
                   f"judge {judge.model}", highlight=False)
     counts = {"done": 0, "failed": 0}
     if todo:
-        runtime = connect(RayOptions.from_args(args))
+        runtime = connect(RayOptions.from_args(args, job="evaluate"))
         try:
             counts = run_tasks(settings, todo, truths, args.max_in_flight, console)
         finally:

@@ -7,8 +7,9 @@ hold most CPUs of a small machine never starve them.
 
 Quiet by default (`quiet_ray`): a local Ray keeps Ray's default token authentication (its notice about that default
 and the token it generated stay in Ray's logs), Ray's and Ray Data's INFO/WARNING chatter stays out of the user's
-terminal, and one known false alarm of Ray core is dropped (`ray_stderr_filter`). ``--verbose`` shows all of Ray's
-own logs.
+terminal, one known false alarm of Ray core is dropped (`ray_stderr_filter`), and a lost node's raylet log dump
+stays in Ray's logs while the job says which node it lost (`ray_node_loss`). ``--verbose`` shows all of Ray's own
+logs.
 """
 
 from __future__ import annotations
@@ -34,12 +35,13 @@ class RayOptions:
     num_cpus: int | None = None  # local Ray only
     ray_progress_bars: bool = False
     verbose: bool = False  # Ray's own logs (INFO, warnings, Ray Data's progress bars) as Ray prints them
+    job: str = "job"  # the name of the job's own lines ("[predict] lost Ray node ...")
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> RayOptions:
+    def from_args(cls, args: argparse.Namespace, job: str = "job") -> RayOptions:
         verbose = bool(getattr(args, "verbose", False))
         return cls(address=args.address, num_cpus=args.num_cpus, ray_progress_bars=args.ray_progress_bars or verbose,
-                   verbose=verbose)
+                   verbose=verbose, job=job)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +109,10 @@ def connect(options: RayOptions) -> RayRuntime:
     if not options.verbose:  # Ray Data sets its loggers up when first used: quiet them again after import
         for name in RAY_CHATTER:
             logging.getLogger(name).setLevel(logging.ERROR)
+    if connect_here and not options.verbose:
+        from jobs.ray_node_loss import watch_node_loss
+
+        watch_node_loss(lambda text: print(f"[{options.job}] {text}", flush=True))
     cpus = float(ray.cluster_resources().get("CPU", 0.0))
     return RayRuntime(address=str(ray.get_runtime_context().gcs_address), started_locally=started, connected_here=connect_here,
                       cpus=cpus)

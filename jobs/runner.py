@@ -154,7 +154,7 @@ class CohortJob(ABC):
         return {}
 
     def ray_options(self) -> RayOptions:
-        return RayOptions.from_args(self.args)
+        return RayOptions.from_args(self.args, job=self.name)
 
     # ------------------------------------------------------------------------------------------ helpers
     def say(self, console: Console, text: str) -> None:

@@ -56,5 +56,7 @@ def test_a_job_prints_no_ray_lines_unless_verbose(small_job):
     ray_lines = [line for line in quiet.stderr.splitlines() if RAY_LINE.search(line)]
     assert ray_lines == [], "\n".join(ray_lines)
     assert "2/2" in quiet.stdout  # the job's own progress line is there
+    raylet_lines = [line for line in quiet.stdout.splitlines() if "(raylet" in line or "Raylet is terminated" in line]
+    assert raylet_lines == [], "\n".join(raylet_lines)  # what Ray publishes to drivers stays in its logs
     assert verbose.returncode == 0, verbose.stderr[-2000:]
     assert any(RAY_LINE.search(line) for line in verbose.stderr.splitlines()), verbose.stderr[-2000:]

@@ -90,7 +90,7 @@ def test_ten_patients_over_http_through_injected_faults():
     assert {(r.usage.agent, r.usage.patient_id) for r in results} == {(a, str(p)) for p in patients for a in ("worker", "manager")}
     total = ledger.total()
     assert total.attempts == proxy.requests  # every request the endpoint saw is in the usage
-    assert all(proxy.counts[f] > 0 for f in FAULTS), proxy.counts  # every kind of fault was exercised
+    assert all(proxy.counts[f] > 0 for f in FAULTS if getattr(plan, f)), proxy.counts  # every fault planned was exercised
     transport_faults = sum(proxy.counts[f] for f in ("rate_limit", "server_error", "garbage_body", "slow"))
     transport_failures = sum(1 for r in results if r.error is not None and r.error.kind in RETRYABLE_KINDS)
     assert total.retries + transport_failures >= transport_faults > 0  # each transport fault was retried (or recorded)

@@ -2,7 +2,8 @@
 
 In front of any OpenAI-compatible server it answers some ``/chat/completions`` requests itself:
 429 with ``Retry-After``, 500, a body that is not JSON, a well-formed completion whose content is
-not JSON, or a response held longer than the client's timeout; the rest are forwarded unchanged.
+not JSON, a response held longer than the client's timeout, or a completion cut off at its token limit
+(``finish_reason: length``, half a JSON object); the rest are forwarded unchanged.
 ``counts`` tells how many of each it produced, ``requests`` how many it saw.
 """
 
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 from aiohttp import ClientSession, ClientTimeout, web
 
-FAULTS = ("rate_limit", "server_error", "garbage_body", "garbage_content", "slow")
+FAULTS = ("rate_limit", "server_error", "garbage_body", "garbage_content", "slow", "truncated")
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +29,7 @@ class FaultPlan:
     garbage_body: float = 0.0  # 200 whose body is not JSON
     garbage_content: float = 0.0  # 200 chat completion whose message content is not JSON
     slow: float = 0.0  # held for slow_s seconds (beyond the client's timeout), then 503; never forwarded
+    truncated: float = 0.0  # 200 chat completion cut off at the token limit (finish_reason "length")
     retry_after_s: float = 1.0
     slow_s: float = 10.0
 
@@ -97,6 +99,8 @@ class FaultProxy:
             return web.Response(text='{"choices": [ this is not json', content_type="application/json")
         if fault == "garbage_content":
             return web.json_response(_completion("Sure! Here is what you asked for: risk is low-ish {"))
+        if fault == "truncated":
+            return web.json_response(_completion('{"risk": "Mod', finish_reason="length"))
         if fault == "slow":
             try:
                 await asyncio.wait_for(self._closing.wait(), self.plan.slow_s)
@@ -119,12 +123,12 @@ class FaultProxy:
             return web.Response(body=payload, status=upstream.status, content_type=content_type)
 
 
-def _completion(content: str) -> dict[str, object]:
+def _completion(content: str, finish_reason: str = "stop") -> dict[str, object]:
     return {
         "id": "fault-proxy",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": "fault-proxy",
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+        "choices": [{"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", "content": content}}],
         "usage": {"prompt_tokens": 1, "completion_tokens": 12, "total_tokens": 13},
     }

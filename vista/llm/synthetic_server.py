@@ -18,7 +18,9 @@ answer a burst of 429s with Retry-After (``rate_limit_burst``), or answer every 
 runaway body (``body_bytes`` of JSON-looking text, or ``endless_body``: streamed until the client hangs up) to test
 the response-size cap. ``served_model`` is the name its answers and listing carry (default: ``model``, the name it
 accepts). It records each request's arrival time and status
-(``stats.arrivals``) and the most requests it held at once (``stats.max_in_flight``).
+(``stats.arrivals``) and the most requests it held at once (``stats.max_in_flight``, also in ``GET /stats``), and
+can append every chat body it receives to a JSON-lines file (``record_bodies``: what a benchmark replays to send a
+job's exact requests; the bodies hold the prompts, so keep that file as private as the data).
 """
 
 from __future__ import annotations
@@ -203,8 +205,9 @@ class SyntheticLLMServer:
                  host: str = "127.0.0.1", port: int = 0, reject_status: int | None = None,
                  invalid_answers: bool = False, rate_limit_burst: RateLimitBurst | None = None,
                  quota_exhausted: bool = False, served_model: str | None = None, body_bytes: int | None = None,
-                 endless_body: bool = False):
+                 endless_body: bool = False, record_bodies: Path | None = None):
         self.model = model
+        self.record_bodies = record_bodies
         self.served_model = served_model or model
         self.body_bytes = body_bytes
         self.endless_body = endless_body
@@ -272,6 +275,8 @@ class SyntheticLLMServer:
             return _error(400, "request body is not JSON")
         if (fault := self._fault(body, arrived)) is not None:
             return fault
+        if self.record_bodies is not None:
+            self._record(body)
         prompt = prompt_text(body)
         digest = request_digest(body)
         if any(marker in prompt for marker in self.fail_markers):
@@ -302,6 +307,11 @@ class SyntheticLLMServer:
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
         })
+
+    def _record(self, body: Mapping[str, object]) -> None:
+        line = json.dumps(body, separators=(",", ":")) + "\n"
+        with self._lock, self.record_bodies.open("a", encoding="utf-8") as handle:  # type: ignore[union-attr]
+            handle.write(line)
 
     async def _runaway(self, request: web.Request, *, count: bool = True) -> web.StreamResponse:
         """A chat completion whose content never ends (``endless_body``) or ends after ``body_bytes`` bytes."""
@@ -348,7 +358,8 @@ class SyntheticLLMServer:
     async def _stats(self, _: web.Request) -> web.Response:
         with self._lock:
             return web.json_response({"requests": self.stats.requests, "rejected": self.stats.rejected,
-                                      "distinct": len(self.stats.digests)})
+                                      "distinct": len(self.stats.digests), "in_flight": self.stats.in_flight,
+                                      "max_in_flight": self.stats.max_in_flight})
 
     # --------------------------------------------------------------------------------------------- lifecycle
     async def _start(self) -> None:
@@ -409,11 +420,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reject-status", type=int, help="answer every chat request with this HTTP status (e.g. 401), "
                         "to drill a job's fail-fast")
     parser.add_argument("--invalid-answers", action="store_true", help="answer text that never validates")
+    parser.add_argument("--record-bodies", type=Path, help="append every chat request body it answers to this JSON-lines "
+                        "file (holds the prompts)")
     args = parser.parse_args(argv)
     server = SyntheticLLMServer(model=args.model, context_window=args.context_window, latency_s=args.latency_ms / 1000,
                                 per_token_s=args.per_token_ms / 1000, fail_markers=args.fail_marker,
                                 request_log=args.request_log, host=args.host, port=args.port,
-                                reject_status=args.reject_status, invalid_answers=args.invalid_answers).start()
+                                reject_status=args.reject_status, invalid_answers=args.invalid_answers,
+                                record_bodies=args.record_bodies).start()
     print(f"synthetic LLM endpoint at {server.base_url} (model {server.model}); Ctrl-C to stop", flush=True)
     try:
         threading.Event().wait()
