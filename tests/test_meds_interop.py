@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import doctest
 from datetime import datetime
+from pathlib import Path
 
 import meds
 import polars as pl
@@ -91,30 +92,29 @@ def test_every_label_reader_gets_the_cohort_columns_back(cohort):
     assert read_label_tasks(path).column_names == ["subject_id", "prediction_time", "boolean_value"]
 
 
-def test_a_label_details_file_that_does_not_match_its_labels_is_refused(cohort, tmp_path):
+def _with_details(cohort, tmp_path, edit) -> Path:
+    """A copy of the cohort's test label file whose label_details file is ``edit(details)``; the copy's path."""
     folder = tmp_path / "c"
     (folder / "labels").mkdir(parents=True)
     (folder / "label_details").mkdir()
     source = cohort["cohort"]
     pq.write_table(pq.read_table(source / "labels" / "test.parquet"), folder / "labels" / "test.parquet")
     details = pq.read_table(source / "label_details" / "test.parquet")
-    pq.write_table(details.slice(1), folder / "label_details" / "test.parquet")
-    with pytest.raises(LabelFileError, match=r"test\.parquet: subject \d+: .*label_details.*1 label row\(s\)"):
-        read_label_table(folder / "labels" / "test.parquet")
+    pq.write_table(edit(details), folder / "label_details" / "test.parquet")
+    return folder / "labels" / "test.parquet"
 
+
+def test_a_label_details_file_that_does_not_match_its_labels_is_refused(cohort, tmp_path):
+    path = _with_details(cohort, tmp_path, lambda details: details.slice(1))
+    with pytest.raises(LabelFileError, match=r"test\.parquet: subject \d+: .*label_details.*1 label row\(s\)"):
+        read_label_table(path)
 
 
 def test_a_label_details_file_with_a_repeated_row_is_refused(cohort, tmp_path):
-    folder = tmp_path / "c"
-    (folder / "labels").mkdir(parents=True)
-    (folder / "label_details").mkdir()
-    source = cohort["cohort"]
-    pq.write_table(pq.read_table(source / "labels" / "test.parquet"), folder / "labels" / "test.parquet")
-    details = pq.read_table(source / "label_details" / "test.parquet")
-    pq.write_table(pa.concat_tables([details.slice(0, 1), details.slice(0, details.num_rows - 1)]),
-                   folder / "label_details" / "test.parquet")  # as many rows, one twice and one missing
+    path = _with_details(cohort, tmp_path, lambda details: pa.concat_tables(  # as many rows, one twice, one missing
+        [details.slice(0, 1), details.slice(0, details.num_rows - 1)]))
     with pytest.raises(LabelFileError, match=r"1 label row\(s\) without a details row, 16 details rows"):
-        read_label_table(folder / "labels" / "test.parquet")
+        read_label_table(path)
 
 
 # ------------------------------------------------------------------------------------------------ predictions
