@@ -61,18 +61,24 @@ from rich.console import Console
 from jobs.build_graphs_options import build_parser
 from jobs.driver import job_main, new_run_id, task_dataset
 from jobs.errors import JobInputError
-from jobs.job_gateway import warn_if_unpriced
 from jobs.llm_budget import BudgetRef
-from jobs.llm_options import answer_fields, check_endpoint, check_llm, llm_config, llm_configured
+from jobs.llm_options import answer_fields, llm_config, llm_configured
 from jobs.patient_loader import coding_profile_for
 from jobs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
-from jobs.resources import ResourcePlan, plan_resources
-from jobs.retry_policy import RetryCounts
+from jobs.resources import ResourcePlan
 from jobs.row_parts import PartConsolidation
-from jobs.runner import CohortJob, LazyRay, check_common_options, run_job, sized_settings, stream_actor_pool
+from jobs.runner import (
+    CohortJob,
+    LazyRay,
+    check_common_options,
+    exit_status,
+    run_job,
+    sized_settings,
+    stream_actor_pool,
+)
 from jobs.summary import RunSummary
-from jobs.tasks import TaskKey, TaskPlan, keys_table, read_label_tasks, task_keys
+from jobs.tasks import TaskKey, keys_table, read_label_tasks, task_keys
 from jobs.vista_actor import VistaActor, VistaSettings
 from jobs.vista_index import register_graphs
 from jobs.vista_rows import STAGES, VISTA_KEYS, VISTA_SCHEMA
@@ -80,7 +86,6 @@ from jobs.vista_tasks import XmlTask, check_listable, dataset_task_keys, list_xm
 
 log = logging.getLogger("jobs.build_graphs")
 FORMAT_VERSION = 4  # of the persisted artifacts (4: rows in part files); part of the resume check
-EXIT_SOME_FAILED = 3
 GRAPH_BLOCK_ROWS = 16
 GRAPH_ACTOR_CPUS = 0.5
 
@@ -216,10 +221,6 @@ class GraphsJob(CohortJob):
                 log.warning("%s", problem)
         self.label_tasks = read_label_tasks(args.labels) if args.labels is not None else None
         self.xml_tasks = list_xml_tasks(settings.xml_dir, args.on_duplicate) if settings.xml_dir is not None else None
-        if settings.llm is not None:
-            check_llm(settings.llm)
-            check_endpoint(settings.llm)  # one line when the endpoint is unreachable, refuses the key or lacks the model
-            warn_if_unpriced(settings.llm)
 
     def fingerprint(self) -> dict[str, object]:
         return fingerprint(self.settings, self.args.labels)
@@ -233,16 +234,8 @@ class GraphsJob(CohortJob):
         return dataset_task_keys(self.settings.dataset)
 
     def size(self, runtime: RayRuntime) -> int | None:
-        args, llm = self.args, self.settings.llm
         self.cluster_cpus = runtime.cpus
-        if llm is None:
-            return None
-        self.resources = plan_resources(
-            cluster_cpus=runtime.cpus, backend=llm.backend, two_stage=False, in_flight=args.in_flight,
-            llm_concurrency=args.max_concurrency, actors=args.actors, actor_cpus=args.actor_cpus,
-            patients_per_actor=args.patients_per_actor, batch_size=args.batch_size,
-            shared_budget=llm.backend != "embedded", fixed_cluster=runtime.started_locally)
-        return self.resources.in_flight
+        return super().size(runtime)
 
     def _graph_only_pool(self, runtime_cpus: float) -> tuple[int, float, int]:
         """Actors, CPUs each and block rows of a graph-only run: CPU-bound actors, one per CPU, small blocks."""
@@ -250,21 +243,14 @@ class GraphsJob(CohortJob):
         return (args.actors or max(1, int(runtime_cpus)), args.actor_cpus or GRAPH_ACTOR_CPUS,
                 args.batch_size or GRAPH_BLOCK_ROWS)
 
-    def announce(self, console: Console, plan: TaskPlan, runtime: RayRuntime, retry: RetryCounts, order_s: float) -> None:
-        where = "local Ray" if runtime.started_locally else f"cluster {runtime.address}"
-        llm, resources = self.settings.llm, self.resources
-        if resources is None:
-            actors, cpus, _ = self._graph_only_pool(runtime.cpus)
-            pool, model = f"{actors} actor(s) x {cpus:g} CPU", "no LLM stage"
-        else:
-            actors = (f"{resources.actors_min}" if resources.actors_min == resources.actors_max
-                      else f"{resources.actors_min}-{resources.actors_max}")
-            pool = (f"LLM budget {resources.in_flight} in flight; {actors} actor(s) x {resources.actor_cpus:g} CPU x "
-                    f"{resources.calls_per_actor} calls, {resources.patients_per_actor} patients each")
-            model = f"model {llm.model} ({llm.backend}, {llm.endpoint_host})"
-        self.say(console, f"run {self.run_id}: {len(plan.selected)} selected, {plan.skipped} already done, "
-                          f"{len(plan.todo)} to run{self.retried_clause(plan, retry)} ({','.join(self.settings.stages)}) "
-                          f"on {where} ({runtime.cpus:g} CPUs): {pool}; {model}; retry policy: {self.policy}")
+    def describe(self) -> str:
+        return ",".join(self.settings.stages)
+
+    def pool_clause(self, runtime: RayRuntime, order_s: float) -> str:
+        if self.resources is not None:
+            return super().pool_clause(runtime, order_s)
+        actors, cpus, _ = self._graph_only_pool(runtime.cpus)
+        return f"{actors} actor(s) x {cpus:g} CPU"
 
     def execute(self, pending: list[TaskKey], budget: BudgetRef | None, tracker: ProgressTracker) -> None:
         from ray.data import ActorPoolStrategy
@@ -272,46 +258,29 @@ class GraphsJob(CohortJob):
         settings, resources = self.settings, self.resources
         if resources is None:
             actors, cpus, block_rows = self._graph_only_pool(self.cluster_cpus)
-            compute = ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=2, max_concurrent_calls_per_actor=2)
-            memory = None  # graph only: no LLM, no budget
         else:
             settings = sized_settings(settings, resources, budget)
-            cpus, block_rows, memory = resources.actor_cpus, resources.block_rows, resources.actor_memory
-            compute = ActorPoolStrategy(min_size=resources.actors_min, max_size=resources.actors_max,
-                                        max_tasks_in_flight_per_actor=resources.tasks_per_actor,
-                                        max_concurrent_calls_per_actor=resources.tasks_per_actor)
+            block_rows = resources.block_rows
         if self.xml_tasks is not None:
             wanted = set(pending)
             work = xml_dataset([task for task in self.xml_tasks if task.key in wanted], block_rows)
         else:
             work = task_dataset(keys_table(pending), block_rows)
+        if resources is not None:
+            self.stream_pool(work, VistaActor, {"settings": settings}, tracker)
+            return
+        compute = ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=2, max_concurrent_calls_per_actor=2)
         stream_actor_pool(self, work, VistaActor, {"settings": settings}, compute=compute, num_cpus=cpus,
-                          memory=memory, block_rows=block_rows, tracker=tracker,
-                          stall_hint=lambda: _stall_hint(settings, cpus))
+                          memory=None, block_rows=block_rows, tracker=tracker)  # graph only: no LLM, no budget
 
-    def finish(self, report: PartConsolidation) -> dict[str, str]:
+    def finish(self, report: PartConsolidation, selected: list[TaskKey]) -> dict[str, str]:
         index = register_graphs(self.out, Path(report.path))
         return {"index": str(index.path)}
-
-
-def _stall_hint(settings: VistaSettings, cpus: float) -> str:
-    llm = settings.llm
-    where = ("" if llm is None else
-             f"that {llm.base_url or ('the embedded model' if llm.backend == 'embedded' else 'the OpenAI API')} answers and ")
-    return (f"check {where}that the cluster has room for the actors ({cpus:g} CPU each); raise --stall-timeout if "
-            "single patients take longer")
 
 
 def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
     """The whole job (`jobs.runner.run_job`); returns its summary (also printed and written to ``OUT/summary.json``)."""
     return run_job(GraphsJob(args, new_run_id()), console)
-
-
-def exit_status(summary: RunSummary) -> int:
-    """0 all selected tasks ok; 3 some ended in error/failure; 1 some have no row yet."""
-    if not summary.complete:
-        return 1
-    return EXIT_SOME_FAILED if any(status != "ok" for status in summary.totals) else 0
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m jobs.build_graphs") -> int:

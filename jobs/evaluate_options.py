@@ -1,5 +1,10 @@
 """The options of the cohort evaluation job (`jobs.evaluate`), apart from the job so that ``--help`` and option
-mistakes answer at once: this module imports only argparse-level code."""
+mistakes answer at once: this module imports only argparse-level code.
+
+>>> args = build_parser().parse_args(["--store", "s", "--truth", "t", "--out", "o", "--max-in-flight", "8"])
+>>> args.in_flight, args.threshold, args.retry_failed, args.flush_rows
+(8, 8, False, 256)
+"""
 
 from __future__ import annotations
 
@@ -8,34 +13,53 @@ from pathlib import Path
 
 from vista.cli_kit import ArgumentParser, HelpFormatter
 
+from jobs.job_options import add_run_arguments, add_selection_arguments, add_verbose_argument
 from jobs.ray_runtime import add_ray_arguments
+from jobs.resources import add_resource_arguments
 
 DESCRIPTION = """\
-Score a store's tumor-board displays against the truth with an LLM judge, one Ray task per patient, resumable.
+Score a store's tumor-board displays against the truth with an LLM judge, on Ray's patient actors, resumable (rerun
+the same command).
 
 example:
   vista evaluate-cohort --store out/vista-job --truth out/synth --out out/eval --judge-llm model=gpt-4.1
   vista evaluate-cohort --store out/vista-job --references refs.csv --out out/eval-clinicians
 """
 
+EPILOG = """\
+Outputs, resume and retries: the module docstring of jobs.evaluate.
+"""
+
 
 def build_parser(prog: str = "python -m jobs.evaluate") -> argparse.ArgumentParser:
     """The job's options (light imports only: ``--help`` and option mistakes answer at once)."""
-    parser = ArgumentParser(prog=prog, description=DESCRIPTION, formatter_class=HelpFormatter)
-    parser.add_argument("--store", type=Path, required=True, help="store with display/<subject>.json (and graphs)")
-    parser.add_argument("--truth", type=Path, help="synthetic dataset root holding ground_truth/oncology.jsonl")
-    parser.add_argument("--references", type=Path, metavar="CSV|JSON", help="clinician reference answers "
-                        "(docs/clinician_references.md); they replace the generator's record of their patients")
-    parser.add_argument("--out", type=Path, required=True, help="output directory (markers, evaluation.json/.md)")
-    parser.add_argument("--subjects", type=int, nargs="+", help="only these subject ids")
-    parser.add_argument("--judge-llm", action="append", default=[], metavar="KEY=VALUE",
-                        help="judge LLM setting (repeatable); default: VISTA_JUDGE_LLM_* variables, else the display "
-                        "model's VISTA_LLM_* settings (warned: the paper judges with a different model)")
-    parser.add_argument("--threshold", type=int, default=8, help="judge score counted as correct, of 10")
-    parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples per CI")
-    parser.add_argument("--retry-failed", action="store_true", help="rerun patients whose marker is an error")
-    parser.add_argument("--max-in-flight", type=int, default=None, help="patient tasks running at once "
-                        "(default: twice the cluster's CPUs)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging, and Ray's own logs")
+    parser = ArgumentParser(prog=prog, description=DESCRIPTION, epilog=EPILOG, formatter_class=HelpFormatter)
+    io = parser.add_argument_group("inputs and outputs")
+    io.add_argument("--store", type=Path, required=True, help="store with display/<subject>.json (and graphs)")
+    io.add_argument("--truth", type=Path, help="synthetic dataset root holding ground_truth/oncology.jsonl")
+    io.add_argument("--references", type=Path, metavar="CSV|JSON", help="clinician reference answers "
+                    "(docs/clinician_references.md); they replace the generator's record of their patients")
+    io.add_argument("--out", type=Path, required=True, help="output directory (part files, evaluated.parquet, "
+                    "evaluation.json/.md); rerunning the same command resumes there")
+    io.add_argument("--subjects", type=int, nargs="+", help="only these subject ids")
+    add_selection_arguments(parser)
+
+    judge = parser.add_argument_group("the judge")
+    judge.add_argument("--judge-llm", action="append", default=[], metavar="KEY=VALUE",
+                       help="judge LLM setting (repeatable); default: VISTA_JUDGE_LLM_* variables, else the display "
+                       "model's VISTA_LLM_* settings (warned: the paper judges with a different model)")
+    judge.add_argument("--threshold", type=int, default=8, help="judge score counted as correct, of 10")
+    judge.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples per CI")
+    judge.add_argument("--max-concurrency", type=int, help="judge requests in flight per actor (default 4)")
+    judge.add_argument("--requests-per-second", type=float, help="judge requests started per second over the whole "
+                       "job (default: no limit)")
+    judge.add_argument("--tokens-per-minute", type=int, help="judge prompt + completion tokens per minute over the "
+                       "whole job (default: no limit)")
+
+    add_resource_arguments(parser, two_stage_options=False)
+    parser.add_argument("--max-in-flight", type=int, dest="in_flight", help="same as --in-flight (kept for older "
+                        "commands)")
+    add_run_arguments(parser, task="patient")
     add_ray_arguments(parser)
+    add_verbose_argument(parser)
     return parser

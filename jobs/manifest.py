@@ -46,6 +46,7 @@ CODE_FLAG = "--resume-with-changed-code"
 PROMPT_DIRS: dict[str, tuple[tuple[str, str], ...]] = {
     "predict": (("trajonco.prompts", ""),),
     "build-graphs": (("vista.toa", "prompts"), ("vista.display", "prompts")),
+    "evaluate": (("vista.evaluation", "prompts"),),
 }
 """The prompt folders each job's answers depend on (package, sub-folder); other jobs hash all of them."""
 

@@ -50,24 +50,21 @@ from rich.console import Console
 
 from jobs.driver import JobStalled, job_main, new_run_id, task_dataset
 from jobs.errors import JobInputError
-from jobs.job_gateway import warn_if_unpriced
 from jobs.llm_budget import BudgetRef
-from jobs.llm_options import answer_fields, check_endpoint, check_llm, llm_config
+from jobs.llm_options import answer_fields, llm_config
 from jobs.patient_loader import coding_profile_for
 from jobs.predict_actor import PredictActor, PredictSettings
 from jobs.predict_options import build_parser
 from jobs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
-from jobs.resources import ResourcePlan, plan_resources
-from jobs.retry_policy import RetryCounts
+from jobs.resources import ResourcePlan
 from jobs.row_parts import OutputFile
-from jobs.runner import CohortJob, LazyRay, check_common_options, run_job, sized_settings, stream_actor_pool
+from jobs.runner import CohortJob, LazyRay, check_common_options, run_job, sized_settings
 from jobs.summary import RunSummary
 from jobs.tasks import (
     PREDICTION_TIME,
     SUBJECT_ID,
     TaskKey,
-    TaskPlan,
     estimate_lengths,
     keys_table,
     read_label_tasks,
@@ -148,6 +145,7 @@ class PredictJob(CohortJob):
     name = "predict"
     output_name = PREDICTIONS_FILE
     output_schema = PREDICTION_SCHEMA
+    needs_context = True  # chunks and answers are fitted to the model's context window
 
     def __init__(self, args: argparse.Namespace, run_id: str):
         super().__init__(args, run_id)
@@ -168,10 +166,9 @@ class PredictJob(CohortJob):
         MedsDataset(args.dataset)  # a missing or empty dataset fails here, naming the path
         self.tasks = read_label_tasks(args.labels)
         self.settings = build_settings(args, self.run_id)
-        check_llm(self.settings.llm)
-        # one line when the endpoint is unreachable, refuses the key, lacks the model or its context is unknown
-        check_endpoint(self.settings.llm, context_tokens=self.settings.pipeline.context_tokens, needs_context=True)
-        warn_if_unpriced(self.settings.llm)
+
+    def context_tokens(self) -> int | None:
+        return self.settings.pipeline.context_tokens
 
     def fingerprint(self) -> dict[str, object]:
         return fingerprint(self.settings, self.args.labels)
@@ -182,17 +179,9 @@ class PredictJob(CohortJob):
     def task_keys(self, ray: LazyRay) -> list[TaskKey]:
         return task_keys(self.tasks)
 
-    def size(self, runtime: RayRuntime) -> int | None:
-        args, llm = self.args, self.settings.llm
-        self.resources = plan_resources(
-            cluster_cpus=runtime.cpus, backend=llm.backend, two_stage=self.settings.pipeline.variant.value == "two_stage",
-            in_flight=args.in_flight, llm_concurrency=args.max_concurrency, actors=args.actors,
-            actor_cpus=args.actor_cpus, patients_per_actor=args.patients_per_actor, batch_size=args.batch_size,
-            preprocess_actors=args.preprocess_actors, preprocess_cpus=args.preprocess_cpus,
-            # `jobs.llm_budget.job_budget` holds the job's in-flight sum; a local Ray the job started cannot grow
-            shared_budget=llm.backend != "embedded", fixed_cluster=runtime.started_locally,
-        )
-        return self.resources.in_flight
+    def resource_options(self) -> dict[str, object]:
+        return {"two_stage": self.settings.pipeline.variant.value == "two_stage",
+                "preprocess_actors": self.args.preprocess_actors, "preprocess_cpus": self.args.preprocess_cpus}
 
     def order(self, todo: list[TaskKey]) -> tuple[list[TaskKey], float]:
         """Longest estimated chain first (``--order longest``, the default), or key order."""
@@ -202,30 +191,18 @@ class PredictJob(CohortJob):
         lengths = estimate_lengths(self.settings.dataset, todo)
         return schedule(todo, lengths), time.perf_counter() - started
 
-    def announce(self, console: Console, plan: TaskPlan, runtime: RayRuntime, retry: RetryCounts, order_s: float) -> None:
-        settings, resources = self.settings, self.resources
-        where = "local Ray" if runtime.started_locally else f"cluster {runtime.address}"
-        llm = settings.llm
-        actors = (f"{resources.actors_min}" if resources.actors_min == resources.actors_max
-                  else f"{resources.actors_min}-{resources.actors_max}")
+    def describe(self) -> str:
+        settings = self.settings
+        return f"{settings.pipeline.variant.value}, {'any cancer' if settings.any_cancer else settings.pipeline.cancer}"
+
+    def pool_clause(self, runtime: RayRuntime, order_s: float) -> str:
+        resources = self.resources
         pool = (f", {resources.preprocess_actors} preprocessor actor(s) x {resources.preprocess_cpus:g} CPU x "
                 f"{resources.preprocess_calls} calls" if resources.preprocess_actors else "")
         order = f"; longest first ({order_s:.1f} s to estimate)" if order_s else "; in key order"
-        self.say(console,
-                 f"run {self.run_id}: {len(plan.selected)} selected, {plan.skipped} already done, {len(plan.todo)} to "
-                 f"run{self.retried_clause(plan, retry)} ({settings.pipeline.variant.value}, "
-                 f"{'any cancer' if settings.any_cancer else settings.pipeline.cancer}) on {where} ({runtime.cpus:g} "
-                 f"CPUs): LLM budget {resources.in_flight} in flight; {actors} patient actor(s) x "
-                 f"{resources.actor_cpus:g} CPU x {resources.calls_per_actor} calls, {resources.patients_per_actor} "
-                 f"patients each, blocks of {resources.block_rows}{pool}{order}")
-        self.say(console, f"model {llm.model} ({llm.backend}, {llm.endpoint_host}); retry policy: {self.policy}")
-        if runtime.cpus and resources.cpus_at_start > runtime.cpus:
-            self.say(console, f"warning: the actors ask for {resources.cpus_at_start:g} CPUs at start, the cluster has "
-                              f"{runtime.cpus:g}; they will start as CPUs become available (autoscaling) or the job "
-                              "stops after --startup-timeout")
+        return super().pool_clause(runtime, order_s) + pool + order
 
     def execute(self, pending: list[TaskKey], budget: BudgetRef | None, tracker: ProgressTracker) -> None:
-        from ray.data import ActorPoolStrategy
         from ray.exceptions import GetTimeoutError
 
         from jobs.preprocess_pool import PreprocessorPool
@@ -251,13 +228,7 @@ class PredictJob(CohortJob):
                     raise JobStalled(f"[predict] stopped: the preprocessor actors did not start within --startup-timeout "
                                      f"{args.startup_timeout:g} s (each asks {resources.preprocess_cpus:g} CPU); check "
                                      "that the cluster has room for them") from exc
-            stream_actor_pool(
-                self, work, PredictActor, {"settings": settings, "pool": pool},
-                compute=ActorPoolStrategy(min_size=resources.actors_min, max_size=resources.actors_max,
-                                          max_tasks_in_flight_per_actor=resources.tasks_per_actor,
-                                          max_concurrent_calls_per_actor=resources.tasks_per_actor),
-                num_cpus=resources.actor_cpus, memory=resources.actor_memory, block_rows=resources.block_rows,
-                tracker=tracker, stall_hint=lambda: _stall_hint(settings, resources))
+            self.stream_pool(work, PredictActor, {"settings": settings, "pool": pool}, tracker)
         finally:
             if pool is not None:
                 pool.shutdown()
@@ -268,14 +239,6 @@ def _work_table(tasks: pa.Table, ordered: list[TaskKey]) -> pa.Table:
     order = keys_table(ordered).append_column("_order", pa.array(range(len(ordered)), pa.int64()))
     joined = tasks.join(order, keys=[SUBJECT_ID, PREDICTION_TIME], join_type="inner")
     return joined.sort_by("_order").drop_columns(["_order"])
-
-
-def _stall_hint(settings: PredictSettings, resources: ResourcePlan) -> str:
-    llm = settings.llm
-    memory = f", {resources.actor_memory / 1024**3:.1f} GiB" if resources.actor_memory else ""
-    where = llm.base_url or ("the embedded model" if llm.backend == "embedded" else "the OpenAI API")
-    return (f"check that {where} answers and that the cluster has room for the actors ({resources.actor_cpus:g} CPU"
-            f"{memory} each); raise --stall-timeout if single patients take longer")
 
 
 def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:

@@ -1,20 +1,22 @@
-"""The driver every cohort job runs (`jobs.predict`, `jobs.build_graphs`): check, lock, plan, run, repair,
-consolidate, summarize — with the job-specific parts behind `CohortJob`'s hooks.
+"""The driver every cohort job runs (`jobs.predict`, `jobs.build_graphs`, `jobs.evaluate`): check, lock, plan, run,
+repair, consolidate, summarize — with the job-specific parts behind `CohortJob`'s hooks.
 
     summary = run_job(PredictJob(args), console)
 
 The run, in order:
 
-1. ``job.check()``: every option and input checked before any work (one line, exit 2, for a mistake); the LLM
-   endpoint asked once (unreachable, key refused, model unknown: one line).
+1. ``job.check()``: every option and input checked before any work (one line, exit 2, for a mistake); then
+   ``job.check_llm_endpoint()`` asks the LLM endpoint once (unreachable, key refused, model unknown: one line).
 2. Under ``OUT``'s lock: the manifest checked (`jobs.manifest`: other settings, or other code, are refused),
    temporaries of interrupted writes removed, the tasks listed (``job.task_keys``), each task's newest row read from
    the part files (`jobs.row_parts.latest_states`, a few columns) and the run planned (`jobs.tasks.plan_tasks` with
    the retry policy of `jobs.retry_policy`).
-3. When there is work: Ray joined (or started), the actors sized (``job.size``), the tasks ordered (``job.order``),
-   the plan announced, the job's LLM budget started (`jobs.llm_budget`: one limiter every actor asks), and the
-   tasks run (``job.execute``, which streams an actor pool through `stream_actor_pool`). Then up to
-   `REPAIR_PASSES` passes over tasks whose row was lost with an actor (their answers come from the caches).
+3. When there is work: Ray joined (or started), the actors sized (``job.size``: by default `jobs.resources` from the
+   sizing options), the tasks ordered (``job.order``), the plan announced (``job.announce``: by default the plan,
+   the pool and the model), the job's LLM budget started (`jobs.llm_budget`: one limiter every actor asks), and
+   the tasks run (``job.execute``, which streams an actor pool through `CohortJob.stream_pool` or
+   `stream_actor_pool`). Then up to `REPAIR_PASSES` passes over tasks whose row was lost with an actor (their
+   answers come from the caches).
 4. The consolidated files (``job.output_files``) built by a polars scan over the part files, ``job.finish`` (e.g. the
    graph store's manifest), and ``summary.json`` written and printed.
 """
@@ -25,7 +27,7 @@ import argparse
 import logging
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -46,7 +48,7 @@ from jobs.manifest import check_manifest
 from jobs.outputs import OutputLock
 from jobs.progress import STATUS_ORDER, ProgressPrinter, ProgressTracker
 from jobs.ray_runtime import RayOptions, RayRuntime, connect, shutdown
-from jobs.resources import ResourcePlan
+from jobs.resources import ResourcePlan, plan_resources
 from jobs.retry_policy import RetryCounts, kept_note, reruns, retry_policy
 from jobs.row_parts import (
     TASK_KEYS,
@@ -70,19 +72,22 @@ REPAIR_PASSES = 2
 
 
 class CohortJob(ABC):
-    """One cohort job: what differs between predict and build-graphs (see the module docstring)."""
+    """One cohort job: what differs between predict, build-graphs and evaluate (see the module docstring)."""
 
     name: ClassVar[str]
-    """The progress prefix and the manifest's job kind: ``predict``, ``build-graphs``."""
+    """The progress prefix and the manifest's job kind: ``predict``, ``build-graphs``, ``evaluate``."""
     output_name: ClassVar[str]
     """The consolidated file under ``OUT`` (`output_files` may write more)."""
     output_schema: ClassVar[pa.Schema]
     keys: ClassVar[RowKeys] = TASK_KEYS
+    needs_context: ClassVar[bool] = False
+    """Whether the tasks need the model's context window known before they start (`check_llm_endpoint`)."""
 
     def __init__(self, args: argparse.Namespace, run_id: str):
         self.args = args
         self.run_id = run_id
         self.policy = retry_policy(args)
+        self.resources: ResourcePlan | None = None  # set by `size` (None: no LLM, the job sizes its own pool)
 
     # ------------------------------------------------------------------------------------------ hooks
     settings: ActorSettings
@@ -100,8 +105,25 @@ class CohortJob(ABC):
 
     @abstractmethod
     def check(self) -> None:
-        """Every option and input, and the endpoint, checked before any work (raises `jobs.errors.JobInputError`);
-        sets `settings`."""
+        """Every option and input checked before any work (raises `jobs.errors.JobInputError`); sets `settings`."""
+
+    def context_tokens(self) -> int | None:
+        """The model's context window when the options name it (for `check_llm_endpoint`)."""
+        return None
+
+    def check_llm_endpoint(self) -> None:
+        """The LLM settings and the endpoint checked once, on the driver (one line when the key or the model file is
+        missing, the endpoint unreachable, the key refused, the model not served, or — `needs_context` — its context
+        window unknown); one warning when the model has no price."""
+        from jobs.job_gateway import warn_if_unpriced
+        from jobs.llm_options import check_endpoint, check_llm
+
+        llm = self.llm
+        if llm is None:
+            return
+        check_llm(llm)
+        check_endpoint(llm, context_tokens=self.context_tokens(), needs_context=self.needs_context)
+        warn_if_unpriced(llm)
 
     @abstractmethod
     def fingerprint(self) -> dict[str, object]:
@@ -111,10 +133,26 @@ class CohortJob(ABC):
     def task_keys(self, ray: LazyRay) -> list[TaskKey]:
         """Every task the inputs define (``ray`` joins Ray on first use, for listings that are Ray Data jobs)."""
 
-    @abstractmethod
+    def resource_options(self) -> dict[str, object]:
+        """What `size` passes to `jobs.resources.plan_resources` beyond the shared sizing options (predict: its
+        two-stage pool)."""
+        return {"two_stage": False}
+
     def size(self, runtime: RayRuntime) -> int | None:
-        """Plan the actors for ``runtime``'s cluster (kept by the job for `announce` and `execute`); returns the
-        job's LLM in-flight budget (None: the budget's default)."""
+        """Plan the actors for ``runtime``'s cluster (`resources`, read by `announce` and `execute`); returns the
+        job's LLM in-flight budget (None: no LLM, the budget's default). By default: `jobs.resources` from the
+        sizing options (``--in-flight``, ``--max-concurrency``, ``--actors``, ...)."""
+        args, llm = self.args, self.llm
+        if llm is None:
+            return None
+        self.resources = plan_resources(
+            cluster_cpus=runtime.cpus, backend=llm.backend, in_flight=args.in_flight,
+            llm_concurrency=args.max_concurrency, actors=args.actors, actor_cpus=args.actor_cpus,
+            patients_per_actor=args.patients_per_actor, batch_size=args.batch_size,
+            # `jobs.llm_budget.job_budget` holds the job's in-flight sum; a local Ray the job started cannot grow
+            shared_budget=llm.backend != "embedded", fixed_cluster=runtime.started_locally,
+            **self.resource_options())
+        return self.resources.in_flight
 
     def order(self, todo: list[TaskKey]) -> tuple[list[TaskKey], float]:
         """The planned tasks in the order they should start, and the seconds deciding it took."""
@@ -127,13 +165,67 @@ class CohortJob(ABC):
             return None
         return read_match_groups(labels)
 
-    @abstractmethod
+    def describe(self) -> str:
+        """What the tasks do, in a few words, for the plan line (e.g. the variant and cancer)."""
+        return ""
+
+    def pool_clause(self, runtime: RayRuntime, order_s: float) -> str:
+        """The plan line's words on the actors (by default from `resources`)."""
+        resources = self.resources
+        if resources is None:
+            return "the job's own actor pool"
+        actors = (f"{resources.actors_min}" if resources.actors_min == resources.actors_max
+                  else f"{resources.actors_min}-{resources.actors_max}")
+        return (f"LLM budget {resources.in_flight} in flight; {actors} patient actor(s) x {resources.actor_cpus:g} CPU "
+                f"x {resources.calls_per_actor} calls, {resources.patients_per_actor} patients each, blocks of "
+                f"{resources.block_rows}")
+
     def announce(self, console: Console, plan: TaskPlan, runtime: RayRuntime, retry: RetryCounts, order_s: float) -> None:
-        """The lines that say what this run will do."""
+        """The lines that say what this run will do: the plan, where and on which actors; the model and the retry
+        policy; a warning when the actors cannot all start on the cluster as it is."""
+        where = "local Ray" if runtime.started_locally else f"cluster {runtime.address}"
+        what = f" ({self.describe()})" if self.describe() else ""
+        self.say(console, f"run {self.run_id}: {len(plan.selected)} selected, {plan.skipped} already done, "
+                          f"{len(plan.todo)} to run{self.retried_clause(plan, retry)}{what} on {where} "
+                          f"({runtime.cpus:g} CPUs): {self.pool_clause(runtime, order_s)}")
+        llm = self.llm
+        model = f"model {llm.model} ({llm.backend}, {llm.endpoint_host})" if llm is not None else "no LLM stage"
+        self.say(console, f"{model}; retry policy: {self.policy}")
+        resources = self.resources
+        if resources is not None and runtime.cpus and resources.cpus_at_start > runtime.cpus:
+            self.say(console, f"warning: the actors ask for {resources.cpus_at_start:g} CPUs at start, the cluster has "
+                              f"{runtime.cpus:g}; they will start as CPUs become available (autoscaling) or the job "
+                              "stops after --startup-timeout")
 
     @abstractmethod
     def execute(self, pending: list[TaskKey], budget: BudgetRef | None, tracker: ProgressTracker) -> None:
         """Run ``pending`` (in that order) on the actors; their rows land in the part files."""
+
+    def pool_strategy(self):
+        """Ray Data's pool for the sized run: from what fits the cluster now up to what the budget needs."""
+        from ray.data import ActorPoolStrategy
+
+        resources = self.resources
+        return ActorPoolStrategy(min_size=resources.actors_min, max_size=resources.actors_max,
+                                 max_tasks_in_flight_per_actor=resources.tasks_per_actor,
+                                 max_concurrent_calls_per_actor=resources.tasks_per_actor)
+
+    def stream_pool(self, dataset, actor: type, constructor_kwargs: dict[str, object],
+                    tracker: ProgressTracker) -> None:
+        """`stream_actor_pool` over the pool `size` planned (`pool_strategy`, its CPUs, memory and blocks)."""
+        resources = self.resources
+        stream_actor_pool(self, dataset, actor, constructor_kwargs, compute=self.pool_strategy(),
+                          num_cpus=resources.actor_cpus, memory=resources.actor_memory,
+                          block_rows=resources.block_rows, tracker=tracker)
+
+    def stall_hint(self, cpus: float, memory: int | None) -> str:
+        """What to check when no task finishes (the watchdog's line): the endpoint, room for the actors."""
+        llm = self.llm
+        where = "" if llm is None else (
+            f"that {llm.base_url or ('the embedded model' if llm.backend == 'embedded' else 'the OpenAI API')} answers and ")
+        size = f"{cpus:g} CPU" + (f", {memory / 1024**3:.1f} GiB" if memory else "")
+        return (f"check {where}that the cluster has room for the actors ({size} each); raise --stall-timeout if "
+                "single patients take longer")
 
     def answering_llm(self) -> AnsweringLLM | None:
         """Which LLM answered this run (the summary's ``llm``): the settings' LLM and what this run's rows record."""
@@ -149,8 +241,9 @@ class CohortJob(ABC):
         ``output_schema``."""
         return [OutputFile(Path(self.output_name).stem, join(self.out, self.output_name), self.output_schema)]
 
-    def finish(self, report: PartConsolidation) -> dict[str, str]:
-        """After consolidation: more outputs to name in the summary (e.g. the graph store's manifest)."""
+    def finish(self, report: PartConsolidation, selected: list[TaskKey]) -> dict[str, str]:
+        """After consolidation: more outputs to name in the summary (e.g. the graph store's manifest, the
+        evaluation report of the ``selected`` tasks)."""
         return {}
 
     def ray_options(self) -> RayOptions:
@@ -192,6 +285,7 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
     started_at = datetime.now().astimezone()
     args = job.args
     job.check()
+    job.check_llm_endpoint()
     out = job.out
     with OutputLock(out):
         check_manifest(out, job.name, job.fingerprint(), allow_code_change=args.resume_with_changed_code)
@@ -223,7 +317,7 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
                 job.say(console, f"run {job.run_id}: all {len(plan.selected)} selected tasks already have an output; "
                                  f"consolidating only{kept_note(retry, job.policy)}")
         report = consolidate_parts(out, job.output_files(), plan.selected, keys=job.keys)
-        outputs = {**report.paths, **job.finish(report)}
+        outputs = {**report.paths, **job.finish(report, plan.selected)}
         statuses, reasons = _this_run(latest_states(out, job.keys) if plan.todo else {}, job.run_id)
         summary = RunSummary.from_tracker(
             tracker, run_id=job.run_id, started_at=started_at, selected=len(plan.selected), skipped=plan.skipped,
@@ -303,13 +397,12 @@ def _closing_lines(job: CohortJob, console: Console, plan: TaskPlan, retry: Retr
 
 
 def stream_actor_pool(job: CohortJob, dataset, actor: type, constructor_kwargs: dict[str, object], *, compute,
-                      num_cpus: float, memory: int | None, block_rows: int, tracker: ProgressTracker,
-                      stall_hint: Callable[[], str]) -> None:
+                      num_cpus: float, memory: int | None, block_rows: int, tracker: ProgressTracker) -> None:
     """Hand ``dataset``'s task blocks to a pool of ``actor`` and count their status rows as they come.
 
     Ray Data fails, naming the cause, when no actor starts within ``--startup-timeout``; the no-progress watchdog
     stops the job (exit 4) when no task finishes for ``--stall-timeout`` seconds (default ``--patient-timeout``
-    + 600).
+    + 600). Both lines end with what to check (``job.stall_hint``).
     """
     from ray.data import DataContext
     from ray.exceptions import GetTimeoutError
@@ -322,10 +415,20 @@ def stream_actor_pool(job: CohortJob, dataset, actor: type, constructor_kwargs: 
     stall = args.stall_timeout or (args.patient_timeout + 600.0)
     with ProgressPrinter(tracker, interval_s=args.progress_every):
         try:
-            stream_status(results, tracker, stall_timeout_s=stall, stall_hint=stall_hint)
+            stream_status(results, tracker, stall_timeout_s=stall, stall_hint=lambda: job.stall_hint(num_cpus, memory))
         except GetTimeoutError as exc:  # Ray Data waited --startup-timeout for the pool's first actors
             raise JobStalled(f"[{job.name}] stopped: no actor started within --startup-timeout "
-                             f"{args.startup_timeout:g} s; {stall_hint()}") from exc
+                             f"{args.startup_timeout:g} s; {job.stall_hint(num_cpus, memory)}") from exc
+
+
+EXIT_SOME_FAILED = 3
+
+
+def exit_status(summary: RunSummary) -> int:
+    """A job's exit status: 0 all selected tasks ok; 3 some ended in error/failure; 1 some have no row yet."""
+    if not summary.complete:
+        return 1
+    return EXIT_SOME_FAILED if any(status != "ok" for status in summary.totals) else 0
 
 
 def sized_settings(settings: ActorSettings, resources: ResourcePlan, budget: BudgetRef | None) -> ActorSettings:

@@ -1,0 +1,132 @@
+"""The cohort evaluation's per-patient row: the patient's counts, who judged, what it cost, or why it was not scored.
+
+One `CohortRow` per patient and run goes into the job's part files; the newest row of each patient is its row of the
+consolidated ``evaluated.parquet`` (`COHORT_SCHEMA`), and ``result`` holds the scored items and display as JSON
+(`vista.evaluation.cohort.EvaluatedPatient`), from which the report is built. Status: ok; failed — some judge calls
+gave no verdict (those items count as wrong, the next run asks them again); error — the patient could not be scored
+(its display unreadable or stale, a timeout), ``error`` naming the file, patient and field.
+
+>>> failure_kind(TimeoutError("subject 3: not finished within 60 s")), retry_class("error", "timeout")
+('timeout', 'transient')
+>>> failure_kind(EvaluationError("subject 3: no truth")), retry_class("error", "input")
+('input', 'permanent')
+>>> row = error_row(3, EvaluationError("subject 3: no truth"), run_id="r", wall_s=0.1)
+>>> row.status, row.error_kind, row.retry_class, sorted(COHORT_SCHEMA.names) == sorted(CohortRow.model_fields)
+('error', 'input', 'permanent', True)
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Literal
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict
+
+from vista.evaluation.cohort import EvaluatedPatient
+from vista.evaluation.errors import EvaluationError
+from vista.llm.task_usage import TaskUsage, identity_columns, usage_columns
+
+_MAX_ERROR_CHARS = 2000
+JUDGE_FAILED = "judge_failed"
+TRANSIENT_KINDS = frozenset({"timeout", JUDGE_FAILED})
+"""Failure kinds another run may get past (the time limit; judge calls without a verdict, asked again)."""
+
+
+class CohortRow(BaseModel):
+    """One patient of the cohort evaluation (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    subject_id: int
+    prediction_time: datetime | None = None  # the job's task key: one evaluation per patient
+    status: Literal["ok", "failed", "error"]
+    error_kind: str | None = None
+    error: str | None = None
+    retry_class: Literal["transient", "permanent"] | None = None
+    method: str | None = None  # the display's method (vista, rag)
+    display_model: str | None = None
+    truth_source: str | None = None
+    n_items: int = 0
+    n_evaluated: int = 0
+    n_correct: int = 0
+    judge_calls: int = 0
+    judge_failures: int = 0
+    display_failures: int = 0
+    llm_calls: int = 0
+    cache_hits: int = 0
+    failed_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    backend: str | None = None
+    endpoint_host: str | None = None
+    served_model: str | None = None
+    wall_s: float = 0.0
+    run_id: str
+    finished_at: datetime
+    result: str | None = None  # the EvaluatedPatient as JSON (None when not scored)
+
+    def patient(self) -> EvaluatedPatient | None:
+        """The scored patient this row holds (None for an error row)."""
+        return EvaluatedPatient.model_validate_json(self.result) if self.result is not None else None
+
+
+_INT, _STR = pa.int64(), pa.string()
+COHORT_SCHEMA = pa.schema([
+    ("subject_id", _INT), ("prediction_time", pa.timestamp("us")), ("status", _STR), ("error_kind", _STR),
+    ("error", _STR), ("retry_class", _STR), ("method", _STR), ("display_model", _STR), ("truth_source", _STR),
+    ("n_items", _INT), ("n_evaluated", _INT), ("n_correct", _INT), ("judge_calls", _INT), ("judge_failures", _INT),
+    ("display_failures", _INT), ("llm_calls", _INT), ("cache_hits", _INT), ("failed_calls", _INT),
+    ("prompt_tokens", _INT), ("completion_tokens", _INT), ("cost_usd", pa.float64()), ("unpriced_calls", _INT),
+    ("backend", _STR), ("endpoint_host", _STR), ("served_model", _STR), ("wall_s", pa.float64()), ("run_id", _STR),
+    ("finished_at", pa.timestamp("us", tz="UTC")), ("result", _STR),
+])
+"""The part files' and ``evaluated.parquet``'s columns: a `CohortRow` per patient, in subject order."""
+
+
+def failure_kind(exc: BaseException) -> str:
+    """The reason class of an exception that kept a patient from being scored (the summary counts by it)."""
+    from vista.display import DisplayError
+    from vista.graph import GraphFileError, GraphInputError
+
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    if isinstance(exc, (DisplayError, EvaluationError, GraphFileError, GraphInputError, OSError)):
+        return "input"
+    return "internal"
+
+
+def retry_class(status: str, error_kind: str | None) -> Literal["transient", "permanent"] | None:
+    """Whether a row that is not ok may pass on another run."""
+    if status == "ok":
+        return None
+    return "transient" if error_kind in TRANSIENT_KINDS else "permanent"
+
+
+def scored_row(patient: EvaluatedPatient, usage: TaskUsage, *, run_id: str, wall_s: float) -> CohortRow:
+    """The row of a scored patient: failed when some judge calls gave no verdict."""
+    failures = patient.judge_failures
+    status, kind = ("failed", JUDGE_FAILED) if failures else ("ok", None)
+    items = patient.items
+    return CohortRow(
+        subject_id=patient.subject_id, status=status, error_kind=kind,
+        error=f"{failures} judge call(s) gave no verdict (scored as wrong)" if failures else None,
+        retry_class=retry_class(status, kind), method=patient.display.method, display_model=patient.display.model,
+        truth_source=patient.truth_source, n_items=len(items), n_evaluated=sum(i.evaluated for i in items),
+        n_correct=sum(bool(i.correct) for i in items), judge_calls=patient.judge_calls, judge_failures=failures,
+        display_failures=sum(i.scorer == "display_failed" for i in items), **usage_columns(usage),
+        **identity_columns(usage), wall_s=wall_s, run_id=run_id, finished_at=datetime.now(timezone.utc),
+        result=patient.model_dump_json())
+
+
+def error_row(subject_id: int, exc: BaseException, *, run_id: str, wall_s: float,
+              usage: TaskUsage | None = None) -> CohortRow:
+    """The row of a patient that could not be scored, naming the problem."""
+    kind = failure_kind(exc)
+    usage = usage or TaskUsage()
+    return CohortRow(subject_id=subject_id, status="error", error_kind=kind, retry_class=retry_class("error", kind),
+                     error=f"{type(exc).__name__}: {str(exc) or type(exc).__name__}"[:_MAX_ERROR_CHARS],
+                     **usage_columns(usage), **identity_columns(usage), wall_s=wall_s, run_id=run_id,
+                     finished_at=datetime.now(timezone.utc))
