@@ -90,10 +90,10 @@ class EvaluateJob(CohortJob):
     name = "evaluate"
     output_name = EVALUATED_FILE
     output_schema = COHORT_SCHEMA
+    settings: EvaluateSettings
 
     def __init__(self, args: argparse.Namespace, run_id: str):
         super().__init__(args, run_id)
-        self.settings: EvaluateSettings
         self.subjects: list[int] = []
         self.report: EvaluationReport | None = None  # set by `finish`
         self.unscored: dict[int, str] = {}  # selected patients whose row is an error, with the error

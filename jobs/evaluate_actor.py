@@ -21,7 +21,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from vista.evaluation.cohort import StoredCase, load_stored_case, score_stored_case
-from vista.evaluation.cohort_rows import COHORT_SCHEMA, error_row, scored_row
+from vista.evaluation.cohort_rows import COHORT_SCHEMA, error_row, part_record, scored_row
 from vista.evaluation.errors import EvaluationError
 from vista.llm import LLMConfig
 from vista.llm.config import redact_url
@@ -107,11 +107,12 @@ class EvaluateActor(TaskActor[_Work]):
                                             judge_max_tokens=settings.judge_max_tokens,
                                             judge_backend=inner.backend.name, judge_endpoint=redact_url(inner.endpoint))
                 patient = await self.within_time_limit(scoring, f"subject {key.subject_id}")
-                row = scored_row(patient, usage, run_id=settings.run_id, wall_s=time.perf_counter() - work.started)
+                row = scored_row(patient, run_id=settings.run_id, wall_s=time.perf_counter() - work.started)
             except LLMEndpointFailure:  # the job's budget stopped the job: no row, the actor and the job stop
                 raise
             except Exception as exc:  # noqa: BLE001 - failure isolation: any problem becomes this patient's error row
-                row = error_row(key.subject_id, exc, run_id=settings.run_id, usage=usage,
-                                wall_s=time.perf_counter() - work.started)
-        return row.model_dump(), StatusRow.of(key, row)
+                row = error_row(key.subject_id, exc, run_id=settings.run_id, wall_s=time.perf_counter() - work.started)
+        status = StatusRow(key.subject_id, None, row.status, row.error_kind, usage.calls, usage.cache_hits,
+                           usage.prompt_tokens, usage.completion_tokens, usage.cost_usd, usage.unpriced_calls, row.wall_s)
+        return part_record(row, usage), status
 

@@ -11,8 +11,9 @@ gave no verdict (those items count as wrong, the next run asks them again); erro
 >>> failure_kind(EvaluationError("subject 3: no truth")), retry_class("error", "input")
 ('input', 'permanent')
 >>> row = error_row(3, EvaluationError("subject 3: no truth"), run_id="r", wall_s=0.1)
->>> row.status, row.error_kind, row.retry_class, sorted(COHORT_SCHEMA.names) == sorted(CohortRow.model_fields)
-('error', 'input', 'permanent', True)
+>>> record = part_record(row, TaskUsage())
+>>> row.status, row.error_kind, row.retry_class, sorted(record) == sorted(COHORT_SCHEMA.names), record["llm_calls"]
+('error', 'input', 'permanent', True, 0)
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from datetime import datetime, timezone
 from typing import Literal
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from vista.evaluation.cohort import EvaluatedPatient
 from vista.evaluation.errors import EvaluationError
-from vista.llm.task_usage import TaskUsage, identity_columns, usage_columns
+from vista.llm.task_usage import IDENTITY_COLUMNS, USAGE_COLUMNS, TaskUsage, identity_columns, usage_columns
 
 _MAX_ERROR_CHARS = 2000
 JUDGE_FAILED = "judge_failed"
@@ -36,7 +37,7 @@ TRANSIENT_KINDS = frozenset({"timeout", JUDGE_FAILED})
 class CohortRow(BaseModel):
     """One patient of the cohort evaluation (see the module docstring)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")  # a part file's row also holds the usage columns (`part_record`)
 
     subject_id: int
     prediction_time: datetime | None = None  # the job's task key: one evaluation per patient
@@ -47,22 +48,12 @@ class CohortRow(BaseModel):
     method: str | None = None  # the display's method (vista, rag)
     display_model: str | None = None
     truth_source: str | None = None
-    n_items: int = 0
-    n_evaluated: int = 0
-    n_correct: int = 0
-    judge_calls: int = 0
-    judge_failures: int = 0
-    display_failures: int = 0
-    llm_calls: int = 0
-    cache_hits: int = 0
-    failed_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    unpriced_calls: int = 0
-    backend: str | None = None
-    endpoint_host: str | None = None
-    served_model: str | None = None
+    n_items: int = Field(0, description="the display's variables (unscorable ones included)")
+    n_evaluated: int = Field(0, description="items with a score")
+    n_correct: int = Field(0, description="items scoring at least the threshold")
+    judge_calls: int = Field(0, description="distinct judge questions asked")
+    judge_failures: int = Field(0, description="judge calls without a verdict (those items count as wrong)")
+    display_failures: int = Field(0, description="values whose display call had failed (scored 0)")
     wall_s: float = 0.0
     run_id: str
     finished_at: datetime
@@ -78,12 +69,17 @@ COHORT_SCHEMA = pa.schema([
     ("subject_id", _INT), ("prediction_time", pa.timestamp("us")), ("status", _STR), ("error_kind", _STR),
     ("error", _STR), ("retry_class", _STR), ("method", _STR), ("display_model", _STR), ("truth_source", _STR),
     ("n_items", _INT), ("n_evaluated", _INT), ("n_correct", _INT), ("judge_calls", _INT), ("judge_failures", _INT),
-    ("display_failures", _INT), ("llm_calls", _INT), ("cache_hits", _INT), ("failed_calls", _INT),
-    ("prompt_tokens", _INT), ("completion_tokens", _INT), ("cost_usd", pa.float64()), ("unpriced_calls", _INT),
-    ("backend", _STR), ("endpoint_host", _STR), ("served_model", _STR), ("wall_s", pa.float64()), ("run_id", _STR),
+    ("display_failures", _INT), *((name, pa.float64() if name == "cost_usd" else _INT) for name in USAGE_COLUMNS),
+    *((name, _STR) for name in IDENTITY_COLUMNS), ("wall_s", pa.float64()), ("run_id", _STR),
     ("finished_at", pa.timestamp("us", tz="UTC")), ("result", _STR),
 ])
-"""The part files' and ``evaluated.parquet``'s columns: a `CohortRow` per patient, in subject order."""
+"""The part files' and ``evaluated.parquet``'s columns: a `CohortRow` per patient and its usage (the jobs' usage
+and identity columns, `vista.llm.task_usage`), in subject order."""
+
+
+def part_record(row: CohortRow, usage: TaskUsage) -> dict[str, object]:
+    """One part-file record (`COHORT_SCHEMA`): the row and what its judge calls used."""
+    return {**row.model_dump(), **usage_columns(usage), **identity_columns(usage)}
 
 
 def failure_kind(exc: BaseException) -> str:
@@ -105,7 +101,7 @@ def retry_class(status: str, error_kind: str | None) -> Literal["transient", "pe
     return "transient" if error_kind in TRANSIENT_KINDS else "permanent"
 
 
-def scored_row(patient: EvaluatedPatient, usage: TaskUsage, *, run_id: str, wall_s: float) -> CohortRow:
+def scored_row(patient: EvaluatedPatient, *, run_id: str, wall_s: float) -> CohortRow:
     """The row of a scored patient: failed when some judge calls gave no verdict."""
     failures = patient.judge_failures
     status, kind = ("failed", JUDGE_FAILED) if failures else ("ok", None)
@@ -116,17 +112,13 @@ def scored_row(patient: EvaluatedPatient, usage: TaskUsage, *, run_id: str, wall
         retry_class=retry_class(status, kind), method=patient.display.method, display_model=patient.display.model,
         truth_source=patient.truth_source, n_items=len(items), n_evaluated=sum(i.evaluated for i in items),
         n_correct=sum(bool(i.correct) for i in items), judge_calls=patient.judge_calls, judge_failures=failures,
-        display_failures=sum(i.scorer == "display_failed" for i in items), **usage_columns(usage),
-        **identity_columns(usage), wall_s=wall_s, run_id=run_id, finished_at=datetime.now(timezone.utc),
-        result=patient.model_dump_json())
+        display_failures=sum(i.scorer == "display_failed" for i in items), wall_s=wall_s, run_id=run_id,
+        finished_at=datetime.now(timezone.utc), result=patient.model_dump_json())
 
 
-def error_row(subject_id: int, exc: BaseException, *, run_id: str, wall_s: float,
-              usage: TaskUsage | None = None) -> CohortRow:
+def error_row(subject_id: int, exc: BaseException, *, run_id: str, wall_s: float) -> CohortRow:
     """The row of a patient that could not be scored, naming the problem."""
     kind = failure_kind(exc)
-    usage = usage or TaskUsage()
     return CohortRow(subject_id=subject_id, status="error", error_kind=kind, retry_class=retry_class("error", kind),
                      error=f"{type(exc).__name__}: {str(exc) or type(exc).__name__}"[:_MAX_ERROR_CHARS],
-                     **usage_columns(usage), **identity_columns(usage), wall_s=wall_s, run_id=run_id,
-                     finished_at=datetime.now(timezone.utc))
+                     wall_s=wall_s, run_id=run_id, finished_at=datetime.now(timezone.utc))
