@@ -66,7 +66,6 @@ from jobs.llm_options import answer_fields, llm_config, llm_configured
 from jobs.patient_loader import coding_profile_for
 from jobs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
-from jobs.resources import ResourcePlan
 from jobs.row_parts import PartConsolidation
 from jobs.runner import (
     CohortJob,
@@ -207,8 +206,6 @@ class GraphsJob(CohortJob):
         super().__init__(args, run_id)
         self.settings: VistaSettings
         self.xml_tasks: list[XmlTask] | None = None
-        self.resources: ResourcePlan | None = None  # None: graph only
-        self.cluster_cpus = 0.0
 
     def check(self) -> None:
         args = self.args
@@ -232,10 +229,6 @@ class GraphsJob(CohortJob):
             return task_keys(self.label_tasks)
         ray.runtime()  # the subjects are listed by Ray Data tasks, one per shard
         return dataset_task_keys(self.settings.dataset)
-
-    def size(self, runtime: RayRuntime) -> int | None:
-        self.cluster_cpus = runtime.cpus
-        return super().size(runtime)
 
     def _graph_only_pool(self, runtime_cpus: float) -> tuple[int, float, int]:
         """Actors, CPUs each and block rows of a graph-only run: CPU-bound actors, one per CPU, small blocks."""

@@ -18,7 +18,7 @@ The run, in order:
    `stream_actor_pool`). Then up to `REPAIR_PASSES` passes over tasks whose row was lost with an actor (their
    answers come from the caches).
 4. The consolidated files (``job.output_files``) built by a polars scan over the part files, ``job.finish`` (e.g. the
-   graph store's manifest), and ``summary.json`` written and printed.
+   graph store's manifest, the evaluation report), and ``summary.json`` written and printed.
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ class CohortJob(ABC):
         self.run_id = run_id
         self.policy = retry_policy(args)
         self.resources: ResourcePlan | None = None  # set by `size` (None: no LLM, the job sizes its own pool)
+        self.cluster_cpus = 0.0  # set by `size`
 
     # ------------------------------------------------------------------------------------------ hooks
     settings: ActorSettings
@@ -143,6 +144,7 @@ class CohortJob(ABC):
         job's LLM in-flight budget (None: no LLM, the budget's default). By default: `jobs.resources` from the
         sizing options (``--in-flight``, ``--max-concurrency``, ``--actors``, ...)."""
         args, llm = self.args, self.llm
+        self.cluster_cpus = runtime.cpus
         if llm is None:
             return None
         self.resources = plan_resources(
