@@ -112,9 +112,10 @@ class EvaluateJob(CohortJob):
         if (args.out / OLD_MARKERS).is_dir():
             raise JobInputError(f"--out {args.out}: holds the per-patient markers ({OLD_MARKERS}/) of an earlier "
                                 "version of this job, which now writes part files; choose another --out")
-        judge = judge_settings(args)
+        displays = stored_display_subjects(args.store)
         truths = load_truth_sources(args.truth, args.references)
-        self.subjects = select_subjects(args.store, args.subjects, truths, stored_display_subjects(args.store))
+        self.subjects = select_subjects(args.store, args.subjects, truths, displays)
+        judge = judge_settings(args)
         self.settings = EvaluateSettings(
             store=args.store.resolve(), truth=args.truth.resolve() if args.truth else None,
             references=args.references.resolve() if args.references else None, out=args.out.resolve(), llm=judge,
