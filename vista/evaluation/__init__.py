@@ -7,6 +7,8 @@ the ``exact``/``date``/``set`` comparisons are scored by rule (`vista.evaluation
 by an LLM judge on a 0–10 rubric (`JudgeScore`, its own `LLMGateway`); `evaluate` returns an `EvaluationReport`
 with per-variable and overall accuracy, mean scores and patient-bootstrap 95% CIs, VISTA and RAG side by side
 (`to_table`, `to_markdown`), naming the LLM that wrote each method's displays and the judge LLM.
+`vista.evaluation.cohort` scores a stored cohort patient by patient and gathers the report from the patients'
+results (`vista evaluate-cohort`, whose per-patient rows are `vista.evaluation.cohort_rows`).
 """
 
 from vista.evaluation.bootstrap import Interval, paired_difference, patient_interval
