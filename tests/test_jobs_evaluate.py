@@ -12,7 +12,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from cohort_eval_fixtures import JUDGED_KEY, REFERENCES, judge_argv, run_job, write_inputs
+from cohort_eval_fixtures import REFERENCES, judge_argv, run_job, write_inputs
 from jobs import actor_base
 from jobs.errors import JobError, JobInputError, JobSettingsMismatch
 from jobs.evaluate import EVALUATED_FILE, exit_status
