@@ -52,8 +52,7 @@ from jobs.driver import JobStalled, job_main, new_run_id, task_dataset
 from jobs.errors import JobInputError
 from jobs.job_gateway import warn_if_unpriced
 from jobs.llm_budget import BudgetRef
-from jobs.llm_options import answer_fields, check_endpoint, check_llm, llm_config
-from jobs.patient_loader import coding_profile_for
+from jobs.llm_options import answer_fields, llm_config
 from jobs.predict_actor import PredictActor, PredictSettings
 from jobs.predict_options import build_parser
 from jobs.progress import ProgressTracker
@@ -63,17 +62,7 @@ from jobs.retry_policy import RetryCounts
 from jobs.row_parts import OutputFile
 from jobs.runner import CohortJob, LazyRay, check_common_options, run_job, sized_settings, stream_actor_pool
 from jobs.summary import RunSummary
-from jobs.tasks import (
-    PREDICTION_TIME,
-    SUBJECT_ID,
-    TaskKey,
-    TaskPlan,
-    estimate_lengths,
-    keys_table,
-    read_label_tasks,
-    schedule,
-    task_keys,
-)
+from jobs.tasks import TaskKey, TaskPlan, schedule
 from trajonco.prediction_files import (
     DETAILS_FILE,
     DETAILS_SCHEMA,
@@ -84,6 +73,10 @@ from trajonco.prediction_files import (
 )
 from trajonco.prediction_rows import PREDICTION_SCHEMA
 from vista.cli_kit import check_output_dir
+from vista.llm.endpoint_check import check_endpoint, check_llm
+from vista.meds.labels import PREDICTION_TIME, SUBJECT_ID
+from vista.meds.patient_loader import coding_profile_for
+from vista.meds.tasks import estimate_lengths, keys_table, read_label_tasks, task_keys
 from vista.storage import join, normalize
 
 log = logging.getLogger("jobs.predict")
@@ -166,7 +159,8 @@ class PredictJob(CohortJob):
             raise JobInputError(f"--threshold must be between 0 and 1, not {args.threshold}")
         check_output_dir(args.out, resumable=True)  # a file, or a directory nobody may write, fails before any work
         MedsDataset(args.dataset)  # a missing or empty dataset fails here, naming the path
-        self.tasks = read_label_tasks(args.labels)
+        self.label_tasks = read_label_tasks(args.labels)
+        self.tasks = self.label_tasks.table
         self.settings = build_settings(args, self.run_id)
         check_llm(self.settings.llm)
         # one line when the endpoint is unreachable, refuses the key, lacks the model or its context is unknown

@@ -36,6 +36,7 @@ from rich.console import Console
 
 from vista.llm import LLMConfig
 from vista.llm.prices import PriceTable
+from vista.meds.tasks import LabelTasks, MatchGroups
 from vista.storage import join
 
 from jobs.accounting import summary_figures
@@ -61,7 +62,7 @@ from jobs.row_parts import (
     remove_stale_temporaries,
 )
 from jobs.summary import AnsweringLLM, RunSummary
-from jobs.tasks import MatchGroups, TaskKey, TaskPlan, plan_tasks, read_match_groups
+from jobs.tasks import TaskKey, TaskPlan, plan_tasks
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,8 @@ class CohortJob(ABC):
     # ------------------------------------------------------------------------------------------ hooks
     settings: ActorSettings
     """The actors' settings, made by `check` (their ``out`` and ``llm`` are the job's)."""
+    label_tasks: LabelTasks | None = None
+    """The ``--labels`` file's tasks, read once by `check` (None: the tasks come from elsewhere)."""
 
     @property
     def out(self) -> Path | str:
@@ -122,10 +125,9 @@ class CohortJob(ABC):
 
     def match_groups(self) -> MatchGroups | None:
         """The case–control groups ``--limit``/``--sample`` must keep whole (None: the tasks are independent)."""
-        labels = getattr(self.args, "labels", None)
-        if labels is None or (self.args.limit is None and self.args.sample is None):
+        if self.label_tasks is None or (self.args.limit is None and self.args.sample is None):
             return None
-        return read_match_groups(labels)
+        return self.label_tasks.groups
 
     @abstractmethod
     def announce(self, console: Console, plan: TaskPlan, runtime: RayRuntime, retry: RetryCounts, order_s: float) -> None:
