@@ -55,11 +55,10 @@ from jobs.row_parts import (
     PartConsolidation,
     RowKeys,
     RowState,
-    answered_by,
     consolidate_parts,
-    kept_usage,
     latest_states,
     remove_stale_temporaries,
+    run_llm_rows,
 )
 from jobs.summary import AnsweringLLM, RunSummary
 from jobs.tasks import TaskKey, TaskPlan, plan_tasks
@@ -137,12 +136,12 @@ class CohortJob(ABC):
     def execute(self, pending: list[TaskKey], budget: BudgetRef | None, tracker: ProgressTracker) -> None:
         """Run ``pending`` (in that order) on the actors; their rows land in the part files."""
 
-    def answering_llm(self) -> AnsweringLLM | None:
-        """Which LLM answered this run (the summary's ``llm``): the settings' LLM and what this run's rows record."""
+    def answering_llm(self, seen: dict[str, list[str]]) -> AnsweringLLM | None:
+        """Which LLM answered this run (the summary's ``llm``): the settings' LLM and what this run's rows record
+        (``seen``: `jobs.row_parts.RunLLMRows.answered_by`)."""
         llm = getattr(getattr(self, "settings", None), "llm", None)
         if llm is None:
             return None
-        seen = answered_by(self.args.out, self.run_id)
         return AnsweringLLM(backend=llm.backend, endpoint_host=llm.endpoint_host, model=llm.model,
                             backends=seen["backend"], served_models=seen["served_model"])
 
@@ -227,6 +226,7 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
         report = consolidate_parts(out, job.output_files(), plan.selected, keys=job.keys)
         outputs = {**report.paths, **job.finish(report)}
         statuses, reasons = _this_run(latest_states(out, job.keys) if plan.todo else {}, job.run_id)
+        llm_rows = run_llm_rows(out, job.run_id, job.keys)  # one scan: who answered, and what the kept rows spent
         summary = RunSummary.from_tracker(
             tracker, run_id=job.run_id, started_at=started_at, selected=len(plan.selected), skipped=plan.skipped,
             retried=plan.retried, complete=report.complete, outputs=outputs,
@@ -235,11 +235,11 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
             "retry_policy": job.policy, "retried_by_class": dict(sorted(retry.retried.items())),
             "kept_by_class": dict(sorted(retry.kept.items())), "repair_passes": passes,
             "consolidated_rows": report.rows, "output_rows": report.file_rows,
-            "consolidation_s": round(report.seconds, 3), "llm_budget": budget_figures, "llm": job.answering_llm(),
+            "consolidation_s": round(report.seconds, 3), "llm_budget": budget_figures, "llm": job.answering_llm(llm_rows.answered_by),
             # what this run's rows say (a task redone after an actor lost its row counts once)
             "ran": sum(statuses.values()), "by_status": statuses, "failed_by_reason": reasons,
             # tokens and cost: what the endpoint answered (the budget's ledger), set against the rows kept
-            **summary_figures(ledger, kept_usage(out, job.run_id, job.keys), llm=job.llm, out=out),
+            **summary_figures(ledger, llm_rows.kept, llm=job.llm, out=out),
         })
         summary.write(out)
     summary.print(console)
