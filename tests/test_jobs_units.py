@@ -14,9 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pydantic import BaseModel
 
-from jobs.consolidate import consolidate
 from jobs.errors import JobError, JobSettingsMismatch
 from jobs.job_gateway import JobGateway, ModelRef, RemoteAnswer, RemoteCall, model_ref, resolve_model
 from jobs.manifest import check_manifest
@@ -284,26 +282,6 @@ def test_an_exception_becomes_an_error_row_with_its_reason():
     assert (timeout.error_kind, timeout.retry_class) == ("timeout", "transient")
     bug = row_from_failure(TaskKey(9, T0), None, KeyError("x"), TaskUsage(), context, wall_s=1)
     assert (bug.error_kind, bug.retry_class) == ("internal", "permanent")
-
-
-class _Marker(BaseModel):
-    subject_id: int
-    status: str
-
-
-def test_marker_consolidation_writes_one_row_per_task_with_an_output(tmp_path):
-    """The per-task JSON markers of build-graphs, consolidated in key order."""
-    store = MarkerStore(tmp_path, "patients")
-    keys = [TaskKey(s, T0) for s in (3, 1, 2)]
-    store.write(keys[0], b'{"subject_id": 3, "status": "ok"}', failed=False)
-    store.write(keys[1], b'{"subject_id": 1, "status": "error"}', failed=True)
-    schema = pa.schema([("subject_id", pa.int64()), ("status", pa.string())])
-    report = consolidate(store, keys, tmp_path / "rows.parquet", parse=lambda data, _: _Marker.model_validate_json(data),
-                         to_table=lambda rows: pa.Table.from_pylist([r.model_dump() for r in rows], schema=schema),
-                         schema=schema, status_of=lambda r: r.status, chunk_rows=1)
-    table = pq.read_table(tmp_path / "rows.parquet")
-    assert table.column("subject_id").to_pylist() == [1, 3] and table.schema == schema
-    assert report.missing == [TaskKey(2, T0)] and not report.complete and dict(report.statuses) == {"ok": 1, "error": 1}
 
 
 # ------------------------------------------------------------------------------------------------ progress, summary
