@@ -18,7 +18,7 @@ import pytest
 from jobs.errors import JobError, JobSettingsMismatch
 from jobs.job_gateway import JobGateway, ModelRef, RemoteAnswer, RemoteCall, model_ref, resolve_model
 from jobs.manifest import check_manifest
-from jobs.outputs import MarkerStore, OutputLock
+from jobs.outputs import OutputLock
 from jobs.progress import ProgressTracker, StatusRow, status_table
 from jobs.resources import plan_resources
 from jobs.summary import RunSummary
@@ -47,7 +47,7 @@ from vista.meds.tasks import read_label_tasks, task_keys
 T0 = datetime(2020, 1, 1)
 PREDICTION = datetime(2019, 1, 1)
 
-JOB_MODULES = ["jobs.tasks", "jobs.outputs", "jobs.manifest", "jobs.progress", "jobs.resources",
+JOB_MODULES = ["jobs.tasks", "jobs.manifest", "jobs.progress", "jobs.resources",
                "jobs.row_parts", "jobs.retry_policy", "jobs.job_options", "jobs.driver"]
 
 
@@ -106,22 +106,7 @@ def test_label_file_problems_name_the_file_and_field(tmp_path):
     assert table.column("boolean_value").null_count == 2 and task_keys(table) == [TaskKey(5, T0), TaskKey(4, T0)]
 
 
-# ------------------------------------------------------------------------------------------------ markers
-def test_markers_keep_one_file_per_task_and_ignore_interrupted_writes(tmp_path):
-    store = MarkerStore(tmp_path, "patients")
-    key = TaskKey(123, T0)
-    store.write(key, b"error", failed=True)
-    assert store.status(key) == "failed"
-    store.write(key, b"result", failed=False)
-    assert store.status(key) == "done" and store.read(key) == b"result"
-    assert not store.path(key, failed=True).exists()
-    stale = store.bucket(key) / ".123_x.json.abc.tmp"
-    stale.write_bytes(b"half")
-    (store.bucket(key) / "notes.json").write_text("{}")  # not a task name: ignored
-    assert store.scan() == {key: "done"}
-    assert store.remove_stale_temporaries() == 1 and not stale.exists()
-
-
+# ------------------------------------------------------------------------------------------------ output lock
 def test_output_directory_lock_is_exclusive(tmp_path):
     with OutputLock(tmp_path):
         with pytest.raises(JobError, match="another run is writing"):
