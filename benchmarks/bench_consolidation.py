@@ -1,60 +1,40 @@
-"""Benchmark: the predict driver's end-of-run work at 100,000 patients — part files vs one JSON per patient — and the
-VISTA node indexes (the graph store's, one file rewritten at every checkpoint vs one part per checkpoint; the
-build-graphs job's cohort index).
+"""Benchmark: the predict driver's end-of-run work over its part files at 100,000 patients — plan a rerun,
+consolidate the outputs, add up the run's LLM accounting — with wall time, CPU time and peak memory.
 
-**Prediction rows.** ``--patients`` rows are simulated as the actors write them: a seeded `PatientResult` per
-patient with realistically sized text (a 600-2,000 character summary, 300-1,200 characters of reasoning, 2-30
-evidence events with 1-4 MEDS source rows each, one risk step per chunk, chains of 1 to ~90 chunks), turned into
-its row by the job's own `trajonco.prediction_rows.row_from_result`/`part_record` and written by the job's own
-`jobs.row_parts.PartWriter` (``--rows-per-part`` rows a part file; the job's default is 256, an actor whose
-``--flush-seconds`` fires first writes smaller ones). A share of the patients (``--retry-share``) first gets a
-transient failure row in run ``r1`` and its ``ok`` row in run ``r2`` (newest row wins), and some keep a transient
-failure (the rerun's work). The same rows are also written the old way — ``patients/<bucket>/<task>.json`` in the
-former per-patient format ``{"format": 1, "row": ..., "result": ..., "usage": ...}`` (without the fsync the job did)
-— and read back by the old code path, `jobs.outputs.MarkerStore.scan` + `jobs.consolidate.consolidate`, which is
-what the issue measured as "hours at 1M patients on a network filesystem".
+``--patients`` rows are simulated as the actors write them: a seeded `PatientResult` per patient with realistically
+sized text (a 600-2,000 character summary, 300-1,200 characters of reasoning, 2-30 evidence events with 1-4 MEDS
+source rows each, one risk step per chunk, chains of 1 to ~90 chunks), turned into its row by the job's own
+`trajonco.prediction_rows.row_from_result`/`part_record` and written by the job's own `jobs.row_parts.PartWriter`
+(``--rows-per-part`` rows a part file; the job's default is 256, an actor whose ``--flush-seconds`` fires first
+writes smaller ones). A share of the patients (``--retry-share``) first gets a transient failure row in run ``r1``
+and its ``ok`` row in run ``r2`` (newest row wins), and some keep a transient failure (the rerun's work).
 
 Each measured step runs in a fresh process (the driver), which reports its wall time, CPU time and peak RSS (the
 RSS after imports, then ``VmHWM`` reset to it before the step, so the peak is the step's own):
 
-* plan a rerun: read the label file, the newest state of every task (`jobs.row_parts.latest_states` over the part
-  files | `MarkerStore.scan` over the marker files) and `jobs.tasks.plan_tasks` with the retry policy;
-* consolidate the predictions (`jobs.row_parts.consolidate_parts`: ``predictions.parquet`` and
-  ``prediction_details.parquet`` | `jobs.consolidate.consolidate`: one ``predictions.parquet``);
-* the bare cost of the old layout: open and ``json.loads`` every per-patient file one at a time.
+* plan a rerun: read the label file (`vista.meds.tasks.read_label_tasks`), the newest state of every task
+  (`jobs.row_parts.latest_states`, four small columns) and `jobs.tasks.plan_tasks` with the retry policy;
+* consolidate: `jobs.row_parts.consolidate_parts` into the job's own outputs (`jobs.predict.prediction_outputs`:
+  ``prediction_details.parquet`` and ``predictions.parquet``), read back by `trajonco.prediction_files.read_predictions`
+  and checked (one row per task, the retried tasks ``ok``);
+* the run's LLM accounting: `jobs.row_parts.run_llm_rows` (who answered run ``r2``, what its kept rows spent).
 
-The two layouts' rows are compared (same rows, same values; the new one read back by
-`trajonco.prediction_files.read_predictions`). Files are in the page cache (just
-written): a cold or network filesystem adds one round trip per file opened, which is what the part files save.
+    python -m benchmarks.bench_consolidation [--patients 100000] [--rows-per-part 256 16] [--work DIR] [--keep]
 
-**VISTA node index.** ``--graphs`` patients of a `vista.synth` cohort:
-
-* built into a `vista.graph.GraphStore` with ``checkpoint_every`` = ``--checkpoint-every``, every checkpoint's
-  index write timed (and the manifest write). The former layout rewrote the whole ``index.parquet`` at each
-  checkpoint (quadratic in the cohort; reproduced here by `legacy_flush`, the old code); the store now writes one
-  part per checkpoint under ``index/`` and the manifest names each graph's part. A query is timed on both;
-* the build-graphs job's cohort index: its output directory is a graph store, the actors write one index part per
-  batch and the driver only appends the run's rows to the store manifest (`jobs.vista_index.register_graphs`).
-
-    python -m benchmarks.bench_consolidation [--patients 100000] [--rows-per-part 256 16] [--graphs 2000]
-        [--checkpoint-every 100] [--work DIR] [--keep] [--skip-vista | --skip-predictions]
-
-Figures are printed, not asserted. The simulated files take ~1.5 GB per layout at 100,000 patients (removed at the
-end unless ``--keep``). This benchmark imports ``jobs`` (it measures the job's own reader and writer).
+Figures are printed, not asserted. The simulated part files take ~0.8 GB at 100,000 patients (removed at the end
+unless ``--keep``); files are in the page cache (just written). This benchmark imports ``jobs`` (it measures the
+job's own reader and writer).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import math
 import multiprocessing
 import os
 import random
 import resource
 import shutil
-import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -83,7 +63,7 @@ def _text(rng: random.Random, low: int, high: int) -> str:
 
 def task_key_of(k: int):
     """The k-th simulated task (subject ids spread like a real cohort's; one prediction time each)."""
-    from jobs.tasks import TaskKey
+    from vista.meds.task_key import TaskKey
 
     return TaskKey(100_000 + 7 * k, _BASE_TIME + timedelta(days=k % 700, hours=k % 13))
 
@@ -134,23 +114,6 @@ def simulated_result(k: int, rng: random.Random, *, status: str = "ok"):
     return result, task_usage
 
 
-def old_patient_json(row, result, usage) -> bytes:
-    """The per-patient file the predict job wrote before part files (jobs.prediction_rows.patient_json, git 29b602b)."""
-    body = result.model_dump_json() if result is not None else "null"
-    calls = json.dumps(dataclasses.asdict(usage)) if usage is not None else "null"
-    return f'{{"format": 1, "row": {row.model_dump_json()}, "result": {body}, "usage": {calls}}}'.encode("utf-8")
-
-
-def old_row_from_json(data: bytes, source: str):
-    """How the old consolidation parsed a per-patient file (jobs.prediction_rows.row_from_json, git 29b602b)."""
-    from trajonco.prediction_rows import PredictionRow
-
-    try:
-        return PredictionRow.model_validate(json.loads(data)["row"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{source}: not a per-patient prediction file ({type(exc).__name__}: {exc})") from None
-
-
 # ------------------------------------------------------------------------------------------------ simulation
 @dataclass(frozen=True, slots=True)
 class Simulated:
@@ -158,8 +121,6 @@ class Simulated:
     rows_written: int
     part_files: int
     parts_mb: float
-    json_files: int
-    json_mb: float
     seconds: float
 
 
@@ -195,12 +156,11 @@ def _rows(patients: int, seed: int, retry_share: float, left_share: float) -> It
 
 def simulate(work: Path, patients: int, rows_per_part: int, *, seed: int, retry_share: float, left_share: float,
              writers: int = 8) -> Simulated:
-    """Write the rows as ``writers`` actors would (part files under ``work/parts/rows``) and as per-patient JSON files
-    (``work/json/patients``); the labels as ``work/labels.parquet``."""
+    """Write the rows as ``writers`` actors would (part files under ``work/parts/rows``); the labels as
+    ``work/labels.parquet``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from jobs.outputs import MarkerStore
     from trajonco.prediction_rows import PART_SCHEMA, part_record
     from jobs.row_parts import PartWriter, part_files
 
@@ -211,7 +171,6 @@ def simulate(work: Path, patients: int, rows_per_part: int, *, seed: int, retry_
                              "prediction_time": pa.array([k.prediction_time for k in keys], pa.timestamp("us")),
                              "boolean_value": pa.array([rng.random() < 0.5 for _ in keys])}), work / "labels.parquet")
     actors: dict[str, list[PartWriter]] = {}
-    store = MarkerStore(work / "json", "patients")
     rows = 0
     for n, (run, row, result, usage) in enumerate(_rows(patients, seed, retry_share, left_share)):
         if run not in actors:  # a new run: the previous run's actors have written everything
@@ -223,17 +182,12 @@ def simulate(work: Path, patients: int, rows_per_part: int, *, seed: int, retry_
         writer.add(part_record(row, result, usage))
         if writer.due():
             writer.flush()
-        path = store.path(row.key, failed=not row.scored)  # MarkerStore.write without its fsync
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(old_patient_json(row, result, usage))
-        store.path(row.key, failed=row.scored).unlink(missing_ok=True)
         rows += 1
     for writer in (w for ws in actors.values() for w in ws):
         writer.flush()
     files = part_files(work / "parts")
-    markers = [p for p in (work / "json" / "patients").rglob("*.json")]
-    return Simulated(patients, rows, len(files), sum(p.stat().st_size for p in files) / 1e6, len(markers),
-                     sum(p.stat().st_size for p in markers) / 1e6, time.perf_counter() - started)
+    return Simulated(patients, rows, len(files), sum(p.stat().st_size for p in files) / 1e6,
+                     time.perf_counter() - started)
 
 
 # ------------------------------------------------------------------------------------------------ measured steps
@@ -261,62 +215,58 @@ def _peak_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
-def _plan(work: Path, layout: str) -> str:
+def _plan(work: Path) -> str:
+    from vista.meds.tasks import read_label_tasks, task_keys
+
     from jobs.retry_policy import reruns
-    from jobs.tasks import plan_tasks, read_label_tasks, task_keys
+    from jobs.row_parts import latest_states
+    from jobs.tasks import plan_tasks
 
-    keys = task_keys(read_label_tasks(work / "labels.parquet"))
-    if layout == "parts":
-        from jobs.row_parts import latest_states
-
-        states = latest_states(work / "parts")
-        plan = plan_tasks(keys, states, rerun=lambda state: reruns(state, "transient"))
-    else:
-        from jobs.outputs import MarkerStore
-
-        states = MarkerStore(work / "json", "patients").scan()
-        plan = plan_tasks(keys, states, retry_failed=True)  # a marker says done/failed only: no retry class
+    keys = task_keys(read_label_tasks(work / "labels.parquet").table)
+    states = latest_states(work / "parts")
+    plan = plan_tasks(keys, states, rerun=lambda state: reruns(state, "transient"))
     return f"{len(states):,} tasks with a row, {len(plan.todo):,} to run again, {plan.skipped:,} skipped"
 
 
-def _consolidate(work: Path, layout: str) -> str:
-    from trajonco.prediction_rows import PREDICTION_SCHEMA, rows_to_table
-    from jobs.tasks import read_label_tasks, task_keys
+def _consolidate(work: Path) -> str:
+    import pyarrow.compute as pc
 
-    tasks = read_label_tasks(work / "labels.parquet")
+    from trajonco.prediction_files import read_predictions
+    from vista.meds.tasks import read_label_tasks, task_keys
+
+    from jobs.predict import prediction_outputs
+    from jobs.row_parts import consolidate_parts
+
+    tasks = read_label_tasks(work / "labels.parquet").table
     keys = task_keys(tasks)
-    if layout == "parts":
-        from jobs.predict import prediction_outputs
-        from jobs.row_parts import consolidate_parts
-
-        outputs = prediction_outputs(work / "parts", labelled=tasks.column("boolean_value").null_count == 0)
-        report = consolidate_parts(work / "parts", outputs, keys)
-    else:
-        from jobs.consolidate import consolidate
-        from jobs.outputs import MarkerStore
-
-        report = consolidate(MarkerStore(work / "json", "patients"), keys, work / "json" / "predictions.parquet",
-                             parse=old_row_from_json, to_table=rows_to_table, schema=PREDICTION_SCHEMA,
-                             status_of=lambda row: row.status)
-    return f"{report.rows:,} rows, {len(report.missing):,} missing, statuses {dict(sorted(report.statuses.items()))}"
+    outputs = prediction_outputs(work / "parts", labelled=tasks.column("boolean_value").null_count == 0)
+    report = consolidate_parts(work / "parts", outputs, keys)
+    back = read_predictions(work / "parts", columns=["status"])
+    once = back.num_rows == len(keys) == report.rows
+    ok = pc.sum(pc.equal(back.column("status"), "ok")).as_py()
+    return (f"{report.rows:,} rows, {len(report.missing):,} missing, statuses {dict(sorted(report.statuses.items()))}; "
+            f"read back: one row per task {once}, {ok:,} ok")
 
 
-def _json_load_only(work: Path, layout: str) -> str:
-    count = 0
-    for path in sorted((work / "json" / "patients").rglob("*.json")):
-        json.loads(path.read_bytes())
-        count += 1
-    return f"{count:,} files parsed"
+def _accounting(work: Path) -> str:
+    from jobs.row_parts import run_llm_rows
+
+    rows = run_llm_rows(work / "parts", "r2")
+    return (f"run r2 answered by {rows.answered_by['backend'] or 'no backend recorded'}; its kept rows: "
+            f"{rows.kept.calls:,} calls, {rows.kept.prompt_tokens:,} prompt tokens")
 
 
-STEPS: dict[str, Callable[[Path, str], str]] = {"plan": _plan, "consolidate": _consolidate, "json_load": _json_load_only}
+STEPS: dict[str, tuple[str, Callable[[Path], str]]] = {
+    "plan": ("plan a rerun", _plan),
+    "consolidate": ("consolidate both output files", _consolidate),
+    "accounting": ("LLM accounting of the run's rows", _accounting),
+}
 
 
-def _child(step: str, work: str, layout: str, queue) -> None:
-    import polars  # noqa: F401 - imports outside the measurement (both layouts pay them)
+def _child(step: str, work: str, queue) -> None:
+    import polars  # noqa: F401 - imports outside the measurement
     import pyarrow.parquet  # noqa: F401
 
-    import jobs.consolidate  # noqa: F401
     import jobs.predict  # noqa: F401
     import jobs.row_parts  # noqa: F401
 
@@ -324,7 +274,7 @@ def _child(step: str, work: str, layout: str, queue) -> None:
     _reset_peak()
     wall, cpu = time.perf_counter(), time.process_time()
     try:
-        info = STEPS[step](Path(work), layout)
+        info = STEPS[step][1](Path(work))
     except Exception as exc:  # noqa: BLE001 - reported by the parent
         queue.put({"error": f"{type(exc).__name__}: {exc}"})
         return
@@ -335,7 +285,6 @@ def _child(step: str, work: str, layout: str, queue) -> None:
 @dataclass(frozen=True, slots=True)
 class Measured:
     step: str
-    layout: str
     wall: float
     cpu: float
     base_mb: float
@@ -343,29 +292,17 @@ class Measured:
     info: str
 
 
-def measure_step(step: str, work: Path, layout: str) -> Measured:
+def measure_step(step: str, work: Path) -> Measured:
     """Run one step in a fresh (spawned) process: its wall/CPU seconds and its peak RSS."""
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
-    process = context.Process(target=_child, args=(step, str(work), layout, queue))
+    process = context.Process(target=_child, args=(step, str(work), queue))
     process.start()
     answer = queue.get()
     process.join()
     if "error" in answer:
-        raise RuntimeError(f"{step} ({layout}): {answer['error']}")
-    return Measured(step, layout, answer["wall"], answer["cpu"], answer["base_mb"], answer["peak_mb"], answer["info"])
-
-
-def same_predictions(work: Path) -> str:
-    import polars as pl
-
-    from trajonco.prediction_files import read_predictions
-
-    new = pl.from_arrow(read_predictions(work / "parts"))  # predictions.parquet + prediction_details.parquet
-    old = pl.read_parquet(work / "json" / "predictions.parquet")  # the legacy layout: one file with every column
-    keys = ["subject_id", "prediction_time"]
-    equal = new.sort(keys).equals(old.sort(keys))
-    return f"same rows and values in both predictions.parquet: {equal} ({new.height:,} vs {old.height:,} rows)"
+        raise RuntimeError(f"{step}: {answer['error']}")
+    return Measured(step, answer["wall"], answer["cpu"], answer["base_mb"], answer["peak_mb"], answer["info"])
 
 
 def run_predictions(args: argparse.Namespace, work: Path) -> None:
@@ -378,182 +315,14 @@ def run_predictions(args: argparse.Namespace, work: Path) -> None:
         sim = simulate(folder, args.patients, per_part, seed=args.seed, retry_share=args.retry_share,
                        left_share=args.left_share)
         print(f"-- {per_part} rows per part file: simulated {sim.rows_written:,} rows in {sim.seconds:.0f} s -> "
-              f"{sim.part_files:,} part files ({sim.parts_mb:,.0f} MB) | {sim.json_files:,} JSON files "
-              f"({sim.json_mb:,.0f} MB, {sim.json_mb * 1e3 / max(sim.json_files, 1):.1f} kB each)", flush=True)
+              f"{sim.part_files:,} part files ({sim.parts_mb:,.0f} MB)", flush=True)
         print(f"   load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
-        results: list[Measured] = []
-        steps = [("plan", "parts"), ("plan", "json"), ("consolidate", "parts"), ("consolidate", "json"),
-                 ("json_load", "json")]
-        if per_part != args.rows_per_part[0]:  # the JSON layout does not depend on the part size
-            steps = [s for s in steps if s[1] == "parts"]
-        print(f"   {'step':<52}{'wall s':>8}{'CPU s':>8}{'RSS before MB':>15}{'peak RSS MB':>13}   result")
-        for step, layout in steps:
-            m = measure_step(step, folder, layout)
-            results.append(m)
-            label = {"plan": "plan a rerun", "consolidate": "consolidate predictions.parquet",
-                     "json_load": "json.loads every file, one by one"}[step]
-            name = f"{label} ({'part files' if layout == 'parts' else 'per-patient JSON'})"
-            print(f"   {name:<52}{m.wall:8.2f}{m.cpu:8.2f}{m.base_mb:15.0f}{m.peak_mb:13.0f}   {m.info}", flush=True)
-        by = {(m.step, m.layout): m for m in results}
-        for step in ("plan", "consolidate"):
-            if (step, "json") in by:
-                new, old = by[(step, "parts")], by[(step, "json")]
-                print(f"   {step}: per-patient JSON / part files = {old.wall / new.wall:.1f}x wall, "
-                      f"{old.cpu / new.cpu:.1f}x CPU, peak RSS {old.peak_mb:.0f} vs {new.peak_mb:.0f} MB")
-        if ("consolidate", "json") in by:
-            print(f"   {same_predictions(folder)}")
+        print(f"   {'step':<40}{'wall s':>8}{'CPU s':>8}{'RSS before MB':>15}{'peak RSS MB':>13}   result")
+        for step, (label, _) in STEPS.items():
+            m = measure_step(step, folder)
+            print(f"   {label:<40}{m.wall:8.2f}{m.cpu:8.2f}{m.base_mb:15.0f}{m.peak_mb:13.0f}   {m.info}", flush=True)
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
-
-
-# ------------------------------------------------------------------------------------------------ VISTA index
-def legacy_flush(store, pending) -> str:
-    """The GraphStore index write before partitioning (vista/graph/store.py at git c6e6245): merge the pending graphs'
-    rows into the one ``index.parquet``, rewriting it whole."""
-    import polars as pl
-    import pyarrow as pa
-
-    from vista.atomic import atomic_path
-
-    fresh = pa.concat_tables(pending.values())
-    path = store.root / "index.parquet"
-    frame = pl.from_arrow(fresh)
-    if path.exists():
-        kept = pl.scan_parquet(path).filter(~pl.col("subject_id").is_in(list(pending))).collect()
-        frame = pl.concat([kept, frame], how="vertical_relaxed")
-    with atomic_path(path) as tmp:
-        frame.sort("subject_id", maintain_order=True).write_parquet(tmp)
-    return "index.parquet"  # every graph's rows are in the one file
-
-
-def _store_index(args: argparse.Namespace, work: Path, records, catalog) -> None:
-    import polars as pl
-
-    from vista.graph.store import GraphStore
-
-    class Timed(GraphStore):
-        """The store with its index and manifest writes timed (``legacy``: the former single-file rewrite)."""
-
-        legacy = False
-
-        def __init__(self, *a, **k):
-            self.index_s: list[float] = []
-            self.manifest_s: list[float] = []
-            super().__init__(*a, **k)
-
-        def _write_index(self, pending):
-            started = time.perf_counter()
-            part = legacy_flush(self, pending) if self.legacy else super()._write_index(pending)
-            self.index_s.append(time.perf_counter() - started)
-            return part
-
-        def _write_manifest(self):
-            started = time.perf_counter()
-            super()._write_manifest()
-            self.manifest_s.append(time.perf_counter() - started)
-
-    print(f"-- vista.graph.GraphStore: {len(records):,} graphs, checkpoint every {args.checkpoint_every}", flush=True)
-    figures = {}
-    for legacy in (True, False):
-        root = work / ("store_legacy" if legacy else "store_parts")
-        shutil.rmtree(root, ignore_errors=True)
-        Timed.legacy = legacy
-        store = Timed(root, checkpoint_every=args.checkpoint_every)
-        report = store.build_records(records, catalog)
-        started = time.perf_counter()
-        hits = (store.scan_index().filter(pl.col("code").str.starts_with("CPT//7")).select("subject_id").unique()
-                .collect().height)
-        query_s = time.perf_counter() - started
-        rows = store.scan_index().select(pl.len()).collect().item()
-        files = [p for p in root.rglob("*.parquet") if p.name != "manifest.parquet"]
-        figures[legacy] = (report, store.index_s, store.manifest_s, query_s, hits, rows, files)
-    print(f"   built {figures[False][0].built:,} graphs, {figures[False][0].nodes_built:,} nodes: build "
-          f"{figures[True][0].seconds:.1f} s with the legacy index, {figures[False][0].seconds:.1f} s with parts")
-    print(f"   {'index layout':<40}{'writes':>7}{'index s':>9}{'first':>8}{'last':>8}{'manifest s':>11}{'files':>7}"
-          f"{'MB':>7}{'query s':>9}")
-    for legacy, name in ((True, "one index.parquet rewritten (legacy)"), (False, "one part per checkpoint (now)")):
-        report, index_s, manifest_s, query_s, hits, rows, files = figures[legacy]
-        print(f"   {name:<40}{len(index_s):7d}{sum(index_s):9.2f}{index_s[0]:8.3f}{index_s[-1]:8.3f}"
-              f"{sum(manifest_s):11.2f}{len(files):7d}{sum(p.stat().st_size for p in files) / 1e6:7.1f}{query_s:9.3f}"
-              f"   {rows:,} rows, {hits} patients with imaging")
-    legacy_s, parts_s = figures[True][1], figures[False][1]
-    if len(legacy_s) >= 4:
-        def quarters(times: list[float]) -> str:
-            n = len(times)
-            return " / ".join(f"{statistics.mean(times[q * n // 4:(q + 1) * n // 4]) * 1e3:.0f}" for q in range(4))
-
-        print(f"   ms per index write, by quarter of the build: legacy {quarters(legacy_s)} (each rewrites every row "
-              f"so far); parts {quarters(parts_s)}")
-        tail = statistics.mean(legacy_s[-max(1, len(legacy_s) // 4):])
-        per_graph = tail / len(records)  # seconds to rewrite one graph's rows, at the end of the build
-        for cohort in (100_000,):
-            flushes = cohort // 500
-            quadratic = per_graph * 500 * flushes * (flushes + 1) / 2
-            linear = statistics.mean(parts_s) / args.checkpoint_every * cohort
-            manifest = figures[False][2][-1] / len(records) * 500 * flushes * (flushes + 1) / 2  # rewritten whole
-            print(f"   extrapolated to {cohort:,} graphs at the default checkpoint_every=500: legacy index writes "
-                  f"~{quadratic / 60:.0f} min, parts ~{linear:.0f} s (plus the manifest, rewritten whole at each "
-                  f"checkpoint: ~{manifest:.0f} s)")
-    if not args.keep:
-        for name in ("store_legacy", "store_parts"):
-            shutil.rmtree(work / name, ignore_errors=True)
-
-
-def _job_index(args: argparse.Namespace, work: Path, records, catalog) -> None:
-    """The build-graphs job's index: actors write one part per batch of 16 tasks (`jobs.vista_graphs.persist_graph`,
-    `vista.graph.store.write_index_part`); the driver only registers the graphs in the store manifest
-    (`jobs.vista_index.register_graphs`) — no consolidated copy of the index is written any more."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from jobs.tasks import TaskKey
-    from jobs.vista_graphs import meds_source, persist_graph
-    from jobs.vista_index import register_graphs
-    from vista.graph.store import write_index_part
-
-    out = work / "vista_job"
-    shutil.rmtree(out, ignore_errors=True)
-    started = time.perf_counter()
-    rows = []
-    for start in range(0, len(records), 16):
-        outcomes = [persist_graph(meds_source(r, catalog, None), out, TaskKey(r.subject_id), need_graph=False)
-                    for r in records[start:start + 16]]
-        part = write_index_part(out, (o.index for o in outcomes))
-        rows += [{"task": str(o.facts.subject_id), "subject_id": o.facts.subject_id, "prediction_time": None,
-                  "content_hash": o.facts.content_hash, "graph_file": o.file, "n_nodes": o.facts.n_nodes,
-                  "n_edges": o.facts.n_edges, "source": o.facts.source, "finished_at": None, "index_file": part}
-                 for o in outcomes]
-    persist_s = time.perf_counter() - started
-    patients = out / "patients.parquet"
-    pq.write_table(pa.Table.from_pylist(rows, schema=pa.schema([
-        ("task", pa.string()), ("subject_id", pa.int64()), ("prediction_time", pa.timestamp("us")),
-        ("content_hash", pa.string()), ("graph_file", pa.string()), ("n_nodes", pa.int64()), ("n_edges", pa.int64()),
-        ("source", pa.string()), ("finished_at", pa.timestamp("us", tz="UTC")), ("index_file", pa.string())])), patients)
-    print(f"-- build-graphs: {len(rows):,} graphs and {len(rows) // 16 + 1} index parts written in {persist_s:.0f} s "
-          "(as the actors do); the driver's last step registers them", flush=True)
-    for attempt in ("first run", "rerun (nothing changed)"):
-        wall = time.perf_counter()
-        report = register_graphs(out, patients)
-        print(f"   register_graphs, {attempt:<24} {time.perf_counter() - wall:6.2f} s  {report.graphs:,} graphs, "
-              f"{report.nodes:,} nodes, {report.changed:,} manifest rows appended")
-    if not args.keep:
-        shutil.rmtree(out, ignore_errors=True)
-
-
-def run_vista(args: argparse.Namespace, work: Path) -> None:
-    from vista.meds.reader import MedsDataset
-    from vista.synth import SynthConfig, generate
-
-    print(f"\n== VISTA node index: {args.graphs:,} patients of a vista.synth cohort", flush=True)
-    dataset_root = work / "synth"
-    if not (dataset_root / "metadata").is_dir():
-        generate(SynthConfig(n_subjects=args.graphs, seed=args.seed, workers=1), dataset_root, progress=False,
-                 overwrite=True)
-    dataset = MedsDataset(dataset_root)
-    catalog = dataset.code_catalog()
-    records = list(dataset.iter_patients())[: args.graphs]
-    _store_index(args, work, records, catalog)
-    _job_index(args, work, records, catalog)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -564,24 +333,17 @@ def main(argv: list[str] | None = None) -> int:
                              "finishes few patients per --flush-seconds writes smaller ones)")
     parser.add_argument("--retry-share", type=float, default=0.02, help="patients failed in r1 and retried in r2")
     parser.add_argument("--left-share", type=float, default=0.005, help="patients left with a transient failure")
-    parser.add_argument("--graphs", type=int, default=2000)
-    parser.add_argument("--checkpoint-every", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=None, help="working directory (default: a temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the simulated files")
-    parser.add_argument("--skip-predictions", action="store_true")
-    parser.add_argument("--skip-vista", action="store_true")
     args = parser.parse_args(argv)
-    if args.patients < 1 or args.graphs < 1 or args.checkpoint_every < 1 or min(args.rows_per_part) < 1:
-        parser.error("--patients, --graphs, --checkpoint-every and --rows-per-part must be at least 1")
+    if args.patients < 1 or min(args.rows_per_part) < 1:
+        parser.error("--patients and --rows-per-part must be at least 1")
     work = args.work or Path(tempfile.mkdtemp(prefix="bench_consolidation_"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"working directory {work} (started {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC)", flush=True)
     try:
-        if not args.skip_predictions:
-            run_predictions(args, work)
-        if not args.skip_vista:
-            run_vista(args, work)
+        run_predictions(args, work)
     finally:
         if not args.keep and args.work is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -19,8 +19,8 @@ BENCHMARKS = {
     "graph": "MEDS Graph of a 10k-node patient vs a plain networkx build",
     "xml_ingest": "one 200 MB <eventstream> XML file: reader alone and vista graph, wall time and peak memory",
     "graph_in_actor": "graph build in the predict actor: cost per patient vs render+chunk and the chain's wall time",
-    "consolidation": "predict driver at 100k patients: plan + consolidate from part files vs per-patient JSON; "
-                     "VISTA node index writes",
+    "consolidation": "predict driver's end of run at 100k patients over its part files: plan a rerun, "
+                     "consolidate, LLM accounting (wall, CPU, peak memory)",
     "similarity": "vista similar: precision@10 for same cancer / stage / first line vs a Jaccard baseline",
     "cli_help": "--help of every command in a fresh process (target < 2 s each)",
     "anchor": "predict job vs a plain asyncio script on the same requests: CPU ms per call (whole process tree), "

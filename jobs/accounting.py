@@ -110,7 +110,7 @@ def cache_origin(cache_dir: str | Path | None, out: str | Path) -> Literal["outp
 def summary_figures(ledger: BudgetStats | None, usage: TaskUsage, *, llm: LLMConfig | None,
                     out: str | Path) -> dict[str, object]:
     """The `jobs.summary.RunSummary` fields of a run's LLM accounting, from the budget's final ledger (None: no
-    budget ran) and the usage of the rows kept (`jobs.row_parts.kept_usage`): ``prompt_tokens``,
+    budget ran) and the usage of the rows kept (`jobs.row_parts.RunLLMRows.kept`): ``prompt_tokens``,
     ``completion_tokens`` and ``cost_usd`` are the ledger's when there is one; cache hits are split by origin."""
     answered = None
     if ledger is not None and llm is not None:

@@ -37,14 +37,15 @@ import pyarrow as pa
 
 from vista.atomic import apply_data_umask
 from vista.llm import LLMConfig
+from vista.meds.patient_loader import PatientLoader
+from vista.meds.tasks import task_keys
 
 from jobs.job_gateway import JobGateway, job_llm_gateway
 from jobs.llm_budget import BudgetRef
-from jobs.patient_loader import PatientLoader
 from jobs.preprocess_pool import PreprocessorPool
 from jobs.progress import StatusRow, status_table
 from jobs.row_parts import PartWriter
-from jobs.tasks import TaskKey, task_keys
+from jobs.tasks import TaskKey
 
 log = logging.getLogger(__name__)
 

@@ -63,7 +63,6 @@ from jobs.driver import job_main, new_run_id, task_dataset
 from jobs.errors import JobInputError
 from jobs.llm_budget import BudgetRef
 from jobs.llm_options import answer_fields, llm_config, llm_configured
-from jobs.patient_loader import coding_profile_for
 from jobs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
 from jobs.row_parts import PartConsolidation
@@ -77,11 +76,14 @@ from jobs.runner import (
     stream_actor_pool,
 )
 from jobs.summary import RunSummary
-from jobs.tasks import TaskKey, keys_table, read_label_tasks, task_keys
+from jobs.tasks import TaskKey
 from jobs.vista_actor import VistaActor, VistaSettings
 from jobs.vista_index import register_graphs
 from jobs.vista_rows import STAGES, VISTA_KEYS, VISTA_SCHEMA
-from jobs.vista_tasks import XmlTask, check_listable, dataset_task_keys, list_xml_tasks, unusable_shards, xml_dataset
+from jobs.vista_tasks import XmlTask, dataset_task_keys, list_xml_tasks, xml_dataset
+from vista.meds.patient_loader import coding_profile_for
+from vista.meds.subjects import check_listable, unusable_shards
+from vista.meds.tasks import keys_table, read_label_tasks, task_keys
 
 log = logging.getLogger("jobs.build_graphs")
 FORMAT_VERSION = 4  # of the persisted artifacts (4: rows in part files); part of the resume check
@@ -226,7 +228,7 @@ class GraphsJob(CohortJob):
         if self.xml_tasks is not None:
             return [task.key for task in self.xml_tasks]
         if self.label_tasks is not None:
-            return task_keys(self.label_tasks)
+            return task_keys(self.label_tasks.table)
         ray.runtime()  # the subjects are listed by Ray Data tasks, one per shard
         return dataset_task_keys(self.settings.dataset)
 

@@ -15,9 +15,11 @@ from datetime import datetime
 
 import pyarrow as pa
 
+from vista.meds.labels import BOOLEAN_VALUE
+from vista.meds.tasks import TASK_SCHEMA
+
 from jobs.errors import JobError
 from jobs.progress import ProgressTracker
-from jobs.tasks import BOOLEAN_VALUE, TASK_SCHEMA
 
 
 def new_run_id(now: datetime | None = None) -> str:

@@ -52,7 +52,8 @@ from jobs.progress import ProgressTracker
 from jobs.row_parts import PartConsolidation
 from jobs.runner import CohortJob, LazyRay, check_common_options, exit_status, run_job, sized_settings
 from jobs.summary import RunSummary
-from jobs.tasks import TaskKey, keys_table
+from jobs.tasks import TaskKey
+from vista.meds.tasks import keys_table
 from vista.atomic import atomic_write_text
 from vista.cli_kit import check_output_dir
 from vista.evaluation.cohort_rows import COHORT_SCHEMA, CohortRow

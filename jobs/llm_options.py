@@ -4,29 +4,16 @@ Settings are resolved by `vista.llm.LLMConfig.resolve`, the one rule every comma
 ``VISTA_LLM_*`` < the deprecated ``TRAJONCO_LLM_BASE_URL`` / ``TRAJONCO_LLM_MODEL`` < explicit options <
 ``--llm KEY=VALUE``, and a base URL named anywhere means that endpoint (backend openai). This module only wires the
 job's flags onto it; the response cache defaults to ``OUT/llm_cache``, so rerunning a job in the same output
-directory pays no call twice.
-
-Before any actor starts, the driver checks the settings (`check_llm`: key present, model file found) and the
-endpoint itself (`check_endpoint`: one ``GET /models`` — reachable, key accepted, model served, context window
-known), so a wrong URL or model name costs one line and no patient.
+directory pays no call twice. The driver then checks the settings and the endpoint (`vista.llm.endpoint_check`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import logging
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
-log = logging.getLogger(__name__)
-
-LLM_ANSWER_FIELDS = ("backend", "model", "schema_mode", "schema_in_prompt", "temperature", "max_tokens",
-                     "max_tokens_field", "reasoning_effort", "seed", "model_path", "n_ctx", "context_tokens")
-"""LLM settings that change answers (hence outputs). The others (endpoint URL, timeouts, concurrency, cache) only
-change where and how fast answers come; like the response cache's key, the manifest ignores them."""
-
+from vista.llm.config import ANSWER_FIELDS
 
 
 def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
@@ -89,125 +76,7 @@ def llm_config(args: argparse.Namespace, env: dict[str, str] | None = None):
 
 
 def answer_fields(llm) -> dict[str, object]:
-    """The answer-determining LLM settings (for a job's manifest)."""
+    """The answer-determining LLM settings (`vista.llm.config.ANSWER_FIELDS`, for a job's manifest): the endpoint
+    URL, timeouts, concurrency and cache only change where and how fast answers come, so the manifest ignores them."""
     dumped = llm.model_dump(mode="json")
-    return {name: dumped[name] for name in LLM_ANSWER_FIELDS}
-
-
-def check_llm(llm) -> None:
-    """Fail on the driver, in one line, when the LLM settings cannot work (missing key or model file), rather than
-    in every actor: an OpenAI-compatible backend is built (no request is sent), the embedded model file is located."""
-    from vista.llm import LLMConfigError
-
-    if llm.backend == "embedded":
-        from vista.llm.embedded import default_model_path
-
-        path = llm.model_path or default_model_path()
-        if not Path(path).is_file():
-            raise LLMConfigError(f"embedded backend: model file {path} does not exist")
-        return
-    from vista.llm import build_backend
-
-    build_backend(llm)
-
-
-@dataclass(frozen=True, slots=True)
-class EndpointFacts:
-    """What the driver learned about the endpoint before starting any actor."""
-
-    endpoint: str  # base URL (or "embedded model ...")
-    models: tuple[str, ...] | None  # what GET /models lists (None: the server does not list models)
-    context_tokens: int | None  # the context window the job will budget prompts against
-
-
-def check_endpoint(llm, *, context_tokens: int | None = None, needs_context: bool = False,
-                   timeout_s: float = 30.0) -> EndpointFacts:
-    """Ask the endpoint once, on the driver, whether the job can work: one ``GET /models``.
-
-    Raises `LLMEndpointFailure` (one line naming the URL and the option to check) when the endpoint cannot be
-    reached, refuses the key, answers something that is not an OpenAI-compatible API, or lists models without
-    the one asked for (llama.cpp servers, which answer any model name, are let through); `LLMConfigError` naming
-    ``--context-tokens`` when ``needs_context`` and nobody knows the model's context window (the option, the
-    LLM settings, the listing, the price table).
-    """
-    from vista.llm import LLMConfigError
-    from vista.llm.errors import LLMEndpointFailure
-
-    from jobs.llm_budget import endpoint_of
-
-    url = endpoint_of(llm)
-    if llm.backend == "embedded":
-        return EndpointFacts(url, None, context_tokens or llm.context_tokens or llm.n_ctx)
-    entries = _listed_models(llm, url, timeout_s)
-    models = None if entries is None else tuple(str(e["id"]) for e in entries if isinstance(e, dict) and "id" in e)
-    if models and llm.model not in models and not _answers_any_name(entries):
-        shown = ", ".join(models[:8]) + (", ..." if len(models) > 8 else "")
-        raise LLMEndpointFailure(f"LLM endpoint {url}: model {llm.model!r} is not served there (it lists {shown}) "
-                                 "— check --model")
-    context = context_tokens or llm.context_tokens or _listed_context(entries, llm.model) or _priced_context(llm)
-    if needs_context and context is None:
-        raise LLMConfigError(f"the context window of model {llm.model!r} at {url} is unknown (its /models listing "
-                             "does not report it and the price table does not list the model) — pass --context-tokens N")
-    return EndpointFacts(url, models, context)
-
-
-def _listed_models(llm, url: str, timeout_s: float) -> list | None:
-    """The ``data`` of ``GET {url}/models`` (None when the server does not list models)."""
-    import openai
-
-    from vista.llm.body_limit import IDENTITY_ENCODING, BodyTooLarge, too_large_cause
-    from vista.llm.errors import LLMEndpointFailure
-    from vista.llm.openai_backend import capped_sync_client, connection_problem
-
-    key_hint = f"check --api-key-env (now {llm.api_key_env}{'' if llm.api_key() else ', which is not set'})"
-    client = openai.OpenAI(base_url=url, api_key=llm.api_key() or "EMPTY", max_retries=0,
-                           http_client=capped_sync_client(), default_headers=IDENTITY_ENCODING)
-    too_big = (f"LLM endpoint {url}: GET /models answered a body too large to be a model listing — is this an "
-               "OpenAI-compatible API root? check --base-url")
-    try:
-        raw = client.models.with_raw_response.list(timeout=timeout_s)
-        text = raw.text
-    except BodyTooLarge:
-        raise LLMEndpointFailure(too_big) from None
-    except openai.APITimeoutError:
-        raise LLMEndpointFailure(f"LLM endpoint {url}: no answer to GET /models within {timeout_s:g} s — check "
-                                 "--base-url (is the server up?)") from None
-    except openai.APIConnectionError as exc:
-        if too_large_cause(exc) is not None:
-            raise LLMEndpointFailure(too_big) from None
-        raise LLMEndpointFailure(f"LLM endpoint {url}: {connection_problem(exc)} — check --base-url") from None
-    except openai.APIStatusError as exc:
-        status = exc.status_code
-        if status in (401, 403):
-            raise LLMEndpointFailure(f"LLM endpoint {url}: the API key was refused (HTTP {status}) — {key_hint}") from None
-        if status >= 500:
-            raise LLMEndpointFailure(f"LLM endpoint {url}: GET /models answered HTTP {status} — is the server "
-                                     "healthy?") from None
-        return None  # 404/405...: this server does not list its models; the chat calls will tell
-    finally:
-        client.close()
-    try:
-        body = json.loads(text)
-    except ValueError:
-        raise LLMEndpointFailure(f"LLM endpoint {url}: GET /models did not answer JSON — is this an OpenAI-compatible "
-                                 "API root (usually ending in /v1)? check --base-url") from None
-    data = body.get("data") if isinstance(body, dict) else None
-    return data if isinstance(data, list) else None
-
-
-def _answers_any_name(entries: list | None) -> bool:
-    """llama.cpp's server lists its one model under the file's alias and answers whatever model name is sent."""
-    return bool(entries) and all(isinstance(e, dict) and e.get("owned_by") == "llamacpp" for e in entries)
-
-
-def _listed_context(entries: list | None, model: str) -> int | None:
-    from vista.llm.openai_backend import listed_context_window
-
-    return listed_context_window(entries, model) if entries else None
-
-
-def _priced_context(llm) -> int | None:
-    from vista.llm import PriceTable
-
-    priced = PriceTable.load(llm.prices_path).get(llm.model)
-    return priced.context_window if priced else None
+    return {name: dumped[name] for name in ANSWER_FIELDS}

@@ -52,7 +52,6 @@ from jobs.driver import JobStalled, job_main, new_run_id, task_dataset
 from jobs.errors import JobInputError
 from jobs.llm_budget import BudgetRef
 from jobs.llm_options import answer_fields, llm_config
-from jobs.patient_loader import coding_profile_for
 from jobs.predict_actor import PredictActor, PredictSettings
 from jobs.predict_options import build_parser
 from jobs.progress import ProgressTracker
@@ -61,16 +60,7 @@ from jobs.resources import ResourcePlan
 from jobs.row_parts import OutputFile
 from jobs.runner import CohortJob, LazyRay, check_common_options, run_job, sized_settings
 from jobs.summary import RunSummary
-from jobs.tasks import (
-    PREDICTION_TIME,
-    SUBJECT_ID,
-    TaskKey,
-    estimate_lengths,
-    keys_table,
-    read_label_tasks,
-    schedule,
-    task_keys,
-)
+from jobs.tasks import TaskKey, schedule
 from trajonco.prediction_files import (
     DETAILS_FILE,
     DETAILS_SCHEMA,
@@ -81,6 +71,9 @@ from trajonco.prediction_files import (
 )
 from trajonco.prediction_rows import PREDICTION_SCHEMA
 from vista.cli_kit import check_output_dir
+from vista.meds.labels import PREDICTION_TIME, SUBJECT_ID
+from vista.meds.patient_loader import coding_profile_for
+from vista.meds.tasks import estimate_lengths, keys_table, read_label_tasks, task_keys
 from vista.storage import join, normalize
 
 log = logging.getLogger("jobs.predict")
@@ -164,7 +157,8 @@ class PredictJob(CohortJob):
             raise JobInputError(f"--threshold must be between 0 and 1, not {args.threshold}")
         check_output_dir(args.out, resumable=True)  # a file, or a directory nobody may write, fails before any work
         MedsDataset(args.dataset)  # a missing or empty dataset fails here, naming the path
-        self.tasks = read_label_tasks(args.labels)
+        self.label_tasks = read_label_tasks(args.labels)
+        self.tasks = self.label_tasks.table
         self.settings = build_settings(args, self.run_id)
 
     def context_tokens(self) -> int | None:

@@ -1,7 +1,7 @@
 """The predict job's stateful Ray Data UDF: `jobs.actor_base.TaskActor` whose work item is one label row and its
 patient's record, and whose run is the TrajOnco chain.
 
-A block's patients are read with one targeted MEDS read (`jobs.patient_loader`); each patient then runs the
+A block's patients are read with one targeted MEDS read (`vista.meds.patient_loader`); each patient then runs the
 configured variant (or the any-cancer assessment) within the per-patient time limit, its LLM calls counted in a
 usage scope. The row (`trajonco.prediction_rows`: the prediction columns, plus the whole result and usage as JSON)
 goes to the actor's part files. A task that raises (bad data, a timeout, a bug) gets an error row and the others go
@@ -26,15 +26,16 @@ from trajonco.prediction_rows import PART_SCHEMA, PredictionRow, RowContext, par
 from vista.llm import LLMConfig
 from vista.llm.errors import LLMEndpointFailure
 from vista.llm.task_usage import TaskUsage, usage_scope
+from vista.meds.labels import BOOLEAN_VALUE
+from vista.meds.patient_loader import Loaded
 from vista.records import PatientRecord
 from vista.storage import normalize
 
 from jobs.actor_base import TaskActor
 from jobs.llm_budget import BudgetRef
-from jobs.patient_loader import Loaded
 from jobs.preprocess_pool import PreprocessorPool
 from jobs.progress import StatusRow
-from jobs.tasks import BOOLEAN_VALUE, TaskKey
+from jobs.tasks import TaskKey
 
 log = logging.getLogger(__name__)
 

@@ -46,9 +46,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vista.llm.task_usage import TaskUsage
+from vista.meds.labels import PREDICTION_TIME, SUBJECT_ID
 from vista.storage import Location, resolve, scan_parquet
 
-from jobs.tasks import PREDICTION_TIME, SUBJECT_ID, TaskKey
+from jobs.tasks import TaskKey
 
 ROWS = "rows"
 """Folder of the part files under the output directory."""
@@ -207,24 +208,6 @@ def latest_states(root: Path | str, keys: RowKeys = TASK_KEYS) -> dict[TaskKey, 
     }
 
 
-def answered_by(root: Path | str, run_id: str) -> dict[str, list[str]]:
-    """Who answered the LLM calls of run ``run_id``, from its rows: the distinct ``backend``, ``endpoint_host`` and
-    ``served_model`` values (comma-joined cells split), each sorted; empty lists when no row records them."""
-    from vista.llm.task_usage import IDENTITY_COLUMNS
-
-    files = _part_locations(root)
-    found: dict[str, set[str]] = {name: set() for name in IDENTITY_COLUMNS}
-    if files:
-        frame = scan_parquet(files)
-        present = [c for c in IDENTITY_COLUMNS if c in frame.collect_schema().names()]
-        if present:
-            rows = frame.filter(pl.col("run_id") == run_id).select(present).unique().collect(engine="streaming")
-            for name in present:
-                for cell in rows[name].drop_nulls().to_list():
-                    found[name].update(part for part in str(cell).split(",") if part)
-    return {name: sorted(values) for name, values in found.items()}
-
-
 @dataclass(frozen=True, slots=True)
 class OutputFile:
     """One consolidated file: its name in the summary, where it goes, its schema (the columns it keeps), and which
@@ -243,20 +226,43 @@ class OutputFile:
 
 USAGE_SUMS = {"calls": "llm_calls", "cache_hits": "cache_hits", "prompt_tokens": "prompt_tokens",
               "completion_tokens": "completion_tokens", "cost_usd": "cost_usd", "unpriced_calls": "unpriced_calls"}
-"""The `TaskUsage` fields `kept_usage` adds up, and the row columns holding them."""
+"""The `TaskUsage` fields `RunLLMRows.kept` adds up, and the row columns holding them."""
 
 
-def kept_usage(root: Path | str, run_id: str, keys: RowKeys = TASK_KEYS) -> TaskUsage:
-    """The usage columns (`USAGE_SUMS`) summed over the tasks whose newest row run ``run_id`` wrote: what the rows
-    the output keeps say this run spent (a row written twice, or superseded by a rerun, is not counted)."""
+@dataclass(frozen=True, slots=True)
+class RunLLMRows:
+    """What a run's rows say about its LLM calls, from one scan of the part files at run end."""
+
+    answered_by: dict[str, list[str]]
+    """Who answered the run's calls: the distinct ``backend``, ``endpoint_host`` and ``served_model`` values of
+    every row the run wrote (comma-joined cells split), each sorted; empty lists when no row records them."""
+    kept: TaskUsage
+    """The usage columns (`USAGE_SUMS`) summed over the tasks whose newest row the run wrote: what the rows the
+    output keeps say it spent (a row written twice, or superseded by a rerun, is not counted)."""
+
+
+def run_llm_rows(root: Path | str, run_id: str, keys: RowKeys = TASK_KEYS) -> RunLLMRows:
+    """`RunLLMRows` of run ``run_id``: its identity and usage columns, with the key and order columns, read once."""
+    from vista.llm.task_usage import IDENTITY_COLUMNS
+
     files = _part_locations(root)
     if not files:
-        return TaskUsage()
-    names = scan_parquet(files).collect_schema().names()
-    present = {field: column for field, column in USAGE_SUMS.items() if column in names}
-    frame = (_latest(files, ["run_id", *present.values()], keys).filter(pl.col("run_id") == run_id)
-             .select([pl.col(column).sum() for column in present.values()]).collect(engine="streaming"))
-    return TaskUsage(**{field: frame[column][0] or 0 for field, column in present.items()})
+        return RunLLMRows({name: [] for name in IDENTITY_COLUMNS}, TaskUsage())
+    scan = scan_parquet(files)
+    names = scan.collect_schema().names()
+    identity = [c for c in IDENTITY_COLUMNS if c in names]
+    usage = {field: column for field, column in USAGE_SUMS.items() if column in names}
+    wanted = list(dict.fromkeys([*keys.columns, ORDER_COLUMN, "run_id", *identity, *usage.values()]))
+    rows = scan.select(wanted).collect(engine="streaming")
+    found: dict[str, set[str]] = {name: set() for name in IDENTITY_COLUMNS}
+    ours = rows.filter(pl.col("run_id") == run_id)
+    for name in identity:
+        for cell in ours[name].drop_nulls().unique().to_list():
+            found[name].update(part for part in str(cell).split(",") if part)
+    newest = (rows.sort(ORDER_COLUMN, nulls_last=False).unique(subset=keys.columns, keep="last")
+              .filter(pl.col("run_id") == run_id).select([pl.col(c).sum() for c in usage.values()]))
+    kept = TaskUsage(**{field: newest[column][0] or 0 for field, column in usage.items()})
+    return RunLLMRows({name: sorted(values) for name, values in found.items()}, kept)
 
 
 @dataclass(slots=True)
@@ -328,15 +334,3 @@ def consolidate_parts(root: Path | str, files: Sequence[OutputFile], selected: I
                 report.file_rows[f.name] += table.num_rows
     report.seconds = time.perf_counter() - started
     return report
-
-
-def read_details(root: Path | str, key: TaskKey, columns: Iterable[str],
-                 keys: RowKeys = TASK_KEYS) -> dict[str, object] | None:
-    """The newest row of one task with the given columns (e.g. the detail JSON), or None (a debugging aid)."""
-    files = _part_locations(root)
-    if not files:
-        return None
-    when = pl.col(keys.time).is_null() if key.prediction_time is None else pl.col(keys.time) == key.prediction_time
-    frame = (scan_parquet(files).filter((pl.col(keys.subject) == key.subject_id) & when)
-             .sort(ORDER_COLUMN).select(list(columns)).collect())
-    return frame.row(-1, named=True) if frame.height else None

@@ -38,6 +38,7 @@ from rich.console import Console
 
 from vista.llm import LLMConfig
 from vista.llm.prices import PriceTable
+from vista.meds.tasks import LabelTasks, MatchGroups
 from vista.storage import join
 
 from jobs.accounting import summary_figures
@@ -56,14 +57,13 @@ from jobs.row_parts import (
     PartConsolidation,
     RowKeys,
     RowState,
-    answered_by,
     consolidate_parts,
-    kept_usage,
     latest_states,
     remove_stale_temporaries,
+    run_llm_rows,
 )
 from jobs.summary import AnsweringLLM, RunSummary
-from jobs.tasks import MatchGroups, TaskKey, TaskPlan, plan_tasks, read_match_groups
+from jobs.tasks import TaskKey, TaskPlan, plan_tasks
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,8 @@ class CohortJob(ABC):
     # ------------------------------------------------------------------------------------------ hooks
     settings: ActorSettings
     """The actors' settings, made by `check` (their ``out`` and ``llm`` are the job's)."""
+    label_tasks: LabelTasks | None = None
+    """The ``--labels`` file's tasks, read once by `check` (None: the tasks come from elsewhere)."""
 
     @property
     def out(self) -> Path | str:
@@ -117,7 +119,7 @@ class CohortJob(ABC):
         missing, the endpoint unreachable, the key refused, the model not served, or — `needs_context` — its context
         window unknown); one warning when the model has no price."""
         from jobs.job_gateway import warn_if_unpriced
-        from jobs.llm_options import check_endpoint, check_llm
+        from vista.llm.endpoint_check import check_endpoint, check_llm
 
         llm = self.llm
         if llm is None:
@@ -162,10 +164,9 @@ class CohortJob(ABC):
 
     def match_groups(self) -> MatchGroups | None:
         """The case–control groups ``--limit``/``--sample`` must keep whole (None: the tasks are independent)."""
-        labels = getattr(self.args, "labels", None)
-        if labels is None or (self.args.limit is None and self.args.sample is None):
+        if self.label_tasks is None or (self.args.limit is None and self.args.sample is None):
             return None
-        return read_match_groups(labels)
+        return self.label_tasks.groups
 
     def describe(self) -> str:
         """What the tasks do, in a few words, for the plan line (e.g. the variant and cancer)."""
@@ -229,12 +230,12 @@ class CohortJob(ABC):
         return (f"check {where}that the cluster has room for the actors ({size} each); raise --stall-timeout if "
                 "single patients take longer")
 
-    def answering_llm(self) -> AnsweringLLM | None:
-        """Which LLM answered this run (the summary's ``llm``): the settings' LLM and what this run's rows record."""
+    def answering_llm(self, seen: dict[str, list[str]]) -> AnsweringLLM | None:
+        """Which LLM answered this run (the summary's ``llm``): the settings' LLM and what this run's rows record
+        (``seen``: `jobs.row_parts.RunLLMRows.answered_by`)."""
         llm = getattr(getattr(self, "settings", None), "llm", None)
         if llm is None:
             return None
-        seen = answered_by(self.args.out, self.run_id)
         return AnsweringLLM(backend=llm.backend, endpoint_host=llm.endpoint_host, model=llm.model,
                             backends=seen["backend"], served_models=seen["served_model"])
 
@@ -321,6 +322,7 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
         report = consolidate_parts(out, job.output_files(), plan.selected, keys=job.keys)
         outputs = {**report.paths, **job.finish(report, plan.selected)}
         statuses, reasons = _this_run(latest_states(out, job.keys) if plan.todo else {}, job.run_id)
+        llm_rows = run_llm_rows(out, job.run_id, job.keys)  # one scan: who answered, and what the kept rows spent
         summary = RunSummary.from_tracker(
             tracker, run_id=job.run_id, started_at=started_at, selected=len(plan.selected), skipped=plan.skipped,
             retried=plan.retried, complete=report.complete, outputs=outputs,
@@ -329,11 +331,11 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
             "retry_policy": job.policy, "retried_by_class": dict(sorted(retry.retried.items())),
             "kept_by_class": dict(sorted(retry.kept.items())), "repair_passes": passes,
             "consolidated_rows": report.rows, "output_rows": report.file_rows,
-            "consolidation_s": round(report.seconds, 3), "llm_budget": budget_figures, "llm": job.answering_llm(),
+            "consolidation_s": round(report.seconds, 3), "llm_budget": budget_figures, "llm": job.answering_llm(llm_rows.answered_by),
             # what this run's rows say (a task redone after an actor lost its row counts once)
             "ran": sum(statuses.values()), "by_status": statuses, "failed_by_reason": reasons,
             # tokens and cost: what the endpoint answered (the budget's ledger), set against the rows kept
-            **summary_figures(ledger, kept_usage(out, job.run_id, job.keys), llm=job.llm, out=out),
+            **summary_figures(ledger, llm_rows.kept, llm=job.llm, out=out),
         })
         summary.write(out)
     summary.print(console)

@@ -1,7 +1,7 @@
 """The VISTA job's stateful Ray Data UDF: `jobs.actor_base.TaskActor` whose work item is one task with its graph
 built, and whose run is the task's LLM stages (TOA, then display) and its row.
 
-Preparing a block: MEDS tasks are read by the actor itself (targeted parquet reads, `jobs.patient_loader`), XML tasks
+Preparing a block: MEDS tasks are read by the actor itself (targeted parquet reads, `vista.meds.patient_loader`), XML tasks
 are files read from ``--xml-dir``; each task's graph is built and written into the graph store at the output
 directory (`jobs.vista_graphs`: each graph's files, then one node-index part for the block), in a worker thread (it
 is CPU work: ~10 ms for a typical patient). Running a task: its LLM stages on the actor's event loop — at most

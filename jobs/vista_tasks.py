@@ -1,7 +1,7 @@
 """What the VISTA job works on: subjects of a MEDS dataset, label rows, or the patient XML files of a directory.
 
 MEDS tasks are `TaskKey`s as in the predict job (the subjects are listed by Ray Data tasks that read only the
-``subject_id`` column of each shard). An XML file is a task before anyone has read it — a malformed file has no
+``subject_id`` column of each shard: `vista.meds.subjects`). An XML file is a task before anyone has read it — a malformed file has no
 patient id to offer — so its key's ``subject_id`` is a stable 62-bit number derived from the file's path relative to
 the directory (`file_key`); the patient's own id goes into its output row. The file travels with its key through
 Ray Data in the ``xml_file`` column.
@@ -18,12 +18,12 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+from vista.meds.labels import BOOLEAN_VALUE, PREDICTION_TIME, SUBJECT_ID
+from vista.meds.subjects import SHARD_PROBLEM, list_shard_subjects, unlistable_error
 
 from jobs.errors import JobInputError
 from jobs.ray_runtime import LIGHT_TASK_CPUS
-from jobs.tasks import BOOLEAN_VALUE, PREDICTION_TIME, SUBJECT_ID, TaskKey
+from jobs.tasks import TaskKey
 
 log = logging.getLogger("jobs.build_graphs")
 
@@ -75,45 +75,6 @@ def xml_dataset(tasks: list[XmlTask], block_rows: int):
     return ray.data.from_items(items, override_num_blocks=max(1, math.ceil(len(items) / block_rows)))
 
 
-SHARD_PROBLEM = "shard_problem"
-"""Column of the subject listing: null for a subject row; for a shard whose subject ids cannot be read, the one row
-naming the shard and the problem (subject_id null). A Ray Data UDF that raised would reach the driver as a Ray
-traceback, without the message."""
-
-
-def list_shard_subjects(batch: pa.Table, root: str) -> pa.Table:
-    """Ray Data UDF: the distinct subject ids of each shard path in ``batch["shard"]`` (ids are unique to a shard),
-    or a `SHARD_PROBLEM` row for a shard that cannot be read."""
-    from vista.meds.errors import one_line
-
-    ids, problems = [], []
-    for shard in batch.column("shard").to_pylist():
-        try:
-            column = pq.read_table(Path(root) / shard, columns=[SUBJECT_ID]).column(SUBJECT_ID)
-            found = column.unique().cast(pa.int64())
-        except (OSError, pa.ArrowException) as exc:
-            ids.append(pa.nulls(1, pa.int64()))
-            problems.append(pa.array([f"{shard}: cannot read column subject_id ({one_line(exc)})"], pa.string()))
-            continue
-        found = found.combine_chunks() if isinstance(found, pa.ChunkedArray) else found
-        ids.append(found)
-        problems.append(pa.nulls(len(found), pa.string()))
-    empty = not ids
-    return pa.table({SUBJECT_ID: pa.array([], pa.int64()) if empty else pa.concat_arrays(ids),
-                     SHARD_PROBLEM: pa.array([], pa.string()) if empty else pa.concat_arrays(problems)})
-
-
-def unusable_shards(dataset: Path) -> list[str]:
-    """The shards of the MEDS dataset whose footer or schema is unusable (truncated, not parquet, empty, a column
-    missing or mistyped), one line each naming the file; reads no rows, on the driver, before Ray starts.
-    A dataset without data/ or shards raises `MedsFileError`."""
-    from vista.meds.reader import MedsDataset
-
-    meds = MedsDataset(dataset, on_error="quarantine")
-    meds.check_files()
-    return [str(entry) for entry in meds.quarantine.entries]
-
-
 def subject_source(dataset: Path):
     """Ray Data: one row per subject of the MEDS dataset (a task per shard reads its subject_id column)."""
     import ray.data
@@ -135,20 +96,5 @@ def dataset_task_keys(dataset: Path) -> list[TaskKey]:
         problems += [p for p in batch.column(SHARD_PROBLEM).to_pylist() if p is not None]
         keys.extend(TaskKey(int(s)) for s in batch.column(SUBJECT_ID).to_pylist() if s is not None)
     if problems:
-        raise JobInputError(_unlistable(dataset, problems))
+        raise unlistable_error(dataset, problems)
     return keys
-
-
-def _unlistable(dataset: Path, problems: list[str]) -> str:
-    shown = "; ".join(sorted(problems)[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
-    return (f"{dataset}: the subjects of {len(problems)} shard(s) cannot be listed: {shown}. Fix or move those files "
-            f"(`trajonco validate {dataset} --quarantine` lists every problem), or pass --labels to run the subjects "
-            "of a label file (theirs then get error rows)")
-
-
-def check_listable(dataset: Path) -> None:
-    """`JobInputError` naming every unusable shard (footer, schema) of the dataset: a whole-dataset run lists its
-    subjects from every shard, so it cannot start without them."""
-    problems = unusable_shards(dataset)
-    if problems:
-        raise JobInputError(_unlistable(dataset, problems))

@@ -30,14 +30,14 @@ import pytest
 import vista.meds.labels as labels_module
 from baselines import read_labels as baseline_read_labels
 from baselines.errors import LabelDataError
-from jobs.errors import JobInputError
-from jobs.tasks import TaskKey, read_label_tasks, task_keys
+from jobs.tasks import TaskKey
 from trajonco.cli import _label_time, main
 from trajonco.cohort_timelines import iter_cohort_timelines, read_labels as timeline_read_labels
 from vista.errors import CommandLineError
 from vista.meds.labels import LabelFileError, merge_label_files, read_label_table
 from vista.meds.reader import MedsDataset
 from vista.meds.schema import LABEL_SCHEMA
+from vista.meds.tasks import read_label_tasks, task_keys
 from vista.synth import SynthConfig, generate
 
 DATA = Path(__file__).parent / "data"
@@ -120,7 +120,7 @@ def test_the_python_api_table_reads_as_the_cli_file():
 # ------------------------------------------------------------------------------------------------ every reader
 @pytest.mark.parametrize("path", [ACES_CLI, ACES_QUERY], ids=["aces-cli", "aces-query"])
 def test_job_tasks_read_aces_labels(path):
-    table = read_label_tasks(path)
+    table = read_label_tasks(path).table
     assert table.num_rows == ROWS and pc.sum(table.column("boolean_value")).as_py() == TRUE
     keys = task_keys(table)
     assert len(set(keys)) == ROWS and all(isinstance(k, TaskKey) and k.prediction_time is not None for k in keys)
@@ -179,7 +179,7 @@ def test_aces_labels_without_prediction_times_are_refused_by_every_reader(tmp_pa
     message = rf"no_prediction_time\.parquet: subject 4: field 'prediction_time': {ROWS} of {ROWS} rows have no prediction time .*index_timestamp: end"
     with pytest.raises(LabelFileError, match=message):
         read_label_table(path)
-    with pytest.raises(JobInputError, match=message):
+    with pytest.raises(LabelFileError, match=message):
         read_label_tasks(path)
     with pytest.raises(LabelDataError, match=message):
         baseline_read_labels(path)
@@ -191,7 +191,7 @@ def test_aces_labels_without_prediction_times_are_refused_by_every_reader(tmp_pa
 
 def test_aces_labels_without_outcomes(tmp_path):
     path = _aces_without(tmp_path, "boolean_value")
-    assert read_label_tasks(path).column("boolean_value").null_count == ROWS  # predict runs unlabelled tasks
+    assert read_label_tasks(path).table.column("boolean_value").null_count == ROWS  # predict runs unlabelled tasks
     with pytest.raises(LabelDataError, match=r"field 'boolean_value': column is missing"):
         baseline_read_labels(path)
     assert baseline_read_labels(path, require_outcome=False).height == ROWS

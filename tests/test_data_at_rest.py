@@ -190,10 +190,11 @@ def test_a_build_graphs_actor_writes_a_private_store_and_sets_its_workers_umask(
     cache are private, and the worker's umask now keeps whatever else it writes private too."""
     from tests.graph_fixtures import synth_records, synth_root
     from tests.test_jobs_vista import run_actor
-    from jobs.tasks import TaskKey, keys_table
+    from jobs.tasks import TaskKey
     from jobs.vista_actor import VistaSettings
     from vista.llm import LLMConfig
     from vista.llm.synthetic_server import SyntheticLLMServer
+    from vista.meds.tasks import keys_table
 
     records, _ = synth_records()
     out = tmp_path / "out"

@@ -287,7 +287,7 @@ def test_vista_graph_xml_dir_loads_eventstream_files(tmp_path, capsys):
 
 
 def test_vista_job_actor_builds_eventstream_files_and_reports_the_broken_one(tmp_path):
-    from jobs.tasks import keys_table
+    from vista.meds.tasks import keys_table
     from jobs.vista_actor import VistaSettings
     from jobs.vista_tasks import XML_FILE, list_xml_tasks
     from test_jobs_vista import rows_of, run_actor

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from jobs.job_gateway import JobGateway
 from jobs.accounting import cache_origin, summary_figures
 from jobs.progress import ProgressTracker
-from jobs.row_parts import PartWriter, kept_usage
+from jobs.row_parts import PartWriter, run_llm_rows
 from jobs.summary import RunSummary
 from jobs.tasks import TaskKey
 from trajonco.prediction_rows import PART_SCHEMA, RowContext, part_record, row_from_failure
@@ -78,7 +78,7 @@ def _summary(out: Path, ledger: RequestBudget | None, llm: LLMConfig) -> RunSumm
     base = RunSummary.from_tracker(tracker, run_id=RUN, started_at=datetime.now(timezone.utc), selected=3, skipped=0,
                                    retried=0, complete=True, outputs={}, totals={})
     stats = ledger.stats() if ledger is not None else None
-    return base.model_copy(update=summary_figures(stats, kept_usage(out, RUN), llm=llm, out=out))
+    return base.model_copy(update=summary_figures(stats, run_llm_rows(out, RUN).kept, llm=llm, out=out))
 
 
 def _run(out: Path, cache_dir: Path | None, *, lose: set[int] = frozenset(), endpoint: CountingEndpoint | None = None):
@@ -165,3 +165,33 @@ def _table_rows(summary: RunSummary) -> list[tuple[str, str]]:
     table = summary.table()
     names, values = (list(column.cells) for column in table.columns)
     return list(zip(names, values))
+
+
+def test_who_answered_and_what_the_kept_rows_spent_come_from_one_scan(tmp_path, monkeypatch):
+    """On main `answered_by` and `kept_usage` each scanned every part file at run end (three scans in all, for
+    100,000 rows); one scan now serves both, with the same answers: who answered every row the run wrote, and the
+    usage of the rows it kept (its newest row of each task; another run's rows left out)."""
+    import jobs.row_parts as row_parts
+    from vista.llm.task_usage import TaskUsage
+
+    def keep(run: str, subject: int, tokens: int, backend: str, at: int) -> None:
+        writer = PartWriter(tmp_path, run_id=run, schema=PART_SCHEMA)
+        usage = TaskUsage(calls=1, prompt_tokens=tokens, backends=(backend,), endpoints=("h:1",), served_models=("M",))
+        row = row_from_failure(TaskKey(subject, T0), None, TimeoutError("x"), usage,
+                               CONTEXT.model_copy(update={"run_id": run}), wall_s=0.0)
+        writer.add(part_record(row.model_copy(update={"finished_at": datetime(2024, 1, 1, 0, 0, at, tzinfo=timezone.utc)}),
+                               None, usage))
+        writer.flush()
+
+    keep("r1", 1, 10, "a", 1)
+    keep("r2", 1, 20, "b", 2)  # task 1 rerun by r2: its r1 row is superseded
+    keep("r2", 2, 5, "c", 3)
+    keep("r2", 2, 7, "b", 4)  # task 2 written twice by r2 (a repair pass): counted once, the newest
+    keep("r1", 3, 100, "a", 5)
+    scans = []
+    real = row_parts.scan_parquet
+    monkeypatch.setattr(row_parts, "scan_parquet", lambda files, *a, **k: scans.append(len(files)) or real(files, *a, **k))
+    rows = run_llm_rows(tmp_path, "r2")
+    assert rows.answered_by == {"backend": ["b", "c"], "endpoint_host": ["h:1"], "served_model": ["M"]}
+    assert (rows.kept.prompt_tokens, rows.kept.calls) == (27, 2)
+    assert scans == [5]

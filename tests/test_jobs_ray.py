@@ -22,8 +22,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.row_parts import ROWS, latest_states, part_files, read_details
-from jobs.tasks import TaskKey
+from jobs.row_parts import ROWS, latest_states, part_files
 from trajonco.prediction_rows import RUN_DEPENDENT_COLUMNS
 from trajonco.prediction_files import read_predictions
 from vista.llm.synthetic_server import SyntheticLLMServer
@@ -266,9 +265,13 @@ def test_two_stage_sends_chunk_filters_to_the_preprocessor_pool(cohort, llm, ray
     assert (frame["n_chunks_reduced"] <= frame["n_chunks"]).all() and frame["n_chunks"].max() > 1
     dataset = MedsDataset(cohort["dataset"])
     config = PipelineConfig(variant="two_stage", chunk_tokens=1500, context_tokens=32768)
+    newest = (pl.scan_parquet(part_files(out)).select("subject_id", "prediction_time", "finished_at", "usage_json",
+                                                      "result_json")
+              .sort("finished_at").unique(["subject_id", "prediction_time"], keep="last").collect())
+    details = {(d["subject_id"], d["prediction_time"]): d for d in newest.iter_rows(named=True)}  # the part files' JSON
     for row in frame.iter_rows(named=True):
-        details = read_details(out, TaskKey(row["subject_id"], row["prediction_time"]), ["usage_json", "result_json"])
-        saved = {"usage": json.loads(details["usage_json"]), "result": json.loads(details["result_json"])}
+        detail = details[(row["subject_id"], row["prediction_time"])]
+        saved = {"usage": json.loads(detail["usage_json"]), "result": json.loads(detail["result_json"])}
         assert saved["usage"]["remote_calls"] == row["n_chunks"] == saved["result"]["usage"]["preprocessor"]["calls"]
         record = dataset.load_patients([row["subject_id"]])[row["subject_id"]]
 

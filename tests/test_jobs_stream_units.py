@@ -15,9 +15,10 @@ from jobs.driver import JobStalled, stream_status
 from jobs.retry_policy import reruns
 from jobs.progress import ProgressTracker, StatusRow, status_table
 from jobs.row_parts import OutputFile, PartWriter, RowState, consolidate_parts, latest_states, part_files, remove_stale_temporaries
-from jobs.tasks import TaskKey, estimate_lengths, plan_tasks, schedule
+from jobs.tasks import TaskKey, plan_tasks, schedule
 from trajonco.prediction_rows import PART_SCHEMA, PREDICTION_SCHEMA, RowContext, part_record, row_from_failure
 from vista.llm.task_usage import TaskUsage
+from vista.meds.tasks import estimate_lengths
 
 T0 = datetime(2020, 1, 1)
 CONTEXT = RowContext(cancer="lung", variant="one_stage", model="m", run_id="r1")

@@ -14,17 +14,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pydantic import BaseModel
 
-from jobs.consolidate import consolidate
-from jobs.errors import JobError, JobInputError, JobSettingsMismatch
+from jobs.errors import JobError, JobSettingsMismatch
 from jobs.job_gateway import JobGateway, ModelRef, RemoteAnswer, RemoteCall, model_ref, resolve_model
 from jobs.manifest import check_manifest
-from jobs.outputs import MarkerStore, OutputLock
+from jobs.outputs import OutputLock
 from jobs.progress import ProgressTracker, StatusRow, status_table
 from jobs.resources import plan_resources
 from jobs.summary import RunSummary
-from jobs.tasks import TaskKey, plan_tasks, read_label_tasks, task_keys
+from jobs.tasks import TaskKey, plan_tasks
 from test_agents_patients import CATALOG, lung_patient
 from trajonco.agents.schemas import COMPACT_LIMITS, STANDARD_LIMITS, output_models
 from trajonco.pipeline import PipelineConfig, run_patient
@@ -43,11 +41,13 @@ from vista.llm import LLMConfig, LLMGateway, ScriptedBackend, response_schema
 from vista.llm.synthetic_server import SchemaAnswerer, synthetic_content
 from vista.llm.task_usage import TaskUsage, usage_scope
 from vista.meds.errors import MedsSubjectNotFoundError
+from vista.meds.labels import LabelFileError
+from vista.meds.tasks import read_label_tasks, task_keys
 
 T0 = datetime(2020, 1, 1)
 PREDICTION = datetime(2019, 1, 1)
 
-JOB_MODULES = ["jobs.tasks", "jobs.outputs", "jobs.manifest", "jobs.progress", "jobs.resources",
+JOB_MODULES = ["jobs.tasks", "jobs.manifest", "jobs.progress", "jobs.resources",
                "jobs.row_parts", "jobs.retry_policy", "jobs.job_options", "jobs.driver"]
 
 
@@ -69,7 +69,7 @@ def test_plan_limit_and_sample_are_deterministic_and_skip_done_tasks():
     done = {first.selected[0]: "done", first.selected[1]: "failed", TaskKey(999, T0): "done"}
     resumed = plan_tasks(keys, done, sample=10, seed=3)
     assert resumed.skipped == 2 and len(resumed.todo) == 8 and resumed.outside_selection == 1
-    retried = plan_tasks(keys, done, sample=10, seed=3, retry_failed=True)
+    retried = plan_tasks(keys, done, sample=10, seed=3, rerun=lambda state: state == "failed")
     assert retried.skipped == 1 and retried.retried == 1 and first.selected[1] in retried.todo
     with pytest.raises(ValueError, match="either limit or sample"):
         plan_tasks(keys, {}, limit=1, sample=1)
@@ -88,40 +88,25 @@ def _write_labels(path: Path, **columns) -> Path:
 
 
 def test_label_file_problems_name_the_file_and_field(tmp_path):
-    with pytest.raises(JobInputError, match="label file not found"):
+    with pytest.raises(LabelFileError, match="label file not found"):
         read_label_tasks(tmp_path / "nope.parquet")
     no_time = _write_labels(tmp_path / "a.parquet", subject_id=pa.array([1], pa.int64()))
-    with pytest.raises(JobInputError, match="a.parquet: field 'prediction_time': missing"):
+    with pytest.raises(LabelFileError, match="a.parquet: field 'prediction_time': missing"):
         read_label_tasks(no_time)
     twice = _write_labels(tmp_path / "b.parquet", subject_id=[1, 1, 2], prediction_time=[T0, T0, T0],
                           boolean_value=[True, False, True])
-    with pytest.raises(JobInputError, match="b.parquet: subject 1: field 'prediction_time': 1 .* more than once"):
+    with pytest.raises(LabelFileError, match="b.parquet: subject 1: field 'prediction_time': 1 .* more than once"):
         read_label_tasks(twice)
     nulls = _write_labels(tmp_path / "c.parquet", subject_id=[1, 2], prediction_time=pa.array([T0, None], pa.timestamp("us")))
-    with pytest.raises(JobInputError, match="c.parquet: subject 2: field 'prediction_time': 1 of 2 rows have no prediction time"):
+    with pytest.raises(LabelFileError, match="c.parquet: subject 2: field 'prediction_time': 1 of 2 rows have no prediction time"):
         read_label_tasks(nulls)
     unlabeled = _write_labels(tmp_path / "d.parquet", subject_id=[5, 4], prediction_time=[T0, T0], cancer=["lung", "lung"])
-    table = read_label_tasks(unlabeled)
+    table = read_label_tasks(unlabeled).table
     assert table.column_names == ["subject_id", "prediction_time", "boolean_value"]
     assert table.column("boolean_value").null_count == 2 and task_keys(table) == [TaskKey(5, T0), TaskKey(4, T0)]
 
 
-# ------------------------------------------------------------------------------------------------ markers
-def test_markers_keep_one_file_per_task_and_ignore_interrupted_writes(tmp_path):
-    store = MarkerStore(tmp_path, "patients")
-    key = TaskKey(123, T0)
-    store.write(key, b"error", failed=True)
-    assert store.status(key) == "failed"
-    store.write(key, b"result", failed=False)
-    assert store.status(key) == "done" and store.read(key) == b"result"
-    assert not store.path(key, failed=True).exists()
-    stale = store.bucket(key) / ".123_x.json.abc.tmp"
-    stale.write_bytes(b"half")
-    (store.bucket(key) / "notes.json").write_text("{}")  # not a task name: ignored
-    assert store.scan() == {key: "done"}
-    assert store.remove_stale_temporaries() == 1 and not stale.exists()
-
-
+# ------------------------------------------------------------------------------------------------ output lock
 def test_output_directory_lock_is_exclusive(tmp_path):
     with OutputLock(tmp_path):
         with pytest.raises(JobError, match="another run is writing"):
@@ -284,26 +269,6 @@ def test_an_exception_becomes_an_error_row_with_its_reason():
     assert (bug.error_kind, bug.retry_class) == ("internal", "permanent")
 
 
-class _Marker(BaseModel):
-    subject_id: int
-    status: str
-
-
-def test_marker_consolidation_writes_one_row_per_task_with_an_output(tmp_path):
-    """The per-task JSON markers of build-graphs, consolidated in key order."""
-    store = MarkerStore(tmp_path, "patients")
-    keys = [TaskKey(s, T0) for s in (3, 1, 2)]
-    store.write(keys[0], b'{"subject_id": 3, "status": "ok"}', failed=False)
-    store.write(keys[1], b'{"subject_id": 1, "status": "error"}', failed=True)
-    schema = pa.schema([("subject_id", pa.int64()), ("status", pa.string())])
-    report = consolidate(store, keys, tmp_path / "rows.parquet", parse=lambda data, _: _Marker.model_validate_json(data),
-                         to_table=lambda rows: pa.Table.from_pylist([r.model_dump() for r in rows], schema=schema),
-                         schema=schema, status_of=lambda r: r.status, chunk_rows=1)
-    table = pq.read_table(tmp_path / "rows.parquet")
-    assert table.column("subject_id").to_pylist() == [1, 3] and table.schema == schema
-    assert report.missing == [TaskKey(2, T0)] and not report.complete and dict(report.statuses) == {"ok": 1, "error": 1}
-
-
 # ------------------------------------------------------------------------------------------------ progress, summary
 def test_progress_and_summary_count_statuses_reasons_tokens_and_skips(tmp_path):
     clock = iter([0.0, 30.0, 30.0, 30.0, 30.0]).__next__
@@ -417,7 +382,7 @@ def test_any_cancer_row_keeps_the_strongest_cancer_and_every_score():
 
 
 def test_llm_settings_that_cannot_work_fail_on_the_driver(tmp_path, monkeypatch):
-    from jobs.llm_options import check_llm
+    from vista.llm.endpoint_check import check_llm
     from vista.llm import LLMConfigError
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -454,7 +419,6 @@ def test_limit_and_sample_keep_case_control_pairs_whole(tmp_path):
     reverse) whenever the pair's subject ids are not adjacent (the issue: --limit 20 gave 12 cases, 8 controls)."""
     import polars as pl
 
-    from jobs.tasks import read_match_groups
     from spellings import write_mimic_style
     from trajonco.cohorts import build_cohort, load_definition
 
@@ -464,7 +428,8 @@ def test_limit_and_sample_keep_case_control_pairs_whole(tmp_path):
     from vista.meds.labels import read_label_table
 
     labels = pl.from_arrow(read_label_table(path))  # the label file and its label_details sidecar
-    keys = task_keys(read_label_tasks(path))
+    tasks = read_label_tasks(path)
+    keys = task_keys(tasks.table)
     case_of = {int(s): int(m) for s, m in zip(labels["subject_id"], labels["matched_to"]) if m is not None}
 
     def broken(selected):
@@ -472,7 +437,7 @@ def test_limit_and_sample_keep_case_control_pairs_whole(tmp_path):
         return [s for s, case in case_of.items() if (s in ids) != (case in ids)]
 
     assert any(broken(plan_tasks(keys, {}, limit=n).selected) for n in range(2, len(keys), 2))  # main's selection
-    groups = read_match_groups(path)
+    groups = tasks.groups
     assert groups is not None
     for n in range(2, len(keys), 2):
         for options in ({"limit": n}, {"sample": n, "seed": 4}):
@@ -484,4 +449,4 @@ def test_limit_and_sample_keep_case_control_pairs_whole(tmp_path):
     plain = tmp_path / "plain.parquet"  # any MEDS tool's label file: no matching, --limit takes the first N rows
     pl.DataFrame({"subject_id": [1, 2], "prediction_time": [datetime(2020, 1, 1)] * 2,
                   "boolean_value": [True, False]}).write_parquet(plain)
-    assert read_match_groups(plain) is None
+    assert read_label_tasks(plain).groups is None

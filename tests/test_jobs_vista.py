@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from graph_fixtures import synth_records, synth_root
-from jobs.tasks import TaskKey, keys_table
+from jobs.tasks import TaskKey
 from jobs.row_parts import ROWS, part_files
 from jobs.vista_actor import VistaActor, VistaSettings
 from jobs.vista_graphs import TASK_INDEX_SCHEMA, task_folder
@@ -26,6 +26,7 @@ from jobs.vista_tasks import XML_FILE, list_xml_tasks
 from vista.graph import build_graph, encounter_xml, read_graph
 from vista.llm import LLMConfig
 from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.meds.tasks import keys_table
 from vista.toa import TimelineStore
 
 VISTA_MODULES = ["jobs.vista_rows", "jobs.vista_tasks", "jobs.build_graphs"]

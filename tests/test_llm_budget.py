@@ -633,14 +633,14 @@ def server():
 
 
 def test_endpoint_check_reports_the_listed_facts(server):
-    from jobs.llm_options import check_endpoint
+    from vista.llm.endpoint_check import check_endpoint
 
     facts = check_endpoint(LLMConfig(backend="openai", base_url=server.base_url, model="synthetic"), needs_context=True)
     assert facts.models == ("synthetic",) and facts.context_tokens == 32768 and facts.endpoint == server.base_url
 
 
 def test_endpoint_check_refuses_an_unknown_model_and_an_unreachable_url(server):
-    from jobs.llm_options import check_endpoint
+    from vista.llm.endpoint_check import check_endpoint
 
     with pytest.raises(LLMEndpointFailure) as caught:
         check_endpoint(LLMConfig(backend="openai", base_url=server.base_url, model="gpt-nope"))
@@ -652,7 +652,7 @@ def test_endpoint_check_refuses_an_unknown_model_and_an_unreachable_url(server):
 
 
 def test_endpoint_check_names_context_tokens_when_nobody_knows_the_window():
-    from jobs.llm_options import check_endpoint
+    from vista.llm.endpoint_check import check_endpoint
     from vista.llm.synthetic_server import SyntheticLLMServer
 
     with SyntheticLLMServer(context_window=None, model="my-local-model") as quiet:
@@ -666,7 +666,7 @@ def test_endpoint_check_names_context_tokens_when_nobody_knows_the_window():
 def test_endpoint_check_refuses_a_url_that_is_not_an_openai_api():
     from aiohttp import web
 
-    from jobs.llm_options import check_endpoint
+    from vista.llm.endpoint_check import check_endpoint
 
     async def page(_):
         return web.Response(text="<html>hello</html>", content_type="text/html")

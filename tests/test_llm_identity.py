@@ -79,7 +79,7 @@ def test_rows_carry_who_answered_and_fall_back_to_the_configured_backend():
 
 
 def test_the_summary_names_who_answered_from_the_runs_rows(tmp_path):
-    from jobs.row_parts import PartWriter, answered_by
+    from jobs.row_parts import PartWriter, run_llm_rows
     from jobs.summary import AnsweringLLM
     from trajonco.prediction_rows import PART_SCHEMA, part_record
 
@@ -90,10 +90,10 @@ def test_the_summary_names_who_answered_from_the_runs_rows(tmp_path):
     writer.add(part_record(row_from_failure(TaskKey(1, datetime(2020, 1, 1)), None, TimeoutError("x"), usage, context,
                                             wall_s=0.0), None))
     writer.flush()
-    seen = answered_by(tmp_path, "r1")
+    seen = run_llm_rows(tmp_path, "r1").answered_by
     assert seen == {"backend": ["embedded"], "endpoint_host": ["in-process"],
                     "served_model": ["SmolLM2-135M-Instruct.Q4_1"]}
-    assert answered_by(tmp_path, "another-run")["served_model"] == []
+    assert run_llm_rows(tmp_path, "another-run").answered_by["served_model"] == []
     llm = AnsweringLLM(backend="embedded", endpoint_host="in-process", model="M", backends=seen["backend"],
                        served_models=seen["served_model"])
     assert llm.describe() == "embedded in-process: M (served as SmolLM2-135M-Instruct.Q4_1)"

@@ -115,7 +115,7 @@ def test_an_answer_under_the_cap_is_read_as_usual():
 
 
 def test_the_drivers_endpoint_check_stops_on_an_endless_listing_in_one_line():
-    from jobs.llm_options import check_endpoint
+    from vista.llm.endpoint_check import check_endpoint
     from vista.llm.errors import LLMEndpointFailure
 
     with SyntheticLLMServer(endless_body=True) as server:

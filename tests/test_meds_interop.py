@@ -33,7 +33,7 @@ from baselines import read_labels
 from jobs.predict import prediction_outputs
 from jobs.predict_actor import PredictActor, PredictSettings
 from jobs.row_parts import consolidate_parts
-from jobs.tasks import read_label_tasks, task_keys
+from vista.meds.tasks import read_label_tasks, task_keys
 from trajonco.cli import main as trajonco_main
 from trajonco.cohorts import LABELS_SCHEMA
 from trajonco.pipeline import PipelineConfig
@@ -89,7 +89,7 @@ def test_every_label_reader_gets_the_cohort_columns_back(cohort):
     labels = pl.from_arrow(table)
     assert sorted(labels.filter(pl.col("role") == "control")["matched_to"].to_list()) == list(range(1, 9))
     assert read_labels(path).columns == LABELS_SCHEMA.names  # the baselines' reader: the same columns
-    assert read_label_tasks(path).column_names == ["subject_id", "prediction_time", "boolean_value"]
+    assert read_label_tasks(path).table.column_names == ["subject_id", "prediction_time", "boolean_value"]
 
 
 def _with_details(cohort, tmp_path, edit) -> Path:
@@ -120,7 +120,7 @@ def test_a_label_details_file_with_a_repeated_row_is_refused(cohort, tmp_path):
 # ------------------------------------------------------------------------------------------------ predictions
 def predict(cohort, server, out, *, labelled: bool = True):
     """The predict actor over the test cohort plus one unknown subject, then the job's consolidation."""
-    tasks = read_label_tasks(cohort["cohort"] / "labels" / "test.parquet")
+    tasks = read_label_tasks(cohort["cohort"] / "labels" / "test.parquet").table
     unknown = tasks.slice(0, 1).set_column(0, tasks.schema.field(0), pa.array([UNKNOWN_SUBJECT], pa.int64()))
     tasks = pa.concat_tables([tasks, unknown])
     if not labelled:

@@ -323,7 +323,7 @@ def test_unknown_subjects_name_the_unsearched_file_and_its_problem(tmp_path):
 
 
 def test_a_subject_dropped_with_its_file_gets_the_file_row_and_problem(tmp_path):
-    from jobs.patient_loader import PatientLoader
+    from vista.meds.patient_loader import PatientLoader
 
     good_dataset(tmp_path, [range(1, 9)], row_group_size=10)  # 5 rows per subject: subjects 5-6 in row group 2
     corrupt_column(tmp_path / SHARD, "code", row_group=2)
@@ -335,7 +335,7 @@ def test_a_subject_dropped_with_its_file_gets_the_file_row_and_problem(tmp_path)
 
 
 def test_a_quarantined_subject_gets_its_file_field_and_row(tmp_path):
-    from jobs.patient_loader import PatientLoader
+    from vista.meds.patient_loader import PatientLoader
 
     rows = patient_rows(1) + patient_rows(2) + [(2, datetime(2021, 1, 1), "LOINC//718-7", math.nan, None)]
     write_dataset(tmp_path, {SHARD: rows})
@@ -357,7 +357,7 @@ def test_build_graphs_names_a_truncated_shard_before_starting_ray(tmp_path, caps
 
 
 def test_listing_a_shard_with_a_corrupt_subject_column_gives_a_problem_row(tmp_path):
-    from jobs.vista_tasks import SHARD_PROBLEM, list_shard_subjects
+    from vista.meds.subjects import SHARD_PROBLEM, list_shard_subjects
 
     good_dataset(tmp_path)
     corrupt_column(tmp_path / "data/train/1.parquet", "subject_id")
@@ -371,14 +371,13 @@ def test_listing_a_shard_with_a_corrupt_subject_column_gives_a_problem_row(tmp_p
 @pytest.mark.slow
 def test_build_graphs_on_ray_turns_unreadable_shards_into_a_message_or_error_rows(ray_session, tmp_path):
     from jobs import build_graphs
-    from jobs.errors import JobInputError
 
     def run(argv: list[str]):
         return build_graphs.run(build_graphs.build_parser().parse_args(argv))
 
     good_dataset(tmp_path / "ds")
     corrupt_column(tmp_path / "ds/data/train/1.parquet", "subject_id")  # the footer is fine: only Ray's listing fails
-    with pytest.raises(JobInputError, match=r"data/train/1\.parquet: cannot read column subject_id"):
+    with pytest.raises(MedsFileError, match=r"data/train/1\.parquet: cannot read column subject_id"):
         run(["--dataset", str(tmp_path / "ds"), "--out", str(tmp_path / "a")])
 
     truncate(tmp_path / "ds/data/train/1.parquet")  # subjects 4 and 5: their label rows become error rows

@@ -42,6 +42,10 @@ DEPRECATED_ENV = {"TRAJONCO_LLM_BASE_URL": "base_url", "TRAJONCO_LLM_MODEL": "mo
 """The old second prefix cluster.yaml used to write (read for one release, with a warning): use ``VISTA_LLM_*``."""
 MODEL_CHOICE_FIELDS = ("backend", "base_url", "model")
 """Settings that choose which model answers (the others only tune how it is asked)."""
+ANSWER_FIELDS = ("backend", "model", "schema_mode", "schema_in_prompt", "temperature", "max_tokens",
+                 "max_tokens_field", "reasoning_effort", "seed", "model_path", "n_ctx", "context_tokens")
+"""Fields that can change a model's answers (part of the TOA and display hashes and of a job's manifest); how hard
+the gateway tries (retries, timeouts, concurrency) and where it caches are not."""
 RESPONSE_BYTES_PER_TOKEN = 64
 """Derived response cap: bytes allowed per max_tokens token (a token is ~4 characters; JSON escapes such as
 ``\\u00e9`` take 6 bytes a character, and the body carries usage and other fields)."""

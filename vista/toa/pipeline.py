@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from vista.graph import PatientGraph
 from vista.llm import LLMGateway
+from vista.llm.config import ANSWER_FIELDS
 from vista.toa.chunks import Chunk, ChunkBudget, plan_chunks
 from vista.toa.errors import ChunkingError
 from vista.toa.episodes import synthesize_episodes
@@ -35,10 +36,6 @@ TOA_FORMAT_VERSION = "vista.toa/3"
 """Part of every timeline hash: bump it when the same inputs give a different timeline (2: graph-versioned refs,
 decoding settings and endpoint in the hash; 3: events dated outside their refs' dates rejected, provenance failures
 re-asked once)."""
-ANSWER_FIELDS = ("backend", "model", "schema_mode", "schema_in_prompt", "temperature", "max_tokens",
-                 "max_tokens_field", "reasoning_effort", "seed", "model_path", "n_ctx", "context_tokens")
-"""`LLMConfig` fields that can change a model's answers (part of the TOA and display hashes); how hard the gateway
-tries (retries, timeouts, concurrency) and where it caches are not."""
 
 
 class TOAConfig(BaseModel):

@@ -1,0 +1,74 @@
+"""The tasks of a label file (`vista.meds.tasks`), the subject listing (`vista.meds.subjects`) and the endpoint check's
+module (`vista.llm.endpoint_check`): moved out of jobs/, read once, doctested."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+from datetime import datetime
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from meds_builders import good_dataset
+
+T0 = datetime(2020, 1, 1)
+
+
+@pytest.mark.parametrize("name", ["vista.meds.tasks", "vista.llm.endpoint_check"])
+def test_docstring_examples(name):
+    failures, tried = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert tried > 0 and failures == 0
+
+
+def test_a_job_reads_its_case_control_label_file_once(tmp_path, monkeypatch):
+    """On main the job read the label file for its tasks (`read_label_tasks`) and again, right after, for its
+    matched groups (`read_match_groups`): two full reads of a file that can hold 100,000 rows."""
+    from jobs import build_graphs
+
+    good_dataset(tmp_path / "ds")
+    labels = tmp_path / "cc.parquet"
+    pq.write_table(pa.table({"subject_id": [1, 2, 3, 4], "prediction_time": [T0] * 4,
+                             "boolean_value": [True, False, True, False], "matched_to": [None, 1, None, 3]}), labels)
+    reads: list[str] = []
+    real = pq.read_table
+
+    def counted(source, *args, **kwargs):
+        if str(source).endswith("cc.parquet"):
+            reads.append(str(source))
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(pq, "read_table", counted)
+    args = build_graphs.build_parser().parse_args(["--dataset", str(tmp_path / "ds"), "--labels", str(labels),
+                                                   "--out", str(tmp_path / "out"), "--limit", "3"])
+    job = build_graphs.GraphsJob(args, "r1")
+    job.check()
+    groups = job.match_groups()
+    assert groups is not None and groups.group_of[next(iter(groups.group_of))] == 1
+    assert len(reads) == 1, reads
+
+
+def test_label_tasks_without_matching_have_no_groups_and_refuse_repeated_keys(tmp_path):
+    from vista.meds.labels import LabelFileError
+    from vista.meds.tasks import read_label_tasks
+
+    plain = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"subject_id": [2, 1], "prediction_time": [T0, T0]}), plain)
+    tasks = read_label_tasks(plain)
+    assert tasks.groups is None and tasks.table.num_rows == 2
+    twice = tmp_path / "twice.parquet"
+    pq.write_table(pa.table({"subject_id": [1, 1], "prediction_time": [T0, T0]}), twice)
+    with pytest.raises(LabelFileError, match=r"twice\.parquet: subject 1: field 'prediction_time': 1 .* more than once"):
+        read_label_tasks(twice)
+
+
+def test_an_unusable_shard_is_named_before_any_listing(tmp_path):
+    from vista.meds.errors import MedsFileError
+    from vista.meds.subjects import check_listable
+
+    good_dataset(tmp_path)
+    check_listable(tmp_path)
+    (tmp_path / "data/train/1.parquet").write_bytes(b"not parquet")
+    with pytest.raises(MedsFileError, match=r"the subjects of 1 shard\(s\) cannot be listed: data/train/1\.parquet"):
+        check_listable(tmp_path)
