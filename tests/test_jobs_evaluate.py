@@ -19,7 +19,8 @@ from jobs.evaluate import EVALUATED_FILE, exit_status
 from jobs.evaluate_actor import EvaluateActor, EvaluateSettings
 from jobs.outputs import OutputLock
 from jobs.row_parts import latest_states
-from jobs.tasks import TaskKey, keys_table
+from jobs.tasks import TaskKey
+from vista.meds.tasks import keys_table
 from vista.evaluation import EvaluationReport
 from vista.llm import LLMConfig
 from vista.llm.synthetic_server import SyntheticLLMServer
