@@ -34,7 +34,7 @@ written): a cold or network filesystem adds one round trip per file opened, whic
   checkpoint (quadratic in the cohort; reproduced here by `legacy_flush`, the old code); the store now writes one
   part per checkpoint under ``index/`` and the manifest names each graph's part. A query is timed on both;
 * the build-graphs job's cohort index: its output directory is a graph store, the actors write one index part per
-  batch and the driver only appends the run's rows to the store manifest (`jobs.vista_index.register_graphs`).
+  batch and the driver only appends the run's rows to the store manifest (`vista.graph.GraphStore.register_rows`).
 
     python -m benchmarks.bench_consolidation [--patients 100000] [--rows-per-part 256 16] [--graphs 2000]
         [--checkpoint-every 100] [--work DIR] [--keep] [--skip-vista | --skip-predictions]
@@ -500,23 +500,22 @@ def _store_index(args: argparse.Namespace, work: Path, records, catalog) -> None
 
 
 def _job_index(args: argparse.Namespace, work: Path, records, catalog) -> None:
-    """The build-graphs job's index: actors write one part per batch of 16 tasks (`jobs.vista_graphs.persist_graph`,
+    """The build-graphs job's index: actors write one part per batch of 16 tasks (`vista.graph.task_graphs.persist_task_graph`,
     `vista.graph.store.write_index_part`); the driver only registers the graphs in the store manifest
-    (`jobs.vista_index.register_graphs`) — no consolidated copy of the index is written any more."""
+    (`vista.graph.GraphStore.register_rows`) — no consolidated copy of the index is written any more."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from jobs.tasks import TaskKey
-    from jobs.vista_graphs import meds_source, persist_graph
-    from jobs.vista_index import register_graphs
-    from vista.graph.store import write_index_part
+    from vista.graph.store import GraphStore, write_index_part
+    from vista.graph.task_graphs import meds_source, persist_task_graph
+    from vista.meds.task_key import TaskKey
 
     out = work / "vista_job"
     shutil.rmtree(out, ignore_errors=True)
     started = time.perf_counter()
     rows = []
     for start in range(0, len(records), 16):
-        outcomes = [persist_graph(meds_source(r, catalog, None), out, TaskKey(r.subject_id), need_graph=False)
+        outcomes = [persist_task_graph(meds_source(r, catalog, None), out, TaskKey(r.subject_id), need_graph=False)
                     for r in records[start:start + 16]]
         part = write_index_part(out, (o.index for o in outcomes))
         rows += [{"task": str(o.facts.subject_id), "subject_id": o.facts.subject_id, "prediction_time": None,
@@ -533,8 +532,8 @@ def _job_index(args: argparse.Namespace, work: Path, records, catalog) -> None:
           "(as the actors do); the driver's last step registers them", flush=True)
     for attempt in ("first run", "rerun (nothing changed)"):
         wall = time.perf_counter()
-        report = register_graphs(out, patients)
-        print(f"   register_graphs, {attempt:<24} {time.perf_counter() - wall:6.2f} s  {report.graphs:,} graphs, "
+        report = GraphStore(out).register_rows(patients)
+        print(f"   register_rows,   {attempt:<24} {time.perf_counter() - wall:6.2f} s  {report.graphs:,} graphs, "
               f"{report.nodes:,} nodes, {report.changed:,} manifest rows appended")
     if not args.keep:
         shutil.rmtree(out, ignore_errors=True)

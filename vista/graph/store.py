@@ -223,6 +223,21 @@ class GraphOutcome:
                           f.source, datetime.now().replace(microsecond=0), index_part)
 
 
+@dataclass(frozen=True, slots=True)
+class RegisterReport:
+    """What registering a job's task rows did (`GraphStore.register_rows`)."""
+
+    path: Path  # the store's index directory
+    graphs: int  # graphs registered in the manifest (this run's and earlier runs')
+    nodes: int
+    changed: int  # manifest entries added or superseded by this call
+
+
+TASK_ROW_COLUMNS = ("task", "subject_id", "prediction_time", "content_hash", "graph_file", "n_nodes", "n_edges",
+                    "source", "finished_at", "index_file")
+"""The columns of a job's task table (`vista.pipeline.rows.VistaRow`) that `GraphStore.register_rows` reads."""
+
+
 def stored_facts(root: str | os.PathLike, file: str) -> GraphFacts | None:
     """The facts of the graph stored at ``file`` (relative to ``root``), or None: no complete columnar copy there,
     or one this version did not write (the graph is then rebuilt)."""
@@ -557,6 +572,35 @@ class GraphStore:
         self._write_manifest()
         remove_unused_parts(self.root, self._entries.values())
         return len(changed)
+
+    def register_rows(self, table: str | os.PathLike) -> RegisterReport:
+        """Register every graph the task rows of ``table`` name (a job's ``patients.parquet``, whose actors wrote the
+        graphs and one index part per batch into this store): reads those columns only (no graph, no index row is
+        read or rewritten) and appends one manifest part with the tasks whose entry changed, so a rerun that rebuilt
+        nothing writes nothing. Rows without a graph (error rows) are left out; a missing index part is a
+        `GraphFileError` naming it."""
+        table = Path(table)
+        try:
+            rows = pq.read_table(table, columns=list(TASK_ROW_COLUMNS)).to_pylist()
+        except (OSError, pa.ArrowException, KeyError) as exc:
+            raise GraphFileError(f"{table}: cannot read the task rows to register their graphs ({exc})") from None
+        entries = [StoreEntry(task=r["task"], subject_id=r["subject_id"], prediction_time=r["prediction_time"],
+                              content_hash=r["content_hash"], file=r["graph_file"], nodes=r["n_nodes"],
+                              edges=r["n_edges"], source=r["source"] or "", built_at=_naive(r["finished_at"]),
+                              index_part=r["index_file"])
+                   for r in rows if r["content_hash"] and r["graph_file"] and r["index_file"]]
+        missing = [e.index_part for e in entries if not (self.root / e.index_part).is_file()]
+        if missing:
+            raise GraphFileError(f"{self.root / missing[0]}: graph index part named by {table.name} is missing "
+                                 f"({len(missing)} task(s)); rerun into another --out to rebuild the store (graphs "
+                                 "rebuild in milliseconds)")
+        changed = self.register(entries)
+        return RegisterReport(self.root / INDEX_DIR, len(entries), sum(e.nodes for e in entries), changed)
+
+
+def _naive(value: datetime | None) -> datetime:
+    """A row's finish time as a manifest ``built_at``: naive, whole seconds (now when missing)."""
+    return (value or datetime.now()).replace(tzinfo=None, microsecond=0)
 
 
 def _xml_sources(paths: Iterable[str | os.PathLike], catalog: CodeCatalog | None) -> Iterator[GraphSource]:
