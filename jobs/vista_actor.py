@@ -61,7 +61,7 @@ class VistaActor(TaskActor[PatientRun]):
 
     def __init__(self, settings: VistaSettings):
         if settings.pipeline.llm_stages and settings.llm is None:
-            raise ValueError("the toa/display stages need LLM settings")
+            raise ValueError("the LLM stages of the pipeline need LLM settings")
         super().__init__(settings, dataset=settings.dataset, coding_profile=settings.coding_profile)
         self.pipeline = TaskPipeline(settings.out, settings.pipeline, settings.run_id)
 
@@ -94,9 +94,9 @@ class VistaActor(TaskActor[PatientRun]):
                 tasks.append(self.pipeline.graph(key, lambda key=key: self._meds_source(key, loaded),
                                                  read_share=read_share))
             else:
-                xml_file = self._xml_file(file)
-                tasks.append(self.pipeline.graph(
-                    key, lambda xml_file=xml_file: xml_source(xml_file, self.settings.coding_profile), xml_file=xml_file))
+                path = self._xml_file(file)
+                tasks.append(self.pipeline.graph(key, lambda path=path: xml_source(path, self.settings.coding_profile),
+                                                 xml_file=path))
         self.pipeline.write_index(tasks)
         return tasks
 

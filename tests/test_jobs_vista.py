@@ -30,8 +30,7 @@ from vista.pipeline.rows import TASK_ID
 from vista.llm.synthetic_server import SyntheticLLMServer
 from vista.toa import TimelineStore
 
-VISTA_MODULES = ["vista.pipeline.rows", "vista.pipeline.config", "vista.pipeline.patient", "vista.graph.task_graphs",
-                 "jobs.vista_tasks"]
+VISTA_MODULES = ["jobs.vista_tasks"]
 SUBJECTS = 3
 
 

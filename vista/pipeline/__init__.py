@@ -1,6 +1,6 @@
-"""VISTA per patient, end to end: graph source → MEDS Graph in a store → TOA timeline → tumor-board display → a typed
-row — the twin of `trajonco.pipeline`, used by the `vista` commands and by the cohort job's actors (`jobs.vista_actor`,
-which adds only the wiring: blocks, threads, slots, part files).
+"""VISTA per patient, end to end: graph source → MEDS Graph in a store → TOA timeline → tumor-board display → a
+typed row — the twin of `trajonco.pipeline`, used by the `vista` commands and by the cohort job's actors
+(`jobs.vista_actor`, which adds only the wiring: blocks, threads, slots, part files).
 
 - `vista.pipeline.config`: `PipelineConfig` (the stages and their settings), `resolve_stages`;
 - `vista.pipeline.stages`: the two LLM stages (`timeline_stage`, `display_stage`), each stored and skipped when

@@ -1,4 +1,4 @@
-"""One VISTA task end to end: its graph source → its graph, persisted in a store → TOA → display → its `VistaRow`.
+"""One VISTA task end to end: its graph source → its graph, persisted in a store → TOA → display → `VistaRow`.
 
 `TaskPipeline` holds what every task of a run shares (the store root, the `PipelineConfig`, the run id); a task goes
 through it as a `PatientRun`, the row so far:
