@@ -28,7 +28,8 @@ graphs built since the last checkpoint are written as one new part, then one man
 than `MAX_MANIFEST_PARTS` manifest parts pile up they are merged into one (amortized: a merge every 64 checkpoints).
 A rebuilt graph's rows in an older index part are stale: `GraphStore.scan_index` keeps only the rows of the part
 the manifest names, and a part no graph points to any more is deleted. One writer per store (a job's actors write
-graph files and index parts; only its driver writes the manifest, after they finished). Stores of the former layout
+graph files and index parts, `vista.graph.task_graphs`; only its driver writes the manifest, after they finished,
+`GraphStore.register_rows`). Stores of the former layout
 (``patients/<sid>.graphml``, one ``manifest.parquet``, perhaps one ``index.parquet``) are still read; their
 graphs load from GraphML until rebuilt.
 
