@@ -11,7 +11,7 @@ records) plus one ~10,000-node patient (`benchmarks.bench_graph.large_patient`),
 * ``render``: `render_timeline` (events before the prediction time) and ``+ chunk``: `chunk_timeline`, what the
   actor does now (the chunk count gives the chain's length: chunks + 1 calls, one-stage);
 * ``graph``: `vista.graph.build_graph` of the same events (`source_from_record(record.before(t))`, as the VISTA
-  job does), and ``+ persist``: content hash, GraphML write and node index, as `jobs.vista_graphs.persist_graph`;
+  job does), and ``+ persist``: content hash, GraphML write and node index, as `vista.graph.task_graphs.persist_task_graph`;
 * ``load``: `vista.graph.read_graph` of the persisted GraphML (the "or loads" variant: a graph built earlier);
 * peak traced memory (tracemalloc) of render+chunk and of the graph build;
 * the chain's wall time at ``--latency`` seconds a call (its lower bound: calls x latency), and the graph build as

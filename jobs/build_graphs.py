@@ -58,6 +58,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from vista.pipeline.rows import TASK_ID, VISTA_SCHEMA
+
 from jobs.build_graphs_options import build_parser
 from jobs.driver import job_main, new_run_id, task_dataset
 from jobs.errors import JobInputError
@@ -65,7 +67,7 @@ from jobs.llm_budget import BudgetRef
 from jobs.llm_options import answer_fields, llm_config, llm_configured
 from jobs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
-from jobs.row_parts import PartConsolidation
+from jobs.row_parts import PartConsolidation, RowKeys
 from jobs.runner import (
     CohortJob,
     LazyRay,
@@ -78,8 +80,6 @@ from jobs.runner import (
 from jobs.summary import RunSummary
 from jobs.tasks import TaskKey
 from jobs.vista_actor import VistaActor, VistaSettings
-from jobs.vista_index import register_graphs
-from jobs.vista_rows import STAGES, VISTA_KEYS, VISTA_SCHEMA
 from jobs.vista_tasks import XmlTask, dataset_task_keys, list_xml_tasks, xml_dataset
 from vista.meds.patient_loader import coding_profile_for
 from vista.meds.subjects import check_listable, unusable_shards
@@ -92,29 +92,6 @@ GRAPH_ACTOR_CPUS = 0.5
 
 
 # ---------------------------------------------------------------------------------------------- settings
-def resolve_stages(text: str, *, model_configured: bool) -> tuple[str, ...]:
-    """The stages a ``--stages`` value asks for, in pipeline order.
-
-    >>> resolve_stages("auto", model_configured=False), resolve_stages("auto", model_configured=True)
-    (('graph',), ('graph', 'toa', 'display'))
-    >>> resolve_stages("display,toa", model_configured=False)
-    ('graph', 'toa', 'display')
-    >>> resolve_stages("graph,display", model_configured=True)
-    Traceback (most recent call last):
-    ...
-    jobs.errors.JobInputError: --stages: display needs toa (it is built from the timeline)
-    """
-    if text.strip() == "auto":
-        return STAGES if model_configured else ("graph",)
-    asked = {part.strip() for part in text.split(",") if part.strip()}
-    unknown = sorted(asked - set(STAGES))
-    if unknown:
-        raise JobInputError(f"--stages: unknown stage(s) {', '.join(unknown)} (choose from {', '.join(STAGES)}, or auto)")
-    if "display" in asked and "toa" not in asked:
-        raise JobInputError("--stages: display needs toa (it is built from the timeline)")
-    return tuple(stage for stage in STAGES if stage in asked or stage == "graph")
-
-
 def _toa_config(args: argparse.Namespace):
     from vista.toa import ChunkBudget, TOAConfig
 
@@ -153,27 +130,25 @@ def build_settings(args: argparse.Namespace, run_id: str) -> VistaSettings:
     """The actors' settings from the command line (`JobInputError` for unusable values)."""
     from pydantic import ValidationError
 
+    from vista.pipeline import PipelineConfig, StageChoiceError, resolve_stages
+
     if args.labels is not None and args.xml_dir is not None:
         raise JobInputError("--labels goes with --dataset, not with --xml-dir")
-    stages = resolve_stages(args.stages, model_configured=llm_configured(args))
-    llm = llm_config(args) if len(stages) > 1 else None
     try:
-        toa, display = _toa_config(args), _display_config(args)
+        stages = resolve_stages(args.stages, model_configured=llm_configured(args))
+    except StageChoiceError as exc:
+        raise JobInputError(f"--stages: {exc}") from None
+    try:
+        pipeline = PipelineConfig(stages=stages, toa=_toa_config(args), display=_display_config(args))
     except ValidationError as exc:
         first = exc.errors(include_input=False)[0]
         raise JobInputError(f"stage option {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    if "display" in stages:
-        from vista.display import load_variables
-
-        load_variables(display.variables)  # a bad variables file fails here, naming the file
-    if "toa" in stages:
-        from vista.toa import load_profile
-
-        load_profile(toa.profile)  # likewise for the event profile
+    llm = llm_config(args) if pipeline.llm_stages else None
+    pipeline.check_files()  # a bad variables file or event profile fails here, naming the file
     return VistaSettings(
         out=args.out.resolve(), dataset=args.dataset.resolve() if args.dataset else None,
         coding_profile=coding_profile_for(args.dataset, args.coding_profile) if args.dataset else args.coding_profile,
-        xml_dir=args.xml_dir.resolve() if args.xml_dir else None, stages=stages, toa=toa, display=display, llm=llm,
+        xml_dir=args.xml_dir.resolve() if args.xml_dir else None, pipeline=pipeline, llm=llm,
         patients_per_actor=args.patients_per_actor or 1, patient_timeout_s=args.patient_timeout,
         flush_rows=args.flush_rows, flush_s=args.flush_seconds, run_id=run_id,
     )
@@ -181,16 +156,11 @@ def build_settings(args: argparse.Namespace, run_id: str) -> VistaSettings:
 
 def fingerprint(settings: VistaSettings, labels: Path | None) -> dict[str, object]:
     """The settings that decide the outputs (see `jobs.manifest`)."""
-    from vista.graph import DEFAULT_CONFIG
-
-    llm_stages = settings.llm_stages
     return {
         "dataset": str(settings.dataset) if settings.dataset else None, "coding_profile": settings.coding_profile,
         "xml_dir": str(settings.xml_dir) if settings.xml_dir else None,
         "labels": str(labels.resolve()) if labels else None, "format": FORMAT_VERSION,
-        "graph": DEFAULT_CONFIG.fingerprint(), "stages": list(settings.stages),
-        "toa": settings.toa.model_dump(mode="json") if llm_stages else None,
-        "display": settings.display.model_dump(mode="json") if "display" in settings.stages else None,
+        **settings.pipeline.fingerprint(),
         "llm": answer_fields(settings.llm) if settings.llm is not None else None,
     }
 
@@ -202,7 +172,7 @@ class GraphsJob(CohortJob):
     name = "build-graphs"
     output_name = "patients.parquet"
     output_schema = VISTA_SCHEMA
-    keys = VISTA_KEYS
+    keys = RowKeys(subject=TASK_ID)  # a task is named by its key's subject (an XML file's key), not the patient
 
     def __init__(self, args: argparse.Namespace, run_id: str):
         super().__init__(args, run_id)
@@ -239,7 +209,7 @@ class GraphsJob(CohortJob):
                 args.batch_size or GRAPH_BLOCK_ROWS)
 
     def describe(self) -> str:
-        return ",".join(self.settings.stages)
+        return ",".join(self.settings.pipeline.stages)
 
     def pool_clause(self, runtime: RayRuntime, order_s: float) -> str:
         if self.resources is not None:
@@ -269,7 +239,9 @@ class GraphsJob(CohortJob):
                           memory=None, block_rows=block_rows, tracker=tracker)  # graph only: no LLM, no budget
 
     def finish(self, report: PartConsolidation, selected: list[TaskKey]) -> dict[str, str]:
-        index = register_graphs(self.out, Path(report.path))
+        from vista.graph import GraphStore
+
+        index = GraphStore(self.out).register_rows(report.path)
         return {"index": str(index.path)}
 
 

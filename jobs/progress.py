@@ -95,7 +95,7 @@ class StatusRow:
     @classmethod
     def of(cls, key: TaskKey, row: object, started_at: datetime | None = None) -> StatusRow:
         """The status of a finished task from its row (any row with the status, usage and ``wall_s`` columns: a
-        `trajonco.prediction_rows.PredictionRow`, a `jobs.vista_rows.VistaRow`)."""
+        `trajonco.prediction_rows.PredictionRow`, a `vista.pipeline.rows.VistaRow`)."""
         figures = (getattr(row, name) for name in _ROW_FIGURES)
         return cls(key.subject_id, key.prediction_time, *figures, started_at.timestamp() if started_at else None)
 

@@ -193,6 +193,7 @@ def test_a_build_graphs_actor_writes_a_private_store_and_sets_its_workers_umask(
     from jobs.tasks import TaskKey
     from jobs.vista_actor import VistaSettings
     from vista.llm import LLMConfig
+    from vista.pipeline import STAGES, PipelineConfig
     from vista.llm.synthetic_server import SyntheticLLMServer
     from vista.meds.tasks import keys_table
 
@@ -200,7 +201,7 @@ def test_a_build_graphs_actor_writes_a_private_store_and_sets_its_workers_umask(
     out = tmp_path / "out"
     with SyntheticLLMServer() as server:
         llm = LLMConfig(backend="openai", base_url=server.base_url, model="synthetic", cache_dir=out / "llm_cache")
-        settings = VistaSettings(out=out, dataset=synth_root(), stages=("graph", "toa", "display"), llm=llm,
+        settings = VistaSettings(out=out, dataset=synth_root(), pipeline=PipelineConfig(stages=STAGES), llm=llm,
                                  patients_per_actor=2, run_id="test")
         statuses = run_actor(settings, keys_table([TaskKey(s) for s in sorted(records)[:2]]))
     assert [s["status"] for s in statuses] == ["ok", "ok"] and server.stats.requests > 0

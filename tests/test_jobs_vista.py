@@ -20,16 +20,18 @@ from graph_fixtures import synth_records, synth_root
 from jobs.tasks import TaskKey
 from jobs.row_parts import ROWS, part_files
 from jobs.vista_actor import VistaActor, VistaSettings
-from jobs.vista_graphs import TASK_INDEX_SCHEMA, task_folder
-from jobs.vista_rows import TASK_ID, VistaRow
 from jobs.vista_tasks import XML_FILE, list_xml_tasks
 from vista.graph import build_graph, encounter_xml, read_graph
+from vista.graph.index import TASK_INDEX_SCHEMA
+from vista.graph.task_graphs import task_folder
 from vista.llm import LLMConfig
+from vista.pipeline import PipelineConfig, VistaRow
+from vista.pipeline.rows import TASK_ID
 from vista.llm.synthetic_server import SyntheticLLMServer
 from vista.meds.tasks import keys_table
 from vista.toa import TimelineStore
 
-VISTA_MODULES = ["jobs.vista_rows", "jobs.vista_tasks", "jobs.build_graphs"]
+VISTA_MODULES = ["jobs.vista_tasks"]
 SUBJECTS = 3
 
 
@@ -64,8 +66,8 @@ def server():
 
 def meds_settings(out: Path, server: SyntheticLLMServer, **extra) -> VistaSettings:
     llm = LLMConfig(backend="openai", base_url=server.base_url, model="synthetic", cache_dir=out / "llm_cache")
-    return VistaSettings(out=out, dataset=synth_root(), stages=("graph", "toa", "display"), llm=llm, patients_per_actor=2,
-                         run_id="test", **extra)
+    return VistaSettings(out=out, dataset=synth_root(), pipeline=PipelineConfig(stages=("graph", "toa", "display")),
+                         llm=llm, patients_per_actor=2, run_id="test", **extra)
 
 
 def test_meds_tasks_get_graph_timeline_display_whose_refs_resolve_and_a_rerun_asks_nothing(server, tmp_path):
@@ -193,19 +195,20 @@ def test_stage_options_and_llm_defaults(tmp_path):
 
     base = ["--dataset", str(synth_root()), "--out", str(tmp_path / "o")]
     graph_only = build_settings(build_parser().parse_args(base), "r")
-    assert graph_only.stages == ("graph",) and graph_only.llm is None
+    assert graph_only.pipeline.stages == ("graph",) and graph_only.llm is None
     with_model = build_settings(build_parser().parse_args(base + ["--backend", "openai", "--base-url",
                                                                   "http://127.0.0.1:9/v1", "--model", "m"]), "r")
-    assert with_model.stages == ("graph", "toa", "display") and with_model.llm.cache_dir == (tmp_path / "o" / "llm_cache")
+    assert with_model.pipeline.stages == ("graph", "toa", "display") and with_model.llm.cache_dir == (tmp_path / "o" / "llm_cache")
     explicit = build_settings(build_parser().parse_args(base + ["--stages", "graph,toa", "--chunk-chars", "4000",
                                                                 "--no-safety-net"]), "r")
-    assert explicit.stages == ("graph", "toa") and explicit.llm.backend == "embedded"
-    assert (explicit.toa.budget.limit, explicit.toa.budget.unit, explicit.toa.safety_net) == (4000, "chars", False)
+    assert explicit.pipeline.stages == ("graph", "toa") and explicit.llm.backend == "embedded"
+    toa = explicit.pipeline.toa
+    assert (toa.budget.limit, toa.budget.unit, toa.safety_net) == (4000, "chars", False)
     in_tokens = build_settings(build_parser().parse_args(base + ["--stages", "graph,toa", "--chunk-tokens", "1500"]), "r")
-    assert (in_tokens.toa.budget.limit, in_tokens.toa.budget.unit) == (1500, "tokens")
+    assert (in_tokens.pipeline.toa.budget.limit, in_tokens.pipeline.toa.budget.unit) == (1500, "tokens")
     old = build_settings(build_parser().parse_args(base + ["--stages", "graph,toa", "--chunk-limit", "4000"]), "r")
-    assert (old.toa.budget.limit, old.toa.budget.unit) == (4000, "chars")  # the deprecated spelling still works
-    with pytest.raises(JobInputError, match="unknown stage"):
+    assert (old.pipeline.toa.budget.limit, old.pipeline.toa.budget.unit) == (4000, "chars")  # the deprecated spelling still works
+    with pytest.raises(JobInputError, match="--stages: unknown stage"):
         build_settings(build_parser().parse_args(base + ["--stages", "graph,tao"]), "r")
     with pytest.raises(JobInputError, match="--labels goes with --dataset"):
         build_settings(build_parser().parse_args(["--xml-dir", str(tmp_path), "--out", str(tmp_path / "o"),

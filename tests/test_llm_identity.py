@@ -100,7 +100,7 @@ def test_the_summary_names_who_answered_from_the_runs_rows(tmp_path):
 
 
 def test_vista_rows_carry_who_answered():
-    from jobs.vista_rows import VISTA_SCHEMA, VistaRow
+    from vista.pipeline.rows import VISTA_SCHEMA, VistaRow
 
     row = VistaRow(task="1", subject_id=1, status="ok", stages="graph,toa", run_id="r",
                    finished_at=datetime(2024, 1, 1))

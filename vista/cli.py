@@ -54,8 +54,7 @@ def _xml_sources(directory: Path, subjects: Sequence[int] | None, coding_profile
     """The patients of the XML files under ``directory`` (`vista.graph.xml_files`: recursive, path order, one file
     per patient; only ``subjects`` when given, each must be found); ``<eventstream>`` files are read with
     ``coding_profile`` (default ``vista_xml``)."""
-    from vista.graph import source_from_xml
-    from vista.graph.eventstream import XML_PROFILE
+    from vista.graph.task_graphs import xml_source
     from vista.graph.xml_files import list_xml_patients
 
     from vista.xml_reading import XmlLimits
@@ -69,7 +68,7 @@ def _xml_sources(directory: Path, subjects: Sequence[int] | None, coding_profile
     for file in files:
         if wanted is not None and file.subject_id is not None and file.subject_id not in wanted:
             continue
-        source = source_from_xml(file.path, path=str(file.path), profile=coding_profile or XML_PROFILE)
+        source = xml_source(file.path, coding_profile)
         if file.path.stat().st_size >= large:  # the build of a very large patient takes a while: say what comes
             print(f"{file.path}: {len(source.events):,} events read; building the graph", file=sys.stderr)
         if wanted is None or source.subject_id in wanted:
@@ -106,15 +105,15 @@ def _toa_config(args: argparse.Namespace):
 
 
 def _cmd_timeline(args: argparse.Namespace) -> int:
+    from vista.pipeline import timeline_stage
     from vista.query import load_graph, open_graph_store, timeline_text
-    from vista.toa import TimelineStore
 
     graph = load_graph(open_graph_store(args.store), args.subject)
 
     async def run():
         async with await _gateway(args.llm) as gateway:
-            timeline, built = await TimelineStore(args.store).build(graph, gateway, _toa_config(args))
-            return timeline, _usage_line(gateway, built, "timeline")
+            timeline, outcome = await timeline_stage(args.store, graph, gateway, _toa_config(args))
+            return timeline, _usage_line(gateway, outcome.rebuilt, "timeline")
 
     timeline, status = asyncio.run(run())
     if args.json:
@@ -133,14 +132,13 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
 
 
 async def _timeline_and_display(args: argparse.Namespace, graph, gateway):
-    """The patient's stored TOA timeline and display, each built first when missing or out of date; and whether
-    anything was built (i.e. the model was asked)."""
-    from vista.display import DisplayStore
-    from vista.toa import TimelineStore
+    """The patient's stored TOA timeline and display (`vista.pipeline.stages`), each built first when missing or out
+    of date; and whether anything was built (i.e. the model was asked)."""
+    from vista.pipeline import display_stage, timeline_stage
 
-    timeline, timeline_built = await TimelineStore(args.store).build(graph, gateway, _toa_config(args))
-    display, display_built = await DisplayStore(args.store).build(graph, timeline, gateway)
-    return timeline, display, timeline_built or display_built
+    timeline, toa = await timeline_stage(args.store, graph, gateway, _toa_config(args))
+    display, shown = await display_stage(args.store, graph, timeline, gateway)
+    return timeline, display, toa.rebuilt or shown.rebuilt
 
 
 def _cmd_display(args: argparse.Namespace) -> int:

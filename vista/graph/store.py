@@ -28,7 +28,8 @@ graphs built since the last checkpoint are written as one new part, then one man
 than `MAX_MANIFEST_PARTS` manifest parts pile up they are merged into one (amortized: a merge every 64 checkpoints).
 A rebuilt graph's rows in an older index part are stale: `GraphStore.scan_index` keeps only the rows of the part
 the manifest names, and a part no graph points to any more is deleted. One writer per store (a job's actors write
-graph files and index parts; only its driver writes the manifest, after they finished). Stores of the former layout
+graph files and index parts, `vista.graph.task_graphs`; only its driver writes the manifest, after they finished,
+`GraphStore.register_rows`). Stores of the former layout
 (``patients/<sid>.graphml``, one ``manifest.parquet``, perhaps one ``index.parquet``) are still read; their
 graphs load from GraphML until rebuilt.
 
@@ -221,6 +222,21 @@ class GraphOutcome:
         f = self.facts
         return StoreEntry(task, f.subject_id, prediction_time, f.content_hash, self.file, f.n_nodes, f.n_edges,
                           f.source, datetime.now().replace(microsecond=0), index_part)
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterReport:
+    """What registering a job's task rows did (`GraphStore.register_rows`)."""
+
+    path: Path  # the store's index directory
+    graphs: int  # graphs registered in the manifest (this run's and earlier runs')
+    nodes: int
+    changed: int  # manifest entries added or superseded by this call
+
+
+TASK_ROW_COLUMNS = ("task", "subject_id", "prediction_time", "content_hash", "graph_file", "n_nodes", "n_edges",
+                    "source", "finished_at", "index_file")
+"""The columns of a job's task table (`vista.pipeline.rows.VistaRow`) that `GraphStore.register_rows` reads."""
 
 
 def stored_facts(root: str | os.PathLike, file: str) -> GraphFacts | None:
@@ -557,6 +573,35 @@ class GraphStore:
         self._write_manifest()
         remove_unused_parts(self.root, self._entries.values())
         return len(changed)
+
+    def register_rows(self, table: str | os.PathLike) -> RegisterReport:
+        """Register every graph the task rows of ``table`` name (a job's ``patients.parquet``, whose actors wrote the
+        graphs and one index part per batch into this store): reads those columns only (no graph, no index row is
+        read or rewritten) and appends one manifest part with the tasks whose entry changed, so a rerun that rebuilt
+        nothing writes nothing. Rows without a graph (error rows) are left out; a missing index part is a
+        `GraphFileError` naming it."""
+        table = Path(table)
+        try:
+            rows = pq.read_table(table, columns=list(TASK_ROW_COLUMNS)).to_pylist()
+        except (OSError, pa.ArrowException, KeyError) as exc:
+            raise GraphFileError(f"{table}: cannot read the task rows to register their graphs ({exc})") from None
+        entries = [StoreEntry(task=r["task"], subject_id=r["subject_id"], prediction_time=r["prediction_time"],
+                              content_hash=r["content_hash"], file=r["graph_file"], nodes=r["n_nodes"],
+                              edges=r["n_edges"], source=r["source"] or "", built_at=_naive(r["finished_at"]),
+                              index_part=r["index_file"])
+                   for r in rows if r["content_hash"] and r["graph_file"] and r["index_file"]]
+        missing = [e.index_part for e in entries if not (self.root / e.index_part).is_file()]
+        if missing:
+            raise GraphFileError(f"{self.root / missing[0]}: graph index part named by {table.name} is missing "
+                                 f"({len(missing)} task(s)); rerun into another --out to rebuild the store (graphs "
+                                 "rebuild in milliseconds)")
+        changed = self.register(entries)
+        return RegisterReport(self.root / INDEX_DIR, len(entries), sum(e.nodes for e in entries), changed)
+
+
+def _naive(value: datetime | None) -> datetime:
+    """A row's finish time as a manifest ``built_at``: naive, whole seconds (now when missing)."""
+    return (value or datetime.now()).replace(tzinfo=None, microsecond=0)
 
 
 def _xml_sources(paths: Iterable[str | os.PathLike], catalog: CodeCatalog | None) -> Iterator[GraphSource]:

@@ -1,9 +1,9 @@
-"""The VISTA job's last step: the graphs the actors wrote (graph files + one index part per batch) registered in the
-output directory's graph store manifest, nothing rewritten, and a clear error naming a missing index part."""
+"""A cohort job's last step, `GraphStore.register_rows`: the graphs the actors wrote (graph files + one index part per
+batch) registered in the output directory's graph store manifest, nothing rewritten, and a clear error naming a
+missing index part."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 
 import polars as pl
@@ -12,35 +12,31 @@ import pyarrow.parquet as pq
 import pytest
 
 from graph_fixtures import synth_records
-from jobs.errors import JobError
-from jobs.tasks import TaskKey
-from jobs.vista_graphs import meds_source, persist_graph
-from jobs.vista_index import register_graphs
+from vista.graph.errors import GraphFileError
 from vista.graph.store import GraphStore, write_index_part
+from vista.graph.task_graphs import meds_source, persist_task_graph, xml_source
+from vista.meds.task_key import TaskKey
+from vista.pipeline import VISTA_SCHEMA, PipelineConfig, TaskPipeline
 
 TASKS = 6
 
 
 def _job_like(out: Path, subjects: list[int], *, batch: int = 4) -> Path:
-    """What the actors leave: graphs, one index part per batch, and a patients.parquet naming both (+ an error row)."""
+    """What a job's actors leave (`vista.pipeline.TaskPipeline`): graphs, one index part per batch, and a
+    patients.parquet of their rows, plus an error row without a graph."""
     records, catalog = synth_records()
+    pipeline = TaskPipeline(out, PipelineConfig(), run_id="r")
     rows = []
     for start in range(0, len(subjects), batch):
-        outcomes = [persist_graph(meds_source(records[s], catalog, None), out, TaskKey(s), need_graph=False)
-                    for s in subjects[start:start + batch]]
-        part = write_index_part(out, (o.index for o in outcomes))
-        rows += [{"task": str(o.facts.subject_id), "subject_id": o.facts.subject_id, "prediction_time": None,
-                  "content_hash": o.facts.content_hash, "graph_file": o.file, "n_nodes": o.facts.n_nodes,
-                  "n_edges": o.facts.n_edges, "source": o.facts.source, "finished_at": datetime(2024, 1, 1),
-                  "index_file": part} for o in outcomes]
-    rows.append({"task": "999", "subject_id": 999, "prediction_time": None, "content_hash": None, "graph_file": None,
-                 "n_nodes": None, "n_edges": None, "source": None, "finished_at": datetime(2024, 1, 1),
-                 "index_file": None})
+        runs = [pipeline.graph(TaskKey(s), lambda s=s: meds_source(records[s], catalog, None))
+                for s in subjects[start:start + batch]]
+        pipeline.write_index(runs)
+        rows += [run.finish() for run in runs]
+    missing = out / "missing.xml"
+    rows.append(pipeline.graph(TaskKey(999), lambda: xml_source(missing), xml_file=missing).finish())
+    assert rows[-1].status == "error" and rows[-1].graph_file is None
     path = out / "patients.parquet"
-    pq.write_table(pa.Table.from_pylist(rows, schema=pa.schema([
-        ("task", pa.string()), ("subject_id", pa.int64()), ("prediction_time", pa.timestamp("us")),
-        ("content_hash", pa.string()), ("graph_file", pa.string()), ("n_nodes", pa.int64()), ("n_edges", pa.int64()),
-        ("source", pa.string()), ("finished_at", pa.timestamp("us", tz="UTC")), ("index_file", pa.string())])), path)
+    pq.write_table(pa.Table.from_pylist([row.model_dump() for row in rows], schema=VISTA_SCHEMA), path)
     return path
 
 
@@ -52,7 +48,7 @@ def test_registered_graphs_open_and_query_as_a_store_and_a_rerun_writes_nothing(
     records, _ = synth_records()
     subjects = sorted(records)[:TASKS]
     patients = _job_like(tmp_path, subjects)
-    report = register_graphs(tmp_path, patients)
+    report = GraphStore(tmp_path).register_rows(patients)
     assert (report.graphs, report.changed) == (TASKS, TASKS)
     store = GraphStore(tmp_path)
     assert store.subject_ids() == subjects
@@ -61,7 +57,7 @@ def test_registered_graphs_open_and_query_as_a_store_and_a_rerun_writes_nothing(
     assert sorted(index["subject_id"].unique().to_list()) == subjects
     assert store.load(subjects[0]).n_nodes == store.manifest().filter(pl.col("subject_id") == subjects[0])["nodes"].item()
     before = _files(tmp_path)
-    again = register_graphs(tmp_path, patients)
+    again = GraphStore(tmp_path).register_rows(patients)
     assert again.changed == 0 and _files(tmp_path) == before  # nothing rewritten, no manifest part appended
 
 
@@ -70,8 +66,8 @@ def test_a_missing_index_part_is_named(tmp_path):
     patients = _job_like(tmp_path, sorted(records)[:TASKS])
     part = pq.read_table(patients, columns=["index_file"]).column("index_file")[0].as_py()
     (tmp_path / part).unlink()
-    with pytest.raises(JobError, match=rf"{tmp_path / part}: graph index part named by patients.parquet is missing"):
-        register_graphs(tmp_path, patients)
+    with pytest.raises(GraphFileError, match=rf"{tmp_path / part}: graph index part named by patients.parquet is missing"):
+        GraphStore(tmp_path).register_rows(patients)
 
 
 def test_label_tasks_are_registered_as_tasks_not_as_patients(tmp_path):
@@ -82,7 +78,7 @@ def test_label_tasks_are_registered_as_tasks_not_as_patients(tmp_path):
     record = records[sid]
     cut = record.events[len(record.events) // 2].time
     keys = [TaskKey(sid), TaskKey(sid, cut)]
-    outcomes = [persist_graph(meds_source(record, catalog, k.prediction_time), tmp_path, k, need_graph=False)
+    outcomes = [persist_task_graph(meds_source(record, catalog, k.prediction_time), tmp_path, k, need_graph=False)
                 for k in keys]
     part = write_index_part(tmp_path, (o.index for o in outcomes))
     store = GraphStore(tmp_path)

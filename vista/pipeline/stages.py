@@ -1,7 +1,7 @@
-"""The VISTA job's LLM stages for one task: the TOA timeline, then the tumor-board display, each stored and skipped
-when unchanged.
+"""VISTA's LLM stages for one patient: the TOA timeline, then the tumor-board display, each stored and skipped when
+unchanged (the `vista timeline`/`display`/`evaluate` commands and the cohort job's actors run these two).
 
-Both write into the task's folder (`jobs.vista_graphs.task_folder`: the output directory itself for a whole record,
+Both write into the task's folder (`vista.graph.task_graphs.task_folder`: the store itself for a whole record,
 where ``vista ask/display`` look) through the layer's own stores (`vista.toa.TimelineStore`,
 `vista.display.DisplayStore`), which compare content hashes and make no call for an unchanged patient. A stored
 output that is incomplete because some of its calls failed (chunks whose extraction failed, display values the
@@ -18,10 +18,9 @@ from pathlib import Path
 from vista.display import DisplayConfig, DisplayStore, TumorBoardDisplay
 from vista.display.store import display_gaps
 from vista.graph import PatientGraph
+from vista.llm import LLMGateway
 from vista.llm.task_usage import TaskUsage, usage_scope
 from vista.toa import PatientTimeline, TimelineStore, TOAConfig
-
-from jobs.job_gateway import JobGateway
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +34,8 @@ class StageOutcome:
     problem: str | None  # set when some of its calls failed (the output is incomplete)
 
 
-async def timeline_stage(folder: Path, graph: PatientGraph, gateway: JobGateway,
-                         config: TOAConfig) -> tuple[PatientTimeline, StageOutcome]:
+async def timeline_stage(folder: str | Path, graph: PatientGraph, gateway: LLMGateway,
+                         config: TOAConfig = TOAConfig()) -> tuple[PatientTimeline, StageOutcome]:
     """The task's TOA (built, or read back when current), with this run's usage of it."""
     store = TimelineStore(folder)
     path = store.path_of(graph.subject_id)  # (a stored timeline with failed calls is never current: rebuilt)
@@ -49,8 +48,8 @@ async def timeline_stage(folder: Path, graph: PatientGraph, gateway: JobGateway,
     return timeline, StageOutcome(rebuilt, usage, time.perf_counter() - started, path, problem)
 
 
-async def display_stage(folder: Path, graph: PatientGraph, timeline: PatientTimeline, gateway: JobGateway,
-                        config: DisplayConfig) -> tuple[TumorBoardDisplay, StageOutcome]:
+async def display_stage(folder: str | Path, graph: PatientGraph, timeline: PatientTimeline, gateway: LLMGateway,
+                        config: DisplayConfig = DisplayConfig()) -> tuple[TumorBoardDisplay, StageOutcome]:
     """The task's tumor-board display (built, or read back when current), with this run's usage of it."""
     store = DisplayStore(folder)
     path = store.path_of(graph.subject_id)  # (a stored display with failed values is never current: rebuilt)

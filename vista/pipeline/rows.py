@@ -1,7 +1,7 @@
-"""The VISTA job's per-patient row: what each stage produced (counts, files, calls, tokens, seconds) or why it stopped.
+"""VISTA's per-patient row: what each stage produced (counts, files, calls, tokens, seconds) or why it stopped.
 
-One `VistaRow` per task run goes into the actors' part files (`jobs.row_parts`, ``OUT/rows/``, named by the task's
-key in ``task_id``/``prediction_time``: an XML task's key is its file's, its ``subject_id`` the patient inside); the
+One `VistaRow` per task run goes into a job's part files (``OUT/rows/``, named by the task's key in
+``task_id``/``prediction_time``: an XML task's key is its file's, its ``subject_id`` the patient inside); the
 newest row of each task is its row of the consolidated ``OUT/patients.parquet``. A failed task names the stage it
 stopped in and the problem (for bad input: the file, the patient and the field, as `vista.graph.GraphInputError` and
 `vista.meds.errors.MedsDataError` word it); the stages before it keep their outputs and counts. Rows that are not ok
@@ -11,8 +11,6 @@ next run tries again by default) or permanent (bad input, a graph or timeline th
 >>> vista_failure_kind(GraphInputError("p.xml", "not well-formed XML", patient=None))
 'input'
 >>> row = VistaRow(task="7", subject_id=7, status="ok", stages="graph", run_id="r", finished_at=datetime(2024, 1, 1))
->>> rows_to_table([row]).num_rows, vista_row_from_json(row.model_dump_json().encode(), "7.json") == row
-(1, True)
 >>> vista_retry_class("error", "input"), vista_retry_class("error", "timeout"), vista_retry_class("failed", "llm_call_failed")
 ('permanent', 'transient', 'transient')
 >>> part = vista_part_record(TaskKey(99), row.model_copy(update={"subject_id": None}))
@@ -32,11 +30,6 @@ from vista.graph import GraphFileError, GraphInputError
 from vista.llm.task_usage import IDENTITY_COLUMNS, USAGE_COLUMNS, TaskUsage, identity_columns, usage_columns
 from vista.meds.task_key import TaskKey
 
-from jobs.row_parts import RowKeys
-
-
-Stage = Literal["graph", "toa", "display"]
-STAGES: tuple[Stage, ...] = ("graph", "toa", "display")
 _MAX_ERROR_CHARS = 2000
 
 RUN_DEPENDENT_COLUMNS = (
@@ -134,7 +127,6 @@ def _arrow_field(name: str) -> pa.Field:
 VISTA_SCHEMA = pa.schema([_arrow_field(name) for name in VistaRow.model_fields])
 """``patients.parquet``: the newest `VistaRow` of every task with a row, in task-key order."""
 TASK_ID = "task_id"
-VISTA_KEYS = RowKeys(subject=TASK_ID)
 """The part files name a task by ``task_id`` (its key's subject: an XML file's key) and ``prediction_time``."""
 VISTA_PART_SCHEMA = pa.schema([pa.field(TASK_ID, pa.int64()), *VISTA_SCHEMA])
 """The actors' part files: the task key, then the row."""
@@ -155,17 +147,6 @@ def vista_retry_class(status: str, error_kind: str | None) -> Literal["transient
     if status == "ok":
         return None
     return "transient" if error_kind in TRANSIENT_VISTA_KINDS else "permanent"
-
-
-def rows_to_table(rows: list[VistaRow]) -> pa.Table:
-    return pa.Table.from_pylist([row.model_dump() for row in rows], schema=VISTA_SCHEMA)
-
-
-def vista_row_from_json(data: bytes, source: str) -> VistaRow:
-    try:
-        return VistaRow.model_validate_json(data)
-    except ValueError as exc:
-        raise ValueError(f"{source}: not a VISTA job marker ({exc})") from None
 
 
 def vista_failure_kind(exc: BaseException) -> str:
