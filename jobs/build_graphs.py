@@ -67,7 +67,7 @@ from jobs.llm_options import answer_fields, check_endpoint, check_llm, llm_confi
 from jobs.patient_loader import coding_profile_for
 from jobs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
-from jobs.resources import ResourcePlan, plan_resources
+from jobs.resources import ResourcePlan, plan_resources, spread_over_actors
 from jobs.retry_policy import RetryCounts
 from jobs.row_parts import PartConsolidation
 from jobs.runner import CohortJob, LazyRay, check_common_options, run_job, sized_settings, stream_actor_pool
@@ -232,7 +232,7 @@ class GraphsJob(CohortJob):
         ray.runtime()  # the subjects are listed by Ray Data tasks, one per shard
         return dataset_task_keys(self.settings.dataset)
 
-    def size(self, runtime: RayRuntime) -> int | None:
+    def size(self, runtime: RayRuntime, tasks: int) -> int | None:
         args, llm = self.args, self.settings.llm
         self.cluster_cpus = runtime.cpus
         if llm is None:
@@ -242,6 +242,8 @@ class GraphsJob(CohortJob):
             llm_concurrency=args.max_concurrency, actors=args.actors, actor_cpus=args.actor_cpus,
             patients_per_actor=args.patients_per_actor, batch_size=args.batch_size,
             shared_budget=llm.backend != "embedded", fixed_cluster=runtime.started_locally)
+        if args.batch_size is None:
+            self.resources = spread_over_actors(self.resources, tasks)
         return self.resources.in_flight
 
     def _graph_only_pool(self, runtime_cpus: float) -> tuple[int, float, int]:

@@ -58,7 +58,7 @@ from jobs.predict_actor import PredictActor, PredictSettings
 from jobs.predict_options import build_parser
 from jobs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
-from jobs.resources import ResourcePlan, plan_resources
+from jobs.resources import ResourcePlan, plan_resources, spread_over_actors
 from jobs.retry_policy import RetryCounts
 from jobs.row_parts import OutputFile
 from jobs.runner import CohortJob, LazyRay, check_common_options, run_job, sized_settings, stream_actor_pool
@@ -182,9 +182,9 @@ class PredictJob(CohortJob):
     def task_keys(self, ray: LazyRay) -> list[TaskKey]:
         return task_keys(self.tasks)
 
-    def size(self, runtime: RayRuntime) -> int | None:
+    def size(self, runtime: RayRuntime, tasks: int) -> int | None:
         args, llm = self.args, self.settings.llm
-        self.resources = plan_resources(
+        resources = plan_resources(
             cluster_cpus=runtime.cpus, backend=llm.backend, two_stage=self.settings.pipeline.variant.value == "two_stage",
             in_flight=args.in_flight, llm_concurrency=args.max_concurrency, actors=args.actors,
             actor_cpus=args.actor_cpus, patients_per_actor=args.patients_per_actor, batch_size=args.batch_size,
@@ -192,6 +192,7 @@ class PredictJob(CohortJob):
             # `jobs.llm_budget.job_budget` holds the job's in-flight sum; a local Ray the job started cannot grow
             shared_budget=llm.backend != "embedded", fixed_cluster=runtime.started_locally,
         )
+        self.resources = resources if args.batch_size is not None else spread_over_actors(resources, tasks)
         return self.resources.in_flight
 
     def order(self, todo: list[TaskKey]) -> tuple[list[TaskKey], float]:

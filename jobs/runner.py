@@ -112,9 +112,9 @@ class CohortJob(ABC):
         """Every task the inputs define (``ray`` joins Ray on first use, for listings that are Ray Data jobs)."""
 
     @abstractmethod
-    def size(self, runtime: RayRuntime) -> int | None:
-        """Plan the actors for ``runtime``'s cluster (kept by the job for `announce` and `execute`); returns the
-        job's LLM in-flight budget (None: the budget's default)."""
+    def size(self, runtime: RayRuntime, tasks: int) -> int | None:
+        """Plan the actors for ``runtime``'s cluster and ``tasks`` tasks to run (kept by the job for `announce` and
+        `execute`); returns the job's LLM in-flight budget (None: the budget's default)."""
 
     def order(self, todo: list[TaskKey]) -> tuple[list[TaskKey], float]:
         """The planned tasks in the order they should start, and the seconds deciding it took."""
@@ -212,7 +212,7 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
             tracker = ProgressTracker(job.name, to_run=len(plan.todo), skipped_before=plan.skipped)
             if plan.todo:
                 runtime = ray.runtime()
-                in_flight = job.size(runtime)
+                in_flight = job.size(runtime, len(plan.todo))
                 ordered, order_s = job.order(plan.todo)
                 job.announce(console, plan, runtime, retry, order_s)
                 with _budget(job, in_flight, tracker) as budget:
