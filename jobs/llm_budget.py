@@ -84,16 +84,22 @@ class LLMBudgetActor:
         # can never free a grant of this one
         self.budget = RequestBudget(limits, breaker=breaker, first_id=secrets.randbits(40) << 20)
 
-    async def acquire_batch(self, requests: list[tuple[int, float | None]],
-                            releases: list[tuple[int, AttemptReport]]) -> list[Grant | Refusal]:
-        """Apply a caller's pending releases, then grant a prefix of its waiting requests (at least one outcome)."""
-        self._release_all(releases)
-        return await self.budget.acquire_many(requests)
+    async def acquire_batch(self, requests: list[tuple[int, float | None]], releases: list[tuple[int, AttemptReport]],
+                            renewals: list[tuple[int, AttemptReport]] = ()) -> BudgetReply:
+        """Apply a caller's renewals and releases, then grant a prefix of its waiting requests (at least one)."""
+        self._apply(releases, renewals)
+        outcomes = await self.budget.acquire_many(requests)
+        return BudgetReply(outcomes, self.budget.reuse_allowed())
 
-    async def release_batch(self, releases: list[tuple[int, AttemptReport]]) -> None:
-        self._release_all(releases)
+    async def release_batch(self, releases: list[tuple[int, AttemptReport]],
+                            renewals: list[tuple[int, AttemptReport]] = ()) -> bool:
+        """Apply a caller's renewals and releases; whether it may keep reusing its grants."""
+        self._apply(releases, renewals)
+        return self.budget.reuse_allowed()
 
-    def _release_all(self, releases: list[tuple[int, AttemptReport]]) -> None:
+    def _apply(self, releases: list[tuple[int, AttemptReport]], renewals: list[tuple[int, AttemptReport]]) -> None:
+        for grant_id, report in renewals:  # (a grant's renewals always come before its release)
+            self.budget.renew(grant_id, report)
         for grant_id, report in releases:
             self.budget.release(grant_id, report)
 
@@ -102,6 +108,23 @@ class LLMBudgetActor:
 
     async def stats(self) -> BudgetStats:
         return self.budget.stats()
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetReply:
+    """The budget's answer to a batch: the grants (or refusals) and whether callers may reuse the grants they hold."""
+
+    outcomes: list[Grant | Refusal]
+    reuse: bool
+
+
+@dataclass(slots=True)
+class _Kept:
+    """A grant kept after its request ended well, for the actor's next request (`RemoteBudget`)."""
+
+    grant: Grant
+    report: AttemptReport  # how the request that held it ended (sent with the renewal or the release)
+    since: float  # loop time it was kept
 
 
 @dataclass(slots=True)
@@ -120,19 +143,37 @@ class RemoteBudget:
     and 98% of the ideal. Requests waiting here go to the budget together (one call, answered with as many grants
     as the limits allow, at least one); releases leave every ``flush_s`` in one message or ride along with the next
     batch. Create it on the event loop that will use it.
+
+    Grants are kept, too: a request that ended with a valid answer keeps its grant for up to ``keep_s``, and the
+    actor's next request takes it without asking — the budget learns of it with the next message (a renewal: the
+    answer counted, the slot taken by the new request), at the latest after ``report_s``. A patient's next call, or
+    the next patient's, usually starts within milliseconds, so in a steady job an actor talks to the budget a few
+    times a second instead of once per request. The budget says with every answer whether keeping is allowed: not
+    while anyone waits for a slot (kept grants would starve them), during a pause, with the window over-full or
+    the job stopped, nor under a requests/s or tokens/min limit (every request asks then); a 429, a timeout or an
+    invalid answer always gives its grant back at once.
     """
 
-    def __init__(self, ref: BudgetRef, handle=None, *, flush_s: float = 0.005, max_batch: int = 256):
+    def __init__(self, ref: BudgetRef, handle=None, *, flush_s: float = 0.005, max_batch: int = 256,
+                 keep_s: float = 0.05, report_s: float = 0.25):
         import ray
 
         self.ref = ref
         self._handle = handle if handle is not None else ray.get_actor(ref.name, namespace=ref.namespace)
         self._flush_s = flush_s
         self._max_batch = max_batch
+        self._keep_s = keep_s
+        self._report_s = report_s
         self._waiting: list[_Waiter] = []
         self._released: list[tuple[int, AttemptReport]] = []
+        self._renewed: list[tuple[int, AttemptReport]] = []
+        self._kept: list[_Kept] = []
+        self._reuse = False  # what the budget said last (nothing kept before it has answered once)
         self._pump: asyncio.Task | None = None
         self._flush: asyncio.TimerHandle | None = None
+        self._report: asyncio.TimerHandle | None = None
+        self._expiry: asyncio.TimerHandle | None = None
+        self.asked = self.reused = 0  # requests that asked the budget / that reused a kept grant
 
     @property
     def wants_tokens(self) -> bool:
@@ -144,6 +185,14 @@ class RemoteBudget:
         return 0.0
 
     async def acquire(self, tokens: int = 0, *, max_wait_s: float | None = None) -> Grant | Refusal:
+        if self._kept and self._reuse and tokens == 0:
+            kept = self._kept.pop()
+            self._renewed.append((kept.grant.grant_id, kept.report))
+            self.reused += 1
+            if self._report is None:
+                self._report = asyncio.get_running_loop().call_later(self._report_s, self._send_releases)
+            return kept.grant
+        self.asked += 1
         waiter = _Waiter(tokens, max_wait_s, asyncio.get_running_loop().create_future())
         self._waiting.append(waiter)
         if self._pump is None or self._pump.done():
@@ -151,21 +200,63 @@ class RemoteBudget:
         return await waiter.future  # cancelled: the pump gives back a grant that arrives for it
 
     def release(self, grant: Grant, report: AttemptReport) -> None:
+        loop = asyncio.get_running_loop()
+        if self._reuse and report.answer_valid and grant.tokens == 0:
+            self._kept.append(_Kept(grant, report, loop.time()))
+            if self._expiry is None:
+                self._expiry = loop.call_later(self._keep_s, self._give_back_kept)
+            return
         self._released.append((grant.grant_id, report))
         if self._flush is None:
-            self._flush = asyncio.get_running_loop().call_later(self._flush_s, self._send_releases)
+            self._flush = loop.call_later(self._flush_s, self._send_releases)
 
     async def aclose(self) -> None:
-        """Send the releases still waiting for their flush (the gateway's `aclose` calls this)."""
-        if self._flush is not None:
-            self._flush.cancel()
+        """Send the releases still waiting for their flush, kept grants included (the gateway's `aclose` calls this)."""
+        for timer in (self._flush, self._report, self._expiry):
+            if timer is not None:
+                timer.cancel()
+        self._expiry = None
+        self._released += [(k.grant.grant_id, k.report) for k in self._kept]
+        self._kept = []
         self._send_releases()
 
+    def _give_back_kept(self, everything: bool = False) -> None:
+        """Release the grants kept longer than ``keep_s`` (all of them when the budget no longer allows keeping)."""
+        self._expiry = None
+        now = asyncio.get_running_loop().time()
+        old = [k for k in self._kept if everything or not self._reuse or now - k.since >= self._keep_s - 1e-3]
+        if old:
+            self._kept = [k for k in self._kept if k not in old]
+            self._released += [(k.grant.grant_id, k.report) for k in old]
+            self._send_releases()
+        if self._kept:
+            self._expiry = asyncio.get_running_loop().call_later(self._keep_s, self._give_back_kept)
+
+    def _allow_reuse(self, reuse: bool) -> None:
+        self._reuse = reuse
+        if not reuse and self._kept:
+            self._give_back_kept(everything=True)
+
     def _send_releases(self) -> None:
-        self._flush = None
-        if self._released:
-            batch, self._released = self._released, []
-            self._handle.release_batch.remote(batch)  # not awaited: the requests are over
+        for name in ("_flush", "_report"):
+            timer = getattr(self, name)
+            if timer is not None:
+                timer.cancel()
+                setattr(self, name, None)
+        if self._released or self._renewed:
+            releases, self._released = self._released, []
+            renewals, self._renewed = self._renewed, []
+            ref = self._handle.release_batch.remote(releases, renewals)  # not awaited: only its "may keep" is read
+            try:
+                asyncio.wrap_future(ref.future()).add_done_callback(self._on_release_answer)
+            except Exception:  # noqa: BLE001 - the budget is gone (the job ends): nothing is kept from now on
+                self._reuse = False
+
+    def _on_release_answer(self, answer: asyncio.Future) -> None:
+        if answer.cancelled() or answer.exception() is not None:
+            self._allow_reuse(False)
+        else:
+            self._allow_reuse(bool(answer.result()))
 
     async def _run_pump(self) -> None:
         """Send waiting requests in batches until none is left (one batch in flight at a time)."""
@@ -177,9 +268,12 @@ class RemoteBudget:
                 return
             batch = self._waiting[: self._max_batch]
             releases, self._released = self._released, []
+            renewals, self._renewed = self._renewed, []
             try:
-                ref = self._handle.acquire_batch.remote([(w.tokens, w.max_wait_s) for w in batch], releases)
-                outcomes = await asyncio.wrap_future(ref.future())
+                ref = self._handle.acquire_batch.remote([(w.tokens, w.max_wait_s) for w in batch], releases, renewals)
+                reply: BudgetReply = await asyncio.wrap_future(ref.future())
+                outcomes = reply.outcomes
+                self._allow_reuse(reply.reuse)
             except RayActorError:  # the driver ended the job (it kills the budget on its way out)
                 outcomes = [Refusal(True, f"the job's LLM budget ({self.ref.name}) is gone: the job was stopped")] * len(batch)
             except Exception as exc:  # noqa: BLE001 - hand the failure to every waiter of the batch, not to the pump

@@ -49,7 +49,7 @@ from jobs.manifest import check_manifest
 from jobs.outputs import OutputLock
 from jobs.progress import STATUS_ORDER, ProgressPrinter, ProgressTracker
 from jobs.ray_runtime import RayOptions, RayRuntime, connect, shutdown
-from jobs.resources import ResourcePlan, plan_resources
+from jobs.resources import ResourcePlan, plan_resources, spread_over_actors
 from jobs.retry_policy import RetryCounts, kept_note, reruns, retry_policy
 from jobs.row_parts import (
     TASK_KEYS,
@@ -141,10 +141,12 @@ class CohortJob(ABC):
         two-stage pool)."""
         return {"two_stage": False}
 
-    def size(self, runtime: RayRuntime) -> int | None:
-        """Plan the actors for ``runtime``'s cluster (`resources`, read by `announce` and `execute`); returns the
-        job's LLM in-flight budget (None: no LLM, the budget's default). By default: `jobs.resources` from the
-        sizing options (``--in-flight``, ``--max-concurrency``, ``--actors``, ...)."""
+    def size(self, runtime: RayRuntime, tasks: int) -> int | None:
+        """Plan the actors for ``runtime``'s cluster and ``tasks`` tasks to run (`resources`, read by `announce` and
+        `execute`); returns the job's LLM in-flight budget (None: no LLM, the budget's default). By default:
+        `jobs.resources` from the sizing options (``--in-flight``, ``--max-concurrency``, ``--actors``, ...), with
+        blocks small enough that a small cohort reaches every actor (`spread_over_actors`) unless ``--batch-size``
+        says otherwise."""
         args, llm = self.args, self.llm
         self.cluster_cpus = runtime.cpus
         if llm is None:
@@ -156,6 +158,8 @@ class CohortJob(ABC):
             # `jobs.llm_budget.job_budget` holds the job's in-flight sum; a local Ray the job started cannot grow
             shared_budget=llm.backend != "embedded", fixed_cluster=runtime.started_locally,
             **self.resource_options())
+        if args.batch_size is None:
+            self.resources = spread_over_actors(self.resources, tasks)
         return self.resources.in_flight
 
     def order(self, todo: list[TaskKey]) -> tuple[list[TaskKey], float]:
@@ -309,7 +313,7 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
             tracker = ProgressTracker(job.name, to_run=len(plan.todo), skipped_before=plan.skipped)
             if plan.todo:
                 runtime = ray.runtime()
-                in_flight = job.size(runtime)
+                in_flight = job.size(runtime, len(plan.todo))
                 ordered, order_s = job.order(plan.todo)
                 job.announce(console, plan, runtime, retry, order_s)
                 with _budget(job, in_flight, tracker) as budget:

@@ -21,8 +21,6 @@ PATIENTS = 300
 BUDGET = 256
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18, not fixed yet: measured 188 of 256 in flight at the server (300 "
-                   "patients, 15 s latency, 2 CPUs, 2 actors x 128 calls x 160 patients)")
 def test_a_local_job_puts_its_whole_budget_in_flight(tmp_path):
     dataset, labels = make_inputs(tmp_path, 320, PATIENTS)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_") or k == "RAY_USAGE_STATS_ENABLED"}

@@ -33,7 +33,7 @@ def test_the_default_plan_lines_size_and_stall_hint_of_a_job(tmp_path):
         job.check()
         job.check_llm_endpoint()  # the endpoint answers GET /models and serves the model
         runtime = RayRuntime(address="127.0.0.1:6379", started_locally=False, connected_here=True, cpus=0.5)
-        assert job.size(runtime) == 16 and job.resources.actors_max == 4
+        assert job.size(runtime, 10_000) == 16 and job.resources.actors_max == 4
         console = Console(record=True, width=400)
         keys = [TaskKey(2), TaskKey(3)]
         job.announce(console, TaskPlan(selected=keys, todo=keys), runtime, RetryCounts(), 0.0)

@@ -756,6 +756,79 @@ def test_the_remote_client_batches_acquires_and_releases():
     assert handle.calls["acquire_batch"] + handle.calls["release_batch"] < 40  # far fewer calls than requests
 
 
+def test_a_steady_actor_reuses_its_grants_and_the_figures_still_count_every_request():
+    """Issue 18 (lean request path): in a steady job an actor's next request takes the grant its last one kept, so
+    it talks to the budget a few times a second instead of once per request (here ~1,200 requests, 48 callers, 20 s
+    of virtual time) — and the budget still counts every request and every answer, and ends with nothing in flight."""
+    from jobs.llm_budget import BudgetRef, LLMBudgetActor, RemoteBudget
+
+    limits = BudgetLimits(max_in_flight=32)
+
+    async def go():
+        actor = LLMBudgetActor(limits, None, "http://h/v1", "m")
+        actor.budget = RequestBudget(limits, clock=LoopClock())
+        handle = FakeActorHandle(actor)
+        client = RemoteBudget(BudgetRef("b"), handle)
+        await steady_load(client, lambda t: 0.0, callers=48, until_s=20, observed=actor.budget)
+        await client.aclose()
+        await asyncio.sleep(0.01)
+        return handle, client, actor.budget.stats()
+
+    handle, client, stats = run_virtual(go())
+    assert client.reused > 5 * client.asked  # most requests never asked the budget
+    assert stats.requests == client.asked + client.reused and stats.answers == stats.requests
+    assert stats.in_flight == 0 and stats.peak_in_flight == 32 and stats.tokens_used == 10 * stats.answers
+    assert handle.calls["acquire_batch"] + handle.calls["release_batch"] < stats.requests / 5
+
+
+def test_kept_grants_never_starve_another_actor():
+    """Two actors with more callers than the budget's 32 slots: while one waits at the budget, the other may not
+    keep its grants (the budget says so with every answer), so both get a fair share of the slots."""
+    from jobs.llm_budget import BudgetRef, LLMBudgetActor, RemoteBudget
+
+    limits = BudgetLimits(max_in_flight=32)
+
+    async def go():
+        actor = LLMBudgetActor(limits, None, "http://h/v1", "m")
+        actor.budget = RequestBudget(limits, clock=LoopClock())
+        first, second = (RemoteBudget(BudgetRef("b"), FakeActorHandle(actor)) for _ in range(2))
+        await steady_load(first, lambda t: 0.0, callers=40, until_s=5, observed=actor.budget)  # the first alone
+        await asyncio.gather(steady_load(first, lambda t: 0.0, callers=40, until_s=30, seed=1, observed=actor.budget),
+                             steady_load(second, lambda t: 0.0, callers=40, until_s=30, seed=2, observed=actor.budget))
+        for client in (first, second):
+            await client.aclose()
+        await asyncio.sleep(0.01)
+        return first, second, actor.budget.stats()
+
+    first, second, stats = run_virtual(go())
+    shares = [client.asked + client.reused for client in (first, second)]
+    assert stats.in_flight == 0 and stats.peak_in_flight == 32
+    assert shares[1] > 0.4 * (shares[0] - 300)  # (the first ran ~300 requests alone before the second came)
+
+
+def test_429s_timeouts_and_rate_limits_give_their_grant_back_at_once():
+    """Only a valid answer keeps its grant: a 429 returns it with the next flush (the window shrinks without
+    waiting for a renewal), and a budget with a requests/s limit lets nobody keep grants."""
+    from jobs.llm_budget import BudgetRef, LLMBudgetActor, RemoteBudget
+
+    async def go(limits: BudgetLimits):
+        actor = LLMBudgetActor(limits, None, "http://h/v1", "m")
+        actor.budget = RequestBudget(limits, clock=LoopClock())
+        client = RemoteBudget(BudgetRef("b"), FakeActorHandle(actor))
+        client.release(await client.acquire(), OK)  # kept, if allowed
+        kept_after_ok = len(client._kept)
+        client.release(await client.acquire(), limited(2.0))
+        await asyncio.sleep(0.02)  # one flush
+        stats = actor.budget.stats()
+        await client.aclose()
+        return kept_after_ok, stats
+
+    kept, stats = run_virtual(go(BudgetLimits(max_in_flight=8)))
+    assert kept == 1 and stats.rate_limited == 1 and stats.in_flight == 0 and stats.requests == 2
+    kept, stats = run_virtual(go(BudgetLimits(max_in_flight=8, requests_per_s=100.0)))
+    assert kept == 0 and stats.requests == 2
+
+
 def test_a_cancelled_remote_waiter_gives_its_grant_back():
     from jobs.llm_budget import BudgetRef, LLMBudgetActor, RemoteBudget
 

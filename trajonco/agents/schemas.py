@@ -192,8 +192,10 @@ def _build_models(limits: OutputLimits) -> OutputModels:
     return OutputModels(limits, worker, manager, preprocessor, any_manager)
 
 
+@lru_cache(maxsize=256)
 def worst_case_chars(model: type[BaseModel]) -> int:
-    """Length of the longest whitespace-free JSON answer ``model`` accepts (an upper bound on its tokens)."""
+    """Length of the longest whitespace-free JSON answer ``model`` accepts (an upper bound on its tokens); memoised:
+    the agents' models are fixed classes and their schema costs ~1 ms to build, on every assessment otherwise."""
     schema = model.model_json_schema()
     defs = schema.get("$defs", {})
 

@@ -269,13 +269,47 @@ class RequestBudget:
             self._touch(in_flight)
             if self._tpm is not None:
                 self._correct_tokens(lease.tokens, report)
+        self._observe(report, lease, in_flight)
+        self._notify()
+
+    def renew(self, grant: Grant | int, report: AttemptReport) -> bool:
+        """The holder kept ``grant`` after a request that ended with ``report`` and sent its next request on it
+        (`reuse_allowed` said it may): the report counts as a release would, and the slot stays taken by the new
+        request — one request more, the same number in flight, the lease restarted. False for an unknown grant
+        (reclaimed meanwhile): then the report only counts. Only for budgets without requests/s or tokens/min
+        limits, whose every request must be asked for."""
+        grant_id = grant if isinstance(grant, int) else grant.grant_id
+        lease = self._leases.get(grant_id)
+        self._observe(report, lease, len(self._leases))
+        if lease is None or self.stopped is not None:
+            if lease is not None:  # stopped meanwhile: the request was sent all the same, its slot is given back
+                self.release(grant_id, AttemptReport(message="renewed after the stop"))
+            return False
+        now = self._clock.monotonic()
+        lease.granted_at, lease.in_flight_at_grant = now, len(self._leases)
+        lease.expires = now + self.limits.lease_s if self.limits.lease_s is not None else None
+        self._requests += 1
+        return True
+
+    def reuse_allowed(self) -> bool:
+        """Whether a holder may send its next request on a grant it keeps, without asking (`renew`): nobody waits
+        for a slot, nobody pauses, the window is not over-full, nothing is stopped, and no rate limit counts
+        requests one by one."""
+        if self.stopped is not None or self._rps is not None or self._tpm is not None or self._line.locked():
+            return False
+        if self._cooldown.remaining() > 1e-9:
+            return False
+        limit = self._window.limit
+        return limit is None or len(self._leases) + len(self._held) <= limit
+
+    def _observe(self, report: AttemptReport, lease: _Lease | None, in_flight: int) -> None:
+        """Count a finished request, adapt the window to it and feed the breaker (which may stop the budget)."""
         self._count(report)
         self._adapt(report, lease, in_flight)
         if self.breaker is not None and (message := self.breaker.observe(report)) is not None:
             if self.breaker.quota_exhausted:
                 self._quota_stops += 1
             self.stop(message)
-        self._notify()
 
     def stop(self, message: str) -> None:
         """Refuse every grant from now on (pending and future `acquire` calls get a `Refusal` with ``message``)."""
