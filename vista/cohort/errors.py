@@ -3,6 +3,8 @@ malformed query. One line naming the store, the subject or the query term."""
 
 from __future__ import annotations
 
+from vista.errors import UserError
 
-class CohortError(ValueError):
+
+class CohortError(ValueError, UserError):
     """A cohort store, subject or query that cannot be used as given (the message says which and why)."""

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
+from vista.errors import UserError
 from vista.meds import schema
 from vista.atomic import atomic_path, atomic_write_text, make_dirs
 from vista.meds.writer import write_codes, write_data_shard, write_dataset_metadata, write_subject_splits
@@ -73,7 +74,7 @@ _TRAP_NAMES = {TRAP_PREVALENT: "prevalent", TRAP_LATE_CONFIRMATION: "late_confir
                TRAP_PRIOR_CODE: "prior_code"}
 
 
-class SynthOutputError(RuntimeError):
+class SynthOutputError(RuntimeError, UserError):
     """The output directory cannot be used (names the directory and why)."""
 
 
