@@ -47,7 +47,7 @@ def test_every_exception_class_says_whether_the_user_can_fix_it():
     undecided = sorted(name for name, cls in classes.items() if not issubclass(cls, UserError) and name not in INTERNAL_ERRORS)
     assert undecided == []
     assert sorted(INTERNAL_ERRORS - set(classes)) == []  # the list names real classes
-    for name in ("vista.meds.errors.MedsDataError", "vista.storage.StorageError", "vista.cohort.errors.CohortError",
+    for name in ("vista.meds.errors.MedsDataError", "vista.storage.StorageError", "vista.patient_search.errors.PatientSearchError",
                  "trajonco.cohorts.errors.CohortError", "trajonco.chunking.ChunkingError", "vista.atomic.DataModeError"):
         assert issubclass(classes[name], user_errors()), name
 
