@@ -15,7 +15,7 @@ PINNED_CONFIG = SynthConfig(n_subjects=240, seed=19, shard_size=120, workers=1, 
 """Half cases, every trap and rule-outs, so every course path of `vista.synth` writes rows."""
 
 PINNED_DIGEST = "853bb378ea72a5cae4d87efd8190ea2fc9dd4f62fd23dc25048e84fd91bab7bc"
-"""Measured on main before `vista.synth.oncology` was split into its steps (issue 19)."""
+"""Measured on main before `vista.synth.oncology` was split into `vista.synth.course` (issue 19)."""
 
 
 def content_digest(root: Path) -> str:

@@ -51,7 +51,7 @@ from vista.synth.ground_truth import (
     TreatmentLineTruth,
     phenotype_index,
 )
-from vista.synth.oncology import CaseTruth, CourseWriter, run_cases, run_rule_outs
+from vista.synth.course import CaseTruth, CourseWriter, write_case_courses, write_rule_outs
 from vista.synth.population import (
     TRAP_LATE_CONFIRMATION, TRAP_PREVALENT, TRAP_PRIOR_CODE, TRAP_SHORT_HISTORY, Population, sample_population, to_days,
 )
@@ -224,10 +224,10 @@ def _simulate(config: SynthConfig, shard: int, n: int):
     drifts = sample_drifts(pop, rng)
     vb, rb, texts = VisitBuffer(), RowBuffer(), []
     writer = CourseWriter(ids, vb, rb, texts)
-    truths = run_cases(writer, pop, rng, w1)
+    truths = write_case_courses(writer, pop, rng, w1)
     ctx = ShardContext(pop, ids, texts, config.note_rate, w0, w1)
     bg_ids = add_background_visits(ctx, rng, vb)
-    rule_outs = run_rule_outs(writer, pop, rng)
+    rule_outs = write_rule_outs(writer, pop, rng)
     snapshot = vb.build()
     bg = Visits(*(getattr(snapshot, f)[bg_ids] for f in Visits.__slots__))
     sig_vis, sig_codes = place_signals(ctx, rng, vb, bg, bg_ids, signals)
