@@ -15,7 +15,6 @@ so a long first patient does not show "0 tokens" for minutes. On a terminal the 
 
 from __future__ import annotations
 
-import math
 import sys
 import threading
 import time
@@ -220,7 +219,8 @@ class ProgressTracker:
 class ProgressPrinter:
     """Shows the tracker's progress until the block ends: on a terminal a rich live bar that rich redraws every
     second (`rich.live.Live`, auto-refresh); elsewhere (``ray job logs``, a file) the line every ``interval_s``
-    seconds; and the line once more at the end. The live LLM figures are read every `LIVE_EVERY_S` meanwhile."""
+    seconds; and the line once more at the end. A small thread reads the live LLM figures every `LIVE_EVERY_S`
+    (a read may wait for the budget, so it never runs inside rich's redraw) and prints the off-terminal line."""
 
     LIVE_EVERY_S = 2.0
     """How often the live LLM figures are read from the job's budget."""
@@ -230,36 +230,27 @@ class ProgressPrinter:
         self.interval_s = interval_s
         self.stream = stream or sys.stdout
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._thread = threading.Thread(target=self._loop, name="jobs-progress", daemon=True)
         self._live = None
-        self._last_poll = -math.inf
 
     def _print(self) -> None:
         print(self.tracker.line(), file=self.stream, flush=True)
 
-    def _poll_live(self) -> None:
-        """Read the live figures when `LIVE_EVERY_S` has passed since the last read."""
-        now = time.monotonic()
-        if now - self._last_poll >= self.LIVE_EVERY_S:
-            self._last_poll = now
-            self.tracker.poll_live()
-
     def __rich__(self):
-        """What the live bar shows at each refresh: a bar of finished tasks and the progress line."""
+        """What the live bar shows at each redraw: a bar of finished tasks and the progress line."""
         from rich.progress_bar import ProgressBar
         from rich.table import Table
 
-        self._poll_live()
         row = Table.grid(padding=(0, 1))
         row.add_row(ProgressBar(total=max(self.tracker.to_run, 1), completed=self.tracker.finished, width=24),
                     self.tracker.line())
         return row
 
-    def _print_every_interval(self) -> None:
+    def _loop(self) -> None:
         last_print = time.monotonic()
         while not self._stop.wait(min(self.LIVE_EVERY_S, self.interval_s)):
-            self._poll_live()
-            if time.monotonic() - last_print >= self.interval_s:
+            self.tracker.poll_live()
+            if self._live is None and time.monotonic() - last_print >= self.interval_s:
                 self._print()
                 last_print = time.monotonic()
 
@@ -272,14 +263,12 @@ class ProgressPrinter:
 
             self._live = Live(self, console=Console(file=self.stream), refresh_per_second=1, transient=True)
             self._live.start()
-        else:
-            self._thread = threading.Thread(target=self._print_every_interval, name="jobs-progress", daemon=True)
-            self._thread.start()
+        self._thread.start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self._stop.set()
-        if self._thread is not None:
+        if self._thread.is_alive():
             self._thread.join(timeout=5)
         if self._live is not None:
             self._live.stop()

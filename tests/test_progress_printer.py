@@ -45,8 +45,9 @@ def test_off_a_terminal_the_line_is_printed_every_interval_and_at_the_end():
 
 def test_on_a_terminal_rich_redraws_the_bar_with_the_live_figures():
     tracker, stream = _tracker(), Terminal()
-    with ProgressPrinter(tracker, interval_s=10.0, stream=stream) as printer:
-        printer.LIVE_EVERY_S = 0.1
+    printer = ProgressPrinter(tracker, interval_s=10.0, stream=stream)
+    printer.LIVE_EVERY_S = 0.2
+    with printer:
         _finish_one(tracker)
         time.sleep(2.3)
     shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", stream.getvalue())  # the terminal's cursor moves and colours
