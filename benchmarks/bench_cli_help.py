@@ -1,5 +1,5 @@
 """How long ``--help`` takes for every command of both command lines (target: under 2 s each), measured as a user
-meets it: a fresh Python process running the console script's entry point. Figures printed, not asserted.
+meets it: the console script run in a fresh process. Figures printed, not asserted.
 
     python -m benchmarks.bench_cli_help [--repeat 3]
 """
@@ -7,11 +7,13 @@ meets it: a fresh Python process running the console script's entry point. Figur
 from __future__ import annotations
 
 import argparse
+import re
 import resource
 import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -19,28 +21,37 @@ from rich.table import Table
 TARGET_S = 2.0
 
 
-def commands() -> list[tuple[str, list[str]]]:
-    """(tool, argv) for the tool itself and each of its sub-commands, jobs included."""
-    from jobs.cli import TRAJONCO_JOBS, VISTA_JOBS
-    from trajonco.cli import build_parser as trajonco_parser
-    from vista.cli import build_parser as vista_parser
+def console_script(tool: str) -> str:
+    """The installed console script (``.venv/bin/vista``), as a user runs it."""
+    return str(Path(sys.executable).with_name(tool))
 
+
+def listed_commands(help_text: str) -> list[str]:
+    r"""The sub-commands a tool's ``--help`` lists (argparse indents each name by four spaces under ``COMMAND``).
+
+    >>> listed_commands("usage: vista COMMAND ...\n\npositional arguments:\n  COMMAND\n    graph   build graphs\n"
+    ...                 "                 of a cohort\n    evaluate-cohort\n                 score a store\n")
+    ['graph', 'evaluate-cohort']
+    """
+    return [match.group(1) for match in re.finditer(r"^ {4}(\S+)", help_text, re.MULTILINE)]
+
+
+def commands() -> list[tuple[str, list[str]]]:
+    """(tool, argv) for the tool itself and each sub-command its ``--help`` lists, jobs included (read from the console
+    script's own help: benchmarks import nothing of `jobs`)."""
     found: list[tuple[str, list[str]]] = []
-    for tool, parser, jobs in (("trajonco", trajonco_parser(), TRAJONCO_JOBS), ("vista", vista_parser(), VISTA_JOBS)):
+    for tool in ("trajonco", "vista"):
+        text = subprocess.run([console_script(tool), "--help"], capture_output=True, text=True, check=True).stdout
         found.append((tool, []))
-        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        found += [(tool, [name]) for name in sub.choices]
-        found += [(tool, [job.name]) for job in jobs]
+        found += [(tool, [name]) for name in listed_commands(text)]
     return found
 
 
 def time_help(tool: str, argv: list[str]) -> tuple[float, float, bool]:
     """Wall and CPU seconds of ``tool ARGV --help`` in a fresh process, and whether its help shows an example."""
-    entry = "trajonco_main" if tool == "trajonco" else "vista_main"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", f"from jobs.cli import {entry}; raise SystemExit({entry}())",
-                          *argv, "--help"], capture_output=True, text=True)
+    out = subprocess.run([console_script(tool), *argv, "--help"], capture_output=True, text=True)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

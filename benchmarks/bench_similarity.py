@@ -2,7 +2,7 @@
 
 A synthetic cohort is generated (seeded; most subjects are cancer cases so every cancer has peers), its MEDS Graphs
 are built into a `vista.graph.GraphStore`, and every cancer patient is asked for its ``k`` nearest patients with each
-method of `vista.cohort.similarity` and with the plain code-overlap (Jaccard) baseline. Printed, per method:
+method of `vista.patient_search.similarity` and with the plain code-overlap (Jaccard) baseline. Printed, per method:
 precision@k for the same cancer, the same cancer and stage group, and the same cancer and first-line regimen (the
 share of the ``k`` neighbours that match, averaged over the query patients), the ceiling (the share reachable when
 fewer than ``k`` peers exist), and the time to rank the cohort. Figures only, nothing asserted.
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vista.cohort.similarity import Method, similarity_matrix
-from vista.cohort.source import open_source
+from vista.patient_search.similarity import Method, similarity_matrix
+from vista.patient_search.source import open_source
 from vista.graph import GraphStore
 from vista.meds.reader import MedsDataset
 from vista.synth import SynthConfig, generate

@@ -17,16 +17,7 @@ class JobSettingsMismatch(JobError):
 
 def job_user_errors() -> tuple[type[BaseException], ...]:
     """Every exception class whose message alone tells the user what to fix."""
-    from trajonco.errors import user_errors
+    from vista.errors import user_errors
+    from vista.llm.errors import LLMEndpointFailure
 
-    from vista.atomic import DataModeError
-
-    extra: list[type[BaseException]] = [JobError, DataModeError]
-    try:
-        from vista.llm import LLMConfigError
-        from vista.llm.errors import LLMEndpointFailure
-
-        extra += [LLMConfigError, LLMEndpointFailure]
-    except ImportError:  # pragma: no cover - the gateway is part of the project
-        pass
-    return (*user_errors(), *extra)
+    return (*user_errors(), JobError, LLMEndpointFailure)

@@ -217,8 +217,10 @@ class ProgressTracker:
 
 
 class ProgressPrinter:
-    """Shows the tracker's progress until the block ends: on a terminal a rich progress bar refreshed every second;
-    elsewhere (``ray job logs``, a file) the line every ``interval_s`` seconds; and the line once more at the end."""
+    """Shows the tracker's progress until the block ends: on a terminal a rich live bar that rich redraws every
+    second (`rich.live.Live`, auto-refresh); elsewhere (``ray job logs``, a file) the line every ``interval_s``
+    seconds; and the line once more at the end. A small thread reads the live LLM figures every `LIVE_EVERY_S`
+    (a read may wait for the budget, so it never runs inside rich's redraw) and prints the off-terminal line."""
 
     LIVE_EVERY_S = 2.0
     """How often the live LLM figures are read from the job's budget."""
@@ -229,44 +231,46 @@ class ProgressPrinter:
         self.stream = stream or sys.stdout
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="jobs-progress", daemon=True)
-        self._bar = None
+        self._live = None
 
     def _print(self) -> None:
         print(self.tracker.line(), file=self.stream, flush=True)
 
+    def __rich__(self):
+        """What the live bar shows at each redraw: a bar of finished tasks and the progress line."""
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+
+        row = Table.grid(padding=(0, 1))
+        row.add_row(ProgressBar(total=max(self.tracker.to_run, 1), completed=self.tracker.finished, width=24),
+                    self.tracker.line())
+        return row
+
     def _loop(self) -> None:
         last_print = time.monotonic()
-        tick = min(self.LIVE_EVERY_S, self.interval_s) if self._bar is None else 1.0
-        while not self._stop.wait(tick):
+        while not self._stop.wait(min(self.LIVE_EVERY_S, self.interval_s)):
             self.tracker.poll_live()
-            if self._bar is not None:
-                self._refresh_bar()
-            elif time.monotonic() - last_print >= self.interval_s:
+            if self._live is None and time.monotonic() - last_print >= self.interval_s:
                 self._print()
                 last_print = time.monotonic()
 
-    def _refresh_bar(self) -> None:
-        progress, task = self._bar
-        progress.update(task, completed=self.tracker.finished, description=self.tracker.line())
-
     def __enter__(self) -> ProgressPrinter:
-        if self.interval_s > 0:
-            if self.stream.isatty():
-                from rich.console import Console
-                from rich.progress import BarColumn, Progress, TextColumn
+        if self.interval_s <= 0:
+            return self
+        if self.stream.isatty():
+            from rich.console import Console
+            from rich.live import Live
 
-                progress = Progress(BarColumn(bar_width=24), TextColumn("{task.description}"),
-                                    console=Console(file=self.stream), transient=True)
-                self._bar = (progress, progress.add_task(self.tracker.line(), total=max(self.tracker.to_run, 1)))
-                progress.start()
-            self._thread.start()
+            self._live = Live(self, console=Console(file=self.stream), refresh_per_second=1, transient=True)
+            self._live.start()
+        self._thread.start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
-        if self._bar is not None:
-            self._bar[0].stop()
+        if self._live is not None:
+            self._live.stop()
         self.tracker.poll_live()
         self._print()

@@ -346,7 +346,7 @@ def test_a_failing_shard_is_reported_with_its_subjects(tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise ValueError("broken course")
 
-    monkeypatch.setattr(generator, "run_cases", boom)
+    monkeypatch.setattr(generator, "write_case_courses", boom)
     with pytest.raises(SynthShardError, match=r"shard 0 \(subjects 1\.\.30\) failed: broken course"):
         generate(SynthConfig(n_subjects=30, seed=1, workers=1), tmp_path, progress=False)
     assert not (tmp_path / "ground_truth" / ".parts").exists()

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vista.errors import UserError
 
-class UnknownCancerError(ValueError):
+
+class UnknownCancerError(ValueError, UserError):
     """A cancer name that is not one of the 15 types (the message lists the valid keys)."""
 
 

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from vista.errors import UserError
 from vista.timeline import EventElement, TimeBlock, Timeline, join_timelines
 from vista.timeline.model import BLOCK_CLOSE, block_open, group_close, group_open
 from vista.tokens import count_tokens, count_tokens_batch
@@ -36,7 +37,7 @@ _TEXT_SPLIT_SLACK = 16
 """Tokens left free when cutting a text, so the cut piece usually fits once escaped without a retry."""
 
 
-class ChunkingError(ValueError):
+class ChunkingError(ValueError, UserError):
     """The token budget cannot hold the patient root or the smallest piece of an event."""
 
 

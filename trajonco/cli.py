@@ -15,7 +15,7 @@ from pathlib import Path
 
 from vista.cli import add_llm_option, add_profile_option
 from vista.cli_kit import ArgumentParser, HelpFormatter, add_overwrite, add_version, check_output_dir, parse_when, subcommand
-from vista.errors import CommandLineError, run_command
+from vista.errors import CommandLineError, run_command, user_errors
 
 def _cmd_synth(args: argparse.Namespace) -> int:
     from rich.console import Console
@@ -461,8 +461,6 @@ _PACKAGE_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_
 def main(argv: Sequence[str] | None = None,
          extra: Callable[[argparse._SubParsersAction], None] | None = None) -> int:
     """The `trajonco` command (the console script adds the Ray jobs through ``extra``, see `jobs.cli`)."""
-    from trajonco.errors import user_errors
-
     return run_command(build_parser(extra).parse_args(argv), user_errors())
 
 

@@ -43,11 +43,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from vista.errors import UserError
+
 DATA_MODE_ENV = "VISTA_DATA_MODE"
 """The setting that relaxes the private default (``private``, the default, or ``group``)."""
 
 
-class DataModeError(ValueError):
+class DataModeError(ValueError, UserError):
     """``VISTA_DATA_MODE`` holds something other than ``private`` or ``group``."""
 
 

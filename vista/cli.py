@@ -401,13 +401,13 @@ def build_parser(extra: Callable[[argparse._SubParsersAction], None] | None = No
 
 
 def _add_similar(sub: argparse._SubParsersAction) -> None:
-    from vista.cohort.cli import add_similar_parser
+    from vista.patient_search.cli import add_similar_parser
 
     add_similar_parser(sub)
 
 
 def _add_cohort_query(sub: argparse._SubParsersAction) -> None:
-    from vista.cohort.cli import add_query_parser
+    from vista.patient_search.cli import add_query_parser
 
     add_query_parser(sub)
 

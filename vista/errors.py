@@ -1,35 +1,27 @@
-"""The exception types that mean "the input is wrong", shown to users as one clear line rather than a traceback.
+"""The exceptions that mean "the input is wrong", shown to users as one clear line rather than a traceback.
 
-Each package lists its own types by import path (resolved lazily, so a CLI's ``--help`` imports nothing heavy);
-`user_errors` collects them for the `vista` and `trajonco` commands and the Ray jobs.
+Every such exception class has `UserError` among its bases: it says so where it is defined, so nothing has to list
+it, and a class renamed or moved stays one line for the user. The `vista` and `trajonco` commands and the Ray jobs
+catch `user_errors()` (`UserError` plus FileNotFoundError).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-from collections.abc import Iterable
 
-VISTA_USER_ERRORS: tuple[tuple[str, str], ...] = (
-    ("vista.meds.errors", "MedsDataError"),
-    ("vista.storage", "StorageError"),
-    ("vista.coding.errors", "CodingProfileError"),
-    ("vista.synth", "SynthOutputError"),
-    ("vista.timeline", "TimelineError"),
-    ("vista.tokens", "TokenizerUnavailableError"),
-    ("vista.llm.errors", "LLMConfigError"),
-    ("vista.graph.errors", "GraphInputError"),
-    ("vista.graph.errors", "GraphFileError"),
-    ("vista.graph.xml_files", "XmlDirectoryError"),
-    ("vista.xml_reading", "XmlReadError"),
-    ("vista.toa.errors", "TOAError"),
-    ("vista.query.errors", "QueryError"),
-    ("vista.display.model", "DisplayError"),
-    ("vista.rag.errors", "RagError"),
-    ("vista.evaluation.errors", "EvaluationError"),
-    ("vista.cohort.errors", "CohortError"),
-)
+
+class UserError(Exception):
+    """Base of every error whose message alone tells the user what to fix (a file, patient, field or option).
+
+    Mixed into a library's own exception classes (``class QueryError(ValueError, UserError)``); the commands print
+    it as ``error: <message>`` and exit with status 2.
+
+    >>> class BadShard(ValueError, UserError):
+    ...     pass
+    >>> isinstance(BadShard("data/0.parquet: field 'time': null"), user_errors())
+    True
+    """
 
 
 def describe_location(source: str, subject_id: int | None, field: str | None, problem: str) -> str:
@@ -47,7 +39,7 @@ def describe_location(source: str, subject_id: int | None, field: str | None, pr
     return ": ".join(parts)
 
 
-class LocatedError(ValueError):
+class LocatedError(ValueError, UserError):
     """Bad input located by its source (a file, or a name for an in-memory table), subject and field.
 
     The base of the MEDS, baseline and report input errors; picklable, so Ray workers and worker processes can ship
@@ -69,33 +61,27 @@ def _rebuild_located(cls: type[LocatedError], source: str, problem: str, subject
     return cls(source, problem, subject_id=subject_id, field=field)
 
 
-class CommandLineError(ValueError):
+class CommandLineError(ValueError, UserError):
     """A command-line value that cannot be used (shown as one line)."""
 
 
-def user_errors(extra: Iterable[tuple[str, str]] = ()) -> tuple[type[BaseException], ...]:
-    """Exception classes whose message alone tells the user what to fix: FileNotFoundError, `CommandLineError`,
-    vista's own, and ``extra`` (module, class name) pairs.
+def user_errors() -> tuple[type[BaseException], ...]:
+    """Exception classes whose message alone tells the user what to fix: every `UserError`, and FileNotFoundError.
 
-    >>> FileNotFoundError in user_errors() and CommandLineError in user_errors()
+    >>> from vista.meds.errors import MedsDataError
+    >>> issubclass(MedsDataError, user_errors()) and issubclass(CommandLineError, user_errors())
     True
     """
-    found: list[type[BaseException]] = [FileNotFoundError, CommandLineError]
-    for module_name, attr in (*VISTA_USER_ERRORS, *extra):
-        try:
-            found.append(getattr(importlib.import_module(module_name), attr))
-        except (ImportError, AttributeError):
-            continue
-    return tuple(found)
+    return (UserError, FileNotFoundError)
 
 
 def run_command(args: argparse.Namespace, errors: tuple[type[BaseException], ...]) -> int:
     """Run a parsed sub-command (``args.handler``); ``errors`` print as one line on stderr with exit status 2."""
-    from vista.atomic import DataModeError, apply_data_umask
+    from vista.atomic import apply_data_umask
 
     try:
         apply_data_umask()  # what this command writes is private (VISTA_DATA_MODE, vista.atomic)
         return args.handler(args)
-    except (*errors, DataModeError) as exc:  # errors the user can act on: one line, no traceback
+    except errors as exc:  # errors the user can act on: one line, no traceback
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2

@@ -37,11 +37,12 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from vista.atomic import atomic_path, atomic_write_bytes, make_dirs
+from vista.errors import UserError
 
 LOCAL_SCHEMES = ("", "file")
 
 
-class StorageError(OSError):
+class StorageError(OSError, UserError):
     """A storage URI that cannot be opened (unknown scheme, bad query), named with the reason."""
 
 

@@ -43,6 +43,7 @@ import numpy as np
 import tiktoken
 
 from vista.atomic import atomic_write_bytes
+from vista.errors import UserError
 
 DEFAULT_ENCODING = "cl100k_base"
 
@@ -52,7 +53,7 @@ CACHE_DIR_ENV = "VISTA_TIKTOKEN_CACHE_DIR"
 """Where to place the encoding file when ``TIKTOKEN_CACHE_DIR`` is not set (default: ``~/.cache/vista/tiktoken``)."""
 
 
-class TokenizerUnavailableError(RuntimeError):
+class TokenizerUnavailableError(RuntimeError, UserError):
     """The offline encoding file cannot be found, is corrupt, or the encoding is not available offline."""
 
 

@@ -35,6 +35,8 @@ from pathlib import Path
 
 from lxml import etree
 
+from vista.errors import UserError
+
 _XML_NAMES = frozenset({"amp", "lt", "gt", "quot", "apos"})
 _HTML5 = {name[:-1]: chars for name, chars in html.entities.html5.items() if name.endswith(";")}
 _REFERENCE = re.compile(rb"&(?:([A-Za-z_:][A-Za-z0-9._:-]*);|#[0-9]+;|#x[0-9A-Fa-f]+;)?")
@@ -46,7 +48,7 @@ _HOLD = 64  # bytes kept back at a chunk's end: longer than any reference or mar
 CHUNK_BYTES = 1 << 20
 
 
-class XmlReadError(ValueError):
+class XmlReadError(ValueError, UserError):
     """An XML file cannot be read: names the file, the line when known, and what is wrong."""
 
     def __init__(self, path: str, problem: str, *, line: int | None = None):

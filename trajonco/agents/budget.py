@@ -17,10 +17,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vista.errors import UserError
 from vista.tokens import DEFAULT_ENCODING, count_tokens, count_tokens_batch
 
 
-class BudgetError(ValueError):
+class BudgetError(ValueError, UserError):
     """The model's context cannot hold even the fixed part of a prompt."""
 
 

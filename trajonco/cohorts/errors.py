@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from vista.errors import UserError
 
-class CohortError(Exception):
+
+class CohortError(UserError):
     """Base class: something about the definition or the dataset keeps the cohort from being built."""
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from vista.errors import UserError
 
-class CodingProfileError(ValueError):
+
+class CodingProfileError(ValueError, UserError):
     """A coding profile that cannot be loaded or does not fit the dataset it is asked to read."""

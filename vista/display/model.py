@@ -17,6 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from vista.errors import UserError
+
 VARIABLES_FILE = "variables.toml"
 NOT_DOCUMENTED = "Not documented"
 NOT_AVAILABLE = "Not available"
@@ -40,7 +42,7 @@ def states_nothing(value: str) -> bool:
     return _words(value) in _SILENT
 
 
-class DisplayError(ValueError):
+class DisplayError(ValueError, UserError):
     """A variable definition file or a stored display that cannot be used (the message names the file)."""
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from vista.errors import UserError
 
-class EvaluationError(ValueError):
+
+class EvaluationError(ValueError, UserError):
     """Ground truth or displays the evaluation cannot use."""

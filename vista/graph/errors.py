@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from vista.errors import UserError
+
 
 def _location(source: str, patient: str | None, element: str | None, field: str | None, problem: str) -> str:
     parts = [source]
@@ -19,7 +21,7 @@ def _location(source: str, patient: str | None, element: str | None, field: str 
     return ": ".join(parts)
 
 
-class GraphInputError(ValueError):
+class GraphInputError(ValueError, UserError):
     """A patient cannot become a graph: names the source (shard or XML file), the patient, the element and the field."""
 
     def __init__(self, source: str, problem: str, *, patient: str | None = None, field: str | None = None,
@@ -47,7 +49,7 @@ class GraphInputError(ValueError):
         return cls(source, problem, patient=patient, field=field, element=element)
 
 
-class GraphFileError(ValueError):
+class GraphFileError(ValueError, UserError):
     """A GraphML file or a graph store cannot be read: names the file and what is wrong with it."""
 
 

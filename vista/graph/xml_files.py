@@ -20,6 +20,7 @@ from typing import Literal
 
 from lxml import etree
 
+from vista.errors import UserError
 from vista.xml_reading import EntityDecoder
 
 OnDuplicate = Literal["error", "first"]
@@ -27,7 +28,7 @@ ON_DUPLICATE_CHOICES: tuple[OnDuplicate, ...] = ("error", "first")
 _HEAD_BYTES = 1 << 16
 
 
-class XmlDirectoryError(ValueError):
+class XmlDirectoryError(ValueError, UserError):
     """An XML directory cannot be used as given (missing, unreadable, empty, or two files for one patient)."""
 
 

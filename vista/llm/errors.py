@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from vista.errors import UserError
+
 
 class ErrorKind(StrEnum):
     """Why a call (or one attempt of it) failed."""
@@ -129,7 +131,7 @@ class LLMEndpointFailure(RuntimeError):
         return (LLMEndpointFailure, (self.message,))
 
 
-class LLMConfigError(ValueError):
+class LLMConfigError(ValueError, UserError):
     """A gateway setting is missing or invalid; the message names the setting (and its source)."""
 
 

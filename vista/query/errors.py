@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from vista.errors import UserError
 
-class QueryError(ValueError):
+
+class QueryError(ValueError, UserError):
     """Base class: a question cannot be answered or a source cannot be opened because of the input."""
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from vista.errors import UserError
 
-class RagError(ValueError):
+
+class RagError(ValueError, UserError):
     """A patient whose record cannot be indexed or a setting the baseline cannot honour."""

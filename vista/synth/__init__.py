@@ -9,7 +9,7 @@
     ground_truth/subjects.parquet                   per subject: cancer, phenotype index date, exclusion, trap flags
 
 Modules: `catalog` (codes), `conditions` (risk factors), `cancers` (the 15 profiles and their code lists),
-`population`, `signals`, `reasons`, `trajectories` (background care), `oncology` (cases' courses), `regimens`,
+`population`, `signals`, `reasons`, `trajectories` (background care), `course` (cases' courses, one module per step), `regimens`,
 `biomarkers`, `notes`, `ground_truth` (phenotype reference and truth models), `generator` (shards and workers).
 
 >>> from vista.synth import SynthConfig, generate

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
+from vista.errors import UserError
 from vista.meds import schema
 from vista.atomic import atomic_path, atomic_write_text, make_dirs
 from vista.meds.writer import write_codes, write_data_shard, write_dataset_metadata, write_subject_splits
@@ -50,7 +51,7 @@ from vista.synth.ground_truth import (
     TreatmentLineTruth,
     phenotype_index,
 )
-from vista.synth.oncology import CaseTruth, CourseWriter, run_cases, run_rule_outs
+from vista.synth.course import CaseTruth, CourseWriter, write_case_courses, write_rule_outs
 from vista.synth.population import (
     TRAP_LATE_CONFIRMATION, TRAP_PREVALENT, TRAP_PRIOR_CODE, TRAP_SHORT_HISTORY, Population, sample_population, to_days,
 )
@@ -73,7 +74,7 @@ _TRAP_NAMES = {TRAP_PREVALENT: "prevalent", TRAP_LATE_CONFIRMATION: "late_confir
                TRAP_PRIOR_CODE: "prior_code"}
 
 
-class SynthOutputError(RuntimeError):
+class SynthOutputError(RuntimeError, UserError):
     """The output directory cannot be used (names the directory and why)."""
 
 
@@ -223,10 +224,10 @@ def _simulate(config: SynthConfig, shard: int, n: int):
     drifts = sample_drifts(pop, rng)
     vb, rb, texts = VisitBuffer(), RowBuffer(), []
     writer = CourseWriter(ids, vb, rb, texts)
-    truths = run_cases(writer, pop, rng, w1)
+    truths = write_case_courses(writer, pop, rng, w1)
     ctx = ShardContext(pop, ids, texts, config.note_rate, w0, w1)
     bg_ids = add_background_visits(ctx, rng, vb)
-    rule_outs = run_rule_outs(writer, pop, rng)
+    rule_outs = write_rule_outs(writer, pop, rng)
     snapshot = vb.build()
     bg = Visits(*(getattr(snapshot, f)[bg_ids] for f in Visits.__slots__))
     sig_vis, sig_codes = place_signals(ctx, rng, vb, bg, bg_ids, signals)

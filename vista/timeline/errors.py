@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from vista.errors import UserError
 
-class TimelineError(ValueError):
+
+class TimelineError(ValueError, UserError):
     """Bad input for a timeline: the message names the source (shard or document), the subject and the field."""

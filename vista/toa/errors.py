@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from vista.errors import UserError
 
-class TOAError(Exception):
+
+class TOAError(UserError):
     """Base class of the TOA layer's own errors."""
 
 

@@ -16,7 +16,7 @@ import polars as pl
 
 from vista.coding import CodingProfile, load_profile
 from vista.coding.profile import builtin_profiles
-from vista.cohort.query import CodeTerm
+from vista.patient_search.query import CodeTerm
 
 
 def _spellings(code: str, profile: CodingProfile | str | None) -> list[str]:

@@ -1,6 +1,6 @@
 """The typed cohort query: which patients have coded events (optionally with a value test), text findings, and in
 which order. Built from Python or from the CLI's short specs (`parse_code_term`, `parse_text_term`,
-`parse_order`); evaluated by `vista.cohort.evaluate.run_query`.
+`parse_order`); evaluated by `vista.patient_search.evaluate.run_query`.
 
 >>> q = CohortQuery(terms=[parse_code_term("lung=ICD10CM//C34*"),
 ...                        parse_text_term("egfr@NOTE//PATHOLOGY=EGFR: (?!no )[^.]*detected"),
@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from vista.cohort.errors import CohortError
+from vista.patient_search.errors import PatientSearchError
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 
@@ -107,18 +107,18 @@ class CohortQuery(_Model):
 
 
 def load_query(text: str, source: str = "query") -> CohortQuery:
-    """A `CohortQuery` from JSON (CohortError naming ``source`` and the problem)."""
+    """A `CohortQuery` from JSON (PatientSearchError naming ``source`` and the problem)."""
     try:
         return CohortQuery.model_validate_json(text)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise CohortError(f"{source}: {where}: {first['msg']}") from None
+        raise PatientSearchError(f"{source}: {where}: {first['msg']}") from None
 
 
-def _invalid(spec: str, what: str, exc: ValidationError | str) -> CohortError:
+def _invalid(spec: str, what: str, exc: ValidationError | str) -> PatientSearchError:
     detail = exc if isinstance(exc, str) else exc.errors()[0]["msg"].removeprefix("Value error, ")
-    return CohortError(f"{what} {spec!r}: {detail}")
+    return PatientSearchError(f"{what} {spec!r}: {detail}")
 
 
 _CODE_SPEC = re.compile(rf"^(?P<name>{_NAME})=(?P<codes>[^<>=!]+?)\s*(?:(?P<op><=|>=|==|!=|<|>)\s*(?P<num>\S+))?$")
@@ -171,8 +171,8 @@ def parse_order(spec: str) -> Order:
 
 
 def make_query(terms: list[CodeTerm | TextTerm], order: list[Order] | None = None) -> CohortQuery:
-    """`CohortQuery` from parsed terms (CohortError, not a pydantic traceback, when they do not fit together)."""
+    """`CohortQuery` from parsed terms (PatientSearchError, not a pydantic traceback, when they do not fit together)."""
     try:
         return CohortQuery(terms=terms, order=order or [])
     except ValidationError as exc:
-        raise CohortError(f"query: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
+        raise PatientSearchError(f"query: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None

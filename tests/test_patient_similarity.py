@@ -16,9 +16,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from vista.cohort import CohortError, Method, open_source, similar_patients, similarity_matrix
-from vista.cohort.features import Family, patient_tokens
-from vista.cohort.similarity import TokenMatrix
+from vista.patient_search import PatientSearchError, Method, open_source, similar_patients, similarity_matrix
+from vista.patient_search.features import Family, patient_tokens
+from vista.patient_search.similarity import TokenMatrix
 
 SYNTH = dict(n_subjects=30, seed=2, workers=1, case_fraction=0.9, cancer_weights={"lung": 4.0, "breast": 1.0})
 """A small lung-heavy cohort whose seed gives EGFR-positive patients who progress on first-line therapy."""
@@ -133,20 +133,20 @@ def test_specific_codes_outweigh_common_ones_and_counts_do_not_matter():
 
 @pytest.mark.slow
 def test_errors_name_the_store_and_the_subject(tmp_path):
-    with pytest.raises(CohortError, match=f"{tmp_path}: not a graph store"):
+    with pytest.raises(PatientSearchError, match=f"{tmp_path}: not a graph store"):
         open_source(tmp_path)
-    with pytest.raises(CohortError, match="no such store directory"):
+    with pytest.raises(PatientSearchError, match="no such store directory"):
         open_source(tmp_path / "missing")
     source = open_source(graph_store_root())
-    with pytest.raises(CohortError, match=rf"{graph_store_root()}: no graph for subject 999"):
+    with pytest.raises(PatientSearchError, match=rf"{graph_store_root()}: no graph for subject 999"):
         similar_patients(source, 999)
-    with pytest.raises(CohortError, match="k must be at least 1"):
+    with pytest.raises(PatientSearchError, match="k must be at least 1"):
         similar_patients(source, 0, k=0)
 
 
 @pytest.mark.slow
 def test_the_similar_command_prints_a_ranking_and_reports_mistakes_in_one_line(capsys):
-    from vista.cohort.cli import add_similar_parser
+    from vista.patient_search.cli import add_similar_parser
     from vista.errors import run_command, user_errors
 
     parser = argparse.ArgumentParser(prog="vista")
@@ -165,8 +165,8 @@ def test_the_similar_command_prints_a_ranking_and_reports_mistakes_in_one_line(c
     assert capsys.readouterr().err.strip() == f"error: {store}: no graph for subject 999"
 
 
-@pytest.mark.parametrize("name", ["vista.cohort", "vista.cohort.features", "vista.cohort.similarity",
-                                  "vista.cohort.query"])
+@pytest.mark.parametrize("name", ["vista.patient_search", "vista.patient_search.features", "vista.patient_search.similarity",
+                                  "vista.patient_search.query"])
 def test_doctests(name):
     import doctest
     import importlib
@@ -179,10 +179,10 @@ def test_the_command_line_spells_the_methods_without_importing_them():
     import subprocess
     import sys
 
-    from vista.cohort import cli, similarity
+    from vista.patient_search import cli, similarity
 
     assert cli.METHODS == tuple(m.value for m in Method) and cli.DEFAULT_METHOD == similarity.DEFAULT_METHOD.value
-    code = ("import argparse, sys; from vista.cohort.cli import add_similar_parser, add_query_parser; "
+    code = ("import argparse, sys; from vista.patient_search.cli import add_similar_parser, add_query_parser; "
             "p = argparse.ArgumentParser(); s = p.add_subparsers(); add_similar_parser(s); add_query_parser(s); "
             "print(sorted(m for m in ('numpy', 'polars', 'scipy', 'pyarrow') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -222,7 +222,7 @@ def test_episode_tokens_come_from_current_timelines_only_and_bring_line_mates_cl
     timelines.save(_timeline(a, store.content_hash_of(a), 1, (ref_a,)))
     timelines.save(_timeline(b, store.content_hash_of(b), 1, (ref_b,)))
     timelines.save(_timeline(c, "another-version", 1, (ref_c,)))  # stale: left out, and said so
-    with caplog.at_level("WARNING", logger="vista.cohort.features"):
+    with caplog.at_level("WARNING", logger="vista.patient_search.features"):
         tokens = patient_tokens(open_source(root), (Family.EPISODES,))
     assert sorted(tokens.rows()) == sorted((s, f"episodes:line1:{t}", 1) for s in (a, b) for t in ("treatment", drug))
     assert "1 stored timeline(s) were built from another version of the graph" in caplog.text and f"{c}" in caplog.text

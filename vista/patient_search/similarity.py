@@ -12,7 +12,7 @@ Methods (`Method`), measured on generated patients by ``benchmarks/bench_similar
   ``ICD10CM//C34.1``): helps when patients are coded at different depths; on the generator's data (coded at one
   depth) it was measured slightly worse, so it is not the default.
 * ``timeline`` (default) — ``idf`` plus the timeline's course: transitions between the specific codes in the order
-  the patient first met them (`vista.cohort.features.transition_tokens`), a TF-IDF "timeline embedding" with no model.
+  the patient first met them (`vista.patient_search.features.transition_tokens`), a TF-IDF "timeline embedding" with no model.
 * ``values`` — ``timeline`` plus short categorical event values (``stage group = IIIB``); reads every graph of the
   store (the index holds no text), so it costs a graph load per patient — best on stage, slowest.
 * ``episodes`` — ``timeline`` plus the episode structure of the patients' TOA timelines where the store holds
@@ -39,9 +39,9 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from vista.cohort.errors import CohortError
-from vista.cohort.features import Family, patient_tokens
-from vista.cohort.source import CohortSource
+from vista.patient_search.errors import PatientSearchError
+from vista.patient_search.features import Family, patient_tokens
+from vista.patient_search.source import CohortSource
 
 
 class Method(StrEnum):
@@ -120,7 +120,7 @@ class TokenMatrix:
     def row_of(self, subject_id: int) -> int:
         found = np.searchsorted(self.subject_ids, subject_id)
         if found >= len(self.subject_ids) or self.subject_ids[found] != subject_id:
-            raise CohortError(f"subject {subject_id} has no graph in this store")
+            raise PatientSearchError(f"subject {subject_id} has no graph in this store")
         return int(found)
 
     def neighbours(self, subject_id: int, k: int, *, explain: int = 5) -> list[Neighbour]:
@@ -150,6 +150,6 @@ def similar_patients(source: CohortSource, subject_id: int, k: int = 10,
                      method: Method = DEFAULT_METHOD) -> list[Neighbour]:
     """The ``k`` patients of ``source`` most similar to ``subject_id`` by ``method``, best first."""
     if k < 1:
-        raise CohortError(f"k must be at least 1, not {k}")
+        raise PatientSearchError(f"k must be at least 1, not {k}")
     source.check_subject(subject_id)
     return similarity_matrix(source, method).neighbours(subject_id, k)

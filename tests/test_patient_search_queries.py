@@ -13,9 +13,9 @@ from datetime import timedelta
 import polars as pl
 import pytest
 
-from test_cohort_similarity import cohort_dataset, graph_store_root, job_store_root, oncology
-from vista.cohort import (
-    CohortError,
+from test_patient_similarity import cohort_dataset, graph_store_root, job_store_root, oncology
+from vista.patient_search import (
+    PatientSearchError,
     CohortQuery,
     load_query,
     make_query,
@@ -128,7 +128,7 @@ def test_a_text_term_alone_matches_every_note_with_that_text(job_store, rows):
      r"q.json: terms.0.code.codes"),
 ])
 def test_query_mistakes_are_one_clear_line(make, message):
-    with pytest.raises(CohortError, match=message):
+    with pytest.raises(PatientSearchError, match=message):
         make()
 
 
@@ -138,7 +138,7 @@ def test_a_query_round_trips_through_json():
 
 
 def test_the_cohort_query_command_prints_the_matches_with_their_evidence(tmp_path, capsys):
-    from vista.cohort.cli import add_query_parser
+    from vista.patient_search.cli import add_query_parser
     from vista.errors import run_command, user_errors
 
     parser = argparse.ArgumentParser(prog="vista")

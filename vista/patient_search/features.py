@@ -35,7 +35,7 @@ from enum import StrEnum
 
 import polars as pl
 
-from vista.cohort.source import CohortSource
+from vista.patient_search.source import CohortSource
 from vista.toa.model import Episode, EpisodeKind, PatientTimeline
 
 logger = logging.getLogger(__name__)

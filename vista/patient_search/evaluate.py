@@ -16,9 +16,9 @@ from datetime import datetime
 
 import polars as pl
 
-from vista.cohort.features import SOURCE_TYPES
-from vista.cohort.query import CodeTerm, CohortQuery, Order, TextTerm, ValueTest
-from vista.cohort.source import CohortSource
+from vista.patient_search.features import SOURCE_TYPES
+from vista.patient_search.query import CodeTerm, CohortQuery, Order, TextTerm, ValueTest
+from vista.patient_search.source import CohortSource
 
 EVIDENCE_SCHEMA = {"term": pl.String, "subject_id": pl.Int64, "node_id": pl.String, "code": pl.String,
                    "time": pl.Datetime("us")}

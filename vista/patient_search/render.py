@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from vista.cohort.evaluate import QueryResult
-from vista.cohort.similarity import Method, Neighbour
+from vista.patient_search.evaluate import QueryResult
+from vista.patient_search.similarity import Method, Neighbour
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:

@@ -1,5 +1,5 @@
-"""Where the cohort layer reads a store: its node index (a polars LazyFrame) and, only when a question needs text,
-the graphs of a few patients. Every store access of `vista.cohort` goes through this module.
+"""Where patient search reads a store: its node index (a polars LazyFrame) and, only when a question needs text,
+the graphs of a few patients. Every store access of `vista.patient_search` goes through this module.
 
 The store is a `vista.graph.GraphStore` directory — what ``vista graph`` and ``jobs.build_graphs --out`` both write.
 Its whole-record graphs are the cohort (a label-driven job's cut records are not patients of their own). Used:
@@ -21,7 +21,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-from vista.cohort.errors import CohortError
+from vista.patient_search.errors import PatientSearchError
 from vista.graph.index import INDEX_SCHEMA
 from vista.graph.model import NodeType, PatientGraph
 from vista.toa.model import PatientTimeline
@@ -48,9 +48,9 @@ class CohortSource:
 
         self.root = Path(root)
         if not self.root.is_dir():
-            raise CohortError(f"{self.root}: no such store directory")
+            raise PatientSearchError(f"{self.root}: no such store directory")
         if not is_graph_store(self.root):
-            raise CohortError(f"{self.root}: not a graph store (made by `vista graph` or `jobs.build_graphs`)")
+            raise PatientSearchError(f"{self.root}: not a graph store (made by `vista graph` or `jobs.build_graphs`)")
         self._store = GraphStore(self.root)
 
     def scan_index(self) -> pl.LazyFrame:
@@ -63,7 +63,7 @@ class CohortSource:
         try:
             return self.scan_index().collect()
         except (OSError, pl.exceptions.PolarsError, pa.ArrowException) as exc:
-            raise CohortError(f"{self.root}: unreadable node index ({type(exc).__name__}: {exc})") from None
+            raise PatientSearchError(f"{self.root}: unreadable node index ({type(exc).__name__}: {exc})") from None
 
     def subject_ids(self) -> list[int]:
         """Subjects with a whole-record graph, sorted."""
@@ -71,7 +71,7 @@ class CohortSource:
 
     def check_subject(self, subject_id: int) -> None:
         if subject_id not in self._store:
-            raise CohortError(f"{self.root}: no graph for subject {subject_id}")
+            raise PatientSearchError(f"{self.root}: no graph for subject {subject_id}")
 
     def graph(self, subject_id: int) -> PatientGraph:
         """The stored graph of one patient."""

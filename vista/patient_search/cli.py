@@ -18,21 +18,21 @@ QUERY_EXAMPLE = ["vista cohort-query --store out/vista --code 'lung=ICD10CM//C34
                  "  (lung cancer, an EGFR-positive pathology result, then progression on first-line therapy)"]
 
 
-def _cohort_errors():
-    from vista.cohort.errors import CohortError
+def _search_errors():
+    from vista.patient_search.errors import PatientSearchError
 
-    return CohortError
+    return PatientSearchError
 
 
 def _cmd_similar(args: argparse.Namespace) -> int:
-    from vista.cohort.render import similar_json, similar_text
-    from vista.cohort.similarity import Method, similar_patients
-    from vista.cohort.source import open_source
+    from vista.patient_search.render import similar_json, similar_text
+    from vista.patient_search.similarity import Method, similar_patients
+    from vista.patient_search.source import open_source
 
     try:
         method = Method(args.method)
         neighbours = similar_patients(open_source(Path(args.store)), args.subject, args.k, method)
-    except _cohort_errors() as exc:
+    except _search_errors() as exc:
         raise CommandLineError(str(exc)) from None
     render = similar_json if args.json else similar_text
     print(render(args.subject, method, neighbours))
@@ -40,10 +40,10 @@ def _cmd_similar(args: argparse.Namespace) -> int:
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
-    from vista.cohort.evaluate import run_query
-    from vista.cohort.query import load_query, make_query, parse_code_term, parse_order, parse_text_term
-    from vista.cohort.render import query_json, query_text
-    from vista.cohort.source import open_source
+    from vista.patient_search.evaluate import run_query
+    from vista.patient_search.query import load_query, make_query, parse_code_term, parse_order, parse_text_term
+    from vista.patient_search.render import query_json, query_text
+    from vista.patient_search.source import open_source
 
     try:
         if args.query_file is not None:
@@ -65,7 +65,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
         result = run_query(source, query)
         for line in unmatched(source):
             print(line, file=sys.stderr)
-    except _cohort_errors() as exc:
+    except _search_errors() as exc:
         raise CommandLineError(str(exc)) from None
     print(query_json(result) if args.json else query_text(result))
     return 0
@@ -74,9 +74,9 @@ def _cmd_query(args: argparse.Namespace) -> int:
 def _respelled(query, coding_profile: str | None):
     """The query with its codes in canonical spelling (the notes said on stderr), and a function giving the hint
     lines for code terms that match nothing in a source."""
-    from vista.cohort.evaluate import code_evidence
-    from vista.cohort.query import CodeTerm
-    from vista.cohort.spelling import respell_term, unmatched_hint
+    from vista.patient_search.evaluate import code_evidence
+    from vista.patient_search.query import CodeTerm
+    from vista.patient_search.spelling import respell_term, unmatched_hint
 
     terms = []
     for term in query.terms:
@@ -96,7 +96,7 @@ def _respelled(query, coding_profile: str | None):
 
 
 METHODS = ("jaccard", "idf", "hierarchy", "timeline", "values", "episodes")
-"""`vista.cohort.similarity.Method` values, spelled here so ``--help`` imports no numpy or polars (a test keeps
+"""`vista.patient_search.similarity.Method` values, spelled here so ``--help`` imports no numpy or polars (a test keeps
 them equal)."""
 DEFAULT_METHOD = "timeline"
 
@@ -140,7 +140,7 @@ def add_query_parser(sub) -> None:
                         "'pd1@NOTE//PROGRESS=progression of .* on line 1' (repeatable)")
     p.add_argument("--before", action="append", default=[], metavar="FIRST:THEN[:DAYS]",
                    help="evidence of term FIRST dated before evidence of term THEN (within DAYS days) (repeatable)")
-    p.add_argument("--query-file", help="the query as JSON (vista.cohort.query.CohortQuery) instead of the flags")
+    p.add_argument("--query-file", help="the query as JSON (vista.patient_search.query.CohortQuery) instead of the flags")
     p.add_argument("--coding-profile", dest="coding_profile", metavar="NAME|TOML",
                    help="how the dataset spells codes (omop, synthea, mimic_iv, vista_xml, meds_synth or a TOML): "
                         "--code values in that spelling are respelled to the store's canonical codes; default: "

@@ -1,0 +1,65 @@
+"""The driver's progress display (`jobs.progress.ProgressPrinter`): off a terminal the line every interval and once
+at the end; on a terminal a live bar that rich redraws; both with the live LLM figures (429s, paused seconds,
+requests in flight of the window)."""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+
+from jobs.progress import LiveFigures, ProgressPrinter, ProgressTracker, StatusRow, status_table
+
+FIGURES = LiveFigures(calls=900, in_flight=40, tokens=9_000, cost_usd=None, in_flight_limit=48, rate_limited=31,
+                      cooldown_s=2.5)
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _tracker() -> ProgressTracker:
+    tracker = ProgressTracker("predict", to_run=4)
+    reads: list[float] = []
+    tracker.live_source = lambda: reads.append(time.monotonic()) or FIGURES
+    tracker.reads = reads  # type: ignore[attr-defined]
+    return tracker
+
+
+def _finish_one(tracker: ProgressTracker) -> None:
+    tracker.update(status_table([StatusRow(1, None, "ok", None, 3, 0, 1200, 300, 0.01, 0, 2.0)]))
+
+
+def test_off_a_terminal_the_line_is_printed_every_interval_and_at_the_end():
+    tracker, stream = _tracker(), io.StringIO()
+    with ProgressPrinter(tracker, interval_s=0.2, stream=stream):
+        _finish_one(tracker)
+        time.sleep(0.7)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) >= 3  # at least two interval lines and the final one
+    assert all(line.startswith("[predict] ") for line in lines)
+    assert lines[-1].startswith("[predict] 1/4 (ok 1) · 900 calls (40 in flight of 48) · 31 × 429, 2.5 s paused · ")
+    assert "\x1b" not in stream.getvalue()  # plain text for `ray job logs` and files
+
+
+def test_on_a_terminal_rich_redraws_the_bar_with_the_live_figures():
+    tracker, stream = _tracker(), Terminal()
+    printer = ProgressPrinter(tracker, interval_s=10.0, stream=stream)
+    printer.LIVE_EVERY_S = 0.2
+    with printer:
+        _finish_one(tracker)
+        time.sleep(2.3)
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", stream.getvalue())  # the terminal's cursor moves and colours
+    final = shown.rindex("[predict] ")
+    assert shown[final:].startswith("[predict] 1/4 (ok 1) · 900 calls (40 in flight of 48) · 31 × 429")
+    assert "in flight of 48" in shown[:final]  # drawn live before the final line, not only at the end
+    assert len(tracker.reads) >= 3  # the live figures were read during the run
+
+
+def test_interval_zero_shows_only_the_final_line():
+    tracker, stream = _tracker(), Terminal()
+    with ProgressPrinter(tracker, interval_s=0, stream=stream):
+        _finish_one(tracker)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("[predict] 1/4 (ok 1) · 900 calls")

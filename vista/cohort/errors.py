@@ -1,8 +1,0 @@
-"""The error a user can fix when asking a cohort question: a store that cannot be opened, an unknown subject, a
-malformed query. One line naming the store, the subject or the query term."""
-
-from __future__ import annotations
-
-
-class CohortError(ValueError):
-    """A cohort store, subject or query that cannot be used as given (the message says which and why)."""
