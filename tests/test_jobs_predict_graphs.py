@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 from datetime import timedelta
@@ -22,13 +21,14 @@ from jobs.manifest import check_manifest
 from jobs.predict import fingerprint, prediction_outputs, register_graphs
 from jobs.predict_actor import GRAPH_SCHEMA, PredictActor, PredictSettings
 from jobs.row_parts import consolidate_parts
-from jobs.tasks import TaskKey, task_keys
+from jobs.tasks import task_keys
 from jobs.errors import JobSettingsMismatch
 from trajonco.pipeline import PipelineConfig
 from trajonco.prediction_files import DETAILS_FILE, read_predictions
 from vista.graph import GraphStore
 from vista.graph.store import INDEX_DIR, MANIFEST_DIR, bucket_of
 from vista.llm import LLMConfig
+from vista.cli import main as vista_main
 from vista.llm.synthetic_server import SyntheticLLMServer
 
 ROOT = Path(__file__).parents[1]
@@ -79,16 +79,19 @@ def predict(labels: Path, out: Path, store: Path | None, server: SyntheticLLMSer
     return pl.from_arrow(read_predictions(out)).sort("subject_id", "prediction_time")
 
 
-def vista(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "vista.cli", *argv], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300, env={**os.environ, "VISTA_LLM_BACKEND": "openai"})
+def vista(capsys, *argv: str) -> tuple[int, str]:
+    """A `vista` command in this process: its exit status and what it printed."""
+    capsys.readouterr()
+    status = vista_main(list(argv))
+    printed = capsys.readouterr()
+    return status, printed.out + printed.err
 
 
 def index_parts(store: Path) -> list[Path]:
     return sorted((store / INDEX_DIR).glob("part-*.parquet"))
 
 
-def test_one_pass_predicts_and_stores_the_graphs_vista_opens(labels, server, tmp_path):
+def test_one_pass_predicts_and_stores_the_graphs_vista_opens(labels, server, tmp_path, capsys, monkeypatch):
     store = tmp_path / "store"
     rows = predict(labels, tmp_path / "out", store, server)
     subjects = sorted(set(rows["subject_id"].to_list()))
@@ -114,19 +117,17 @@ def test_one_pass_predicts_and_stores_the_graphs_vista_opens(labels, server, tmp
     known = set(zip(nodes["subject_id"].to_list(), nodes["node_id"].to_list()))
     assert all(pair in known for pair in cited)
     subject, event_id = cited[0]
-    shown = vista("source", "--store", str(store), "--subject", str(subject), event_id)
-    assert shown.returncode == 0 and event_id in shown.stdout, shown.stderr
-    similar = vista("similar", "--store", str(store), "--subject", str(subjects[1]), "--k", "2")
-    assert similar.returncode == 0, similar.stderr
+    status, shown = vista(capsys, "source", "--store", str(store), "--subject", str(subject), event_id)
+    assert status == 0 and event_id in shown, shown
+    status, shown = vista(capsys, "similar", "--store", str(store), "--subject", str(subjects[1]), "--k", "2")
+    assert status == 0, shown
 
-    # VISTA's LLM stages on the stored graph, then `vista display` and `vista ask` read it
+    # VISTA's LLM stages on the stored graph, then `vista display` and `vista ask` read what they stored
+    monkeypatch.setenv("VISTA_LLM_BACKEND", "openai")
     llm = ["--llm", f"base_url={server.base_url}", "--llm", "model=synthetic"]
-    timeline = vista("timeline", "--store", str(store), "--subject", str(subject), *llm)
-    assert timeline.returncode == 0, timeline.stderr
-    display = vista("display", "--store", str(store), "--subject", str(subject), *llm)
-    assert display.returncode == 0, display.stderr
-    ask = vista("ask", "--store", str(store), "--subject", str(subject), "When was the diagnosis?", *llm)
-    assert ask.returncode == 0, ask.stderr
+    for command in (["timeline"], ["display"], ["ask", "When was the diagnosis?"]):
+        status, shown = vista(capsys, command[0], "--store", str(store), "--subject", str(subject), *command[1:], *llm)
+        assert status == 0, shown
 
 
 def test_a_rerun_into_the_same_store_rebuilds_and_reindexes_nothing(labels, server, tmp_path):
@@ -202,6 +203,6 @@ def test_the_predict_job_on_ray_stores_the_graphs(labels, server, ray_session, t
     rows = pl.from_arrow(read_predictions(tmp_path / "out"))
     assert rows["graph_status"].to_list() == ["ok"] * rows.height
     assert GraphStore(store).subject_ids() == sorted(set(rows["subject_id"].to_list()))
+    manifests = sorted((store / MANIFEST_DIR).iterdir())
     again = job.run(job.build_parser().parse_args(argv))  # all done: consolidates and registers, changing nothing
-    assert again.complete and again.ran == 0
-    assert [TaskKey(s, t) for s, t in zip(rows["subject_id"], rows["prediction_time"])]
+    assert again.complete and again.ran == 0 and sorted((store / MANIFEST_DIR).iterdir()) == manifests
