@@ -18,6 +18,7 @@ not asserted.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
@@ -36,9 +37,10 @@ class Job:
     name: str
     usage: TreeUsage
     calls: int
+    not_ok: int  # rows of the run whose status is not ok
 
 
-def counted_job(name: str, argv: list[str], endpoint: Endpoint, timeout_s: float) -> Job:
+def counted_job(name: str, argv: list[str], out: Path, endpoint: Endpoint, timeout_s: float) -> Job:
     """``argv`` under the tree counter, on its own local Ray (in a short temp dir: Ray's socket paths are limited)."""
     ray_dir = tempfile.mkdtemp(prefix="ray_onepass_", dir="/tmp")
     before = endpoint.requests()
@@ -51,7 +53,9 @@ def counted_job(name: str, argv: list[str], endpoint: Endpoint, timeout_s: float
     print(f"  {name}: exit {usage.returncode}, {usage.wall_s:.1f} s wall, {usage.cpu_s:.1f} s CPU; {plan}", flush=True)
     if usage.returncode != 0:
         print(counted.stdout[-2000:], counted.stderr[-2000:], sep="\n")
-    return Job(name, usage, endpoint.requests() - before)
+    summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").is_file() else {}
+    by_status = summary.get("by_status") or {}
+    return Job(name, usage, endpoint.requests() - before, sum(n for status, n in by_status.items() if status != "ok"))
 
 
 def stored_subjects(store: Path) -> list[int]:
@@ -66,8 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.05, help="seconds the endpoint waits before each answer "
                         "(default 0.05: the LLM part stays small beside the reads and graphs being compared)")
     parser.add_argument("--in-flight", type=int, default=64, help="the jobs' LLM budget (default 64)")
-    parser.add_argument("--chunk-tokens", type=int, default=16000, help="chunk limit of the agents (default 16000, "
-                        "the job's own)")
+    parser.add_argument("--chunk-tokens", type=int, default=6000, help="chunk limit of the agents (default 6000: "
+                        "within a fifth of the endpoint's 32,768-token context)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds one job may take")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "bench_one_pass",
                         help="working directory (dataset and labels are kept for reuse; job outputs are redone)")
@@ -88,18 +92,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print("one pass: jobs.predict --graphs", flush=True)
         one = [counted_job("predict --graphs", predict(outs["one_pass"], "--graphs", str(outs["one_pass_graphs"])),
-                           endpoint, args.timeout)]
+                           outs["one_pass"], endpoint, args.timeout)]
         print("two jobs: jobs.predict, then jobs.build_graphs --stages graph", flush=True)
-        two = [counted_job("predict", predict(outs["predict"]), endpoint, args.timeout),
+        two = [counted_job("predict", predict(outs["predict"]), outs["predict"], endpoint, args.timeout),
                counted_job("build_graphs", [sys.executable, "-m", "jobs.build_graphs", "--dataset", str(dataset),
                                             "--out", str(outs["build_graphs"]), "--stages", "graph",
-                                            "--progress-every", "30"], endpoint, args.timeout)]
+                                            "--progress-every", "30"], outs["build_graphs"], endpoint, args.timeout)]
     finally:
         endpoint.stop()
 
     graphs = {"one pass": stored_subjects(outs["one_pass_graphs"]), "two jobs": stored_subjects(outs["build_graphs"])}
     print()
-    head = f"{'arm':<10} {'jobs':<30} {'wall s':>8} {'CPU s':>8} {'LLM calls':>9} {'graphs':>7}"
+    head = f"{'arm':<10} {'jobs (wall s/CPU s)':<36} {'wall s':>8} {'CPU s':>8} {'LLM calls':>9} {'not ok':>6} {'graphs':>7}"
     print(head)
     print("-" * len(head))
     totals = {}
@@ -108,11 +112,12 @@ def main(argv: list[str] | None = None) -> int:
         totals[arm] = (wall, cpu)
         parts = " + ".join(f"{j.name} {j.usage.wall_s:.0f}/{j.usage.cpu_s:.0f}" for j in jobs)
         failed = [j.name for j in jobs if j.usage.returncode != 0]
-        print(f"{arm:<10} {parts:<30} {wall:>8.1f} {cpu:>8.1f} {sum(j.calls for j in jobs):>9} {len(graphs[arm]):>7}"
+        print(f"{arm:<10} {parts:<36} {wall:>8.1f} {cpu:>8.1f} {sum(j.calls for j in jobs):>9} "
+              f"{sum(j.not_ok for j in jobs):>6} {len(graphs[arm]):>7}"
               + (f"  (failed: {', '.join(failed)})" if failed else ""))
     (wall_1, cpu_1), (wall_2, cpu_2) = totals["one pass"], totals["two jobs"]
     if wall_2 and cpu_2:
-        print(f"\none pass / two jobs: wall {wall_1 / wall_2:.2f}, CPU {cpu_1 / cpu_2:.2f} (jobs: wall s/CPU s each)")
+        print(f"\none pass / two jobs: wall {wall_1 / wall_2:.2f}, CPU {cpu_1 / cpu_2:.2f}")
     if graphs["one pass"] != graphs["two jobs"]:
         print(f"note: the stores differ ({len(graphs['one pass'])} vs {len(graphs['two jobs'])} subjects)")
     return 0
