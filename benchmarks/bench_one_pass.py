@@ -3,7 +3,8 @@
 
 The cohort is a generated synthetic MEDS dataset of ``--patients`` subjects (`vista.synth`, as the other job
 benchmarks make it) and a label row per subject a day after its record ends, so both arms read every patient and
-store every patient's whole-record graph. The predictions are asked of the synthetic OpenAI-compatible endpoint
+store every patient's whole-record graph. The predictions (``--variant``, default single-agent: one call per patient,
+the same in both arms) are asked of the synthetic OpenAI-compatible endpoint
 (``python -m vista.llm.synthetic_server --latency-ms``, in its own process, not counted), as in
 `benchmarks.bench_predict_throughput`. Every job runs under `benchmarks.tree_cpu` on its own local Ray, so its CPU is
 that of its whole process tree (driver, actors, raylet, GCS, workers); every job has a fresh output directory and
@@ -11,7 +12,7 @@ LLM cache. It prints, for each arm, wall time (launch to exit, Ray start-up incl
 parts, the LLM calls and the graphs in the store (the two stores must hold the same subjects). Figures are printed,
 not asserted.
 
-    python -m benchmarks.bench_one_pass                       # 2,000 patients (about 15 minutes on 2 cores)
+    python -m benchmarks.bench_one_pass                       # 2,000 patients (about 10 minutes on 2 quiet cores)
     python -m benchmarks.bench_one_pass --patients 200        # a quick check
 """
 
@@ -69,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--patients", type=int, default=2000, help="patients (and subjects of the dataset; default 2000)")
     parser.add_argument("--latency", type=float, default=0.05, help="seconds the endpoint waits before each answer "
                         "(default 0.05: the LLM part stays small beside the reads and graphs being compared)")
+    parser.add_argument("--variant", choices=["single_agent", "one_stage", "two_stage"], default="single_agent",
+                        help="the agents (default single_agent: one call per patient, the same in both arms, so the "
+                             "reads and graphs being compared are not drowned out by the chain)")
     parser.add_argument("--in-flight", type=int, default=64, help="the jobs' LLM budget (default 64)")
     parser.add_argument("--chunk-tokens", type=int, default=6000, help="chunk limit of the agents (default 6000: "
                         "within a fifth of the endpoint's 32,768-token context)")
@@ -81,11 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     outs = {name: args.work / name for name in ("one_pass", "one_pass_graphs", "predict", "build_graphs")}
     for out in outs.values():
         shutil.rmtree(out, ignore_errors=True)
-    print(f"one pass vs two jobs: {args.patients} patients, endpoint latency {args.latency:g} s, {args.in_flight} in "
-          f"flight, chunks of {args.chunk_tokens} tokens; every job on its own local Ray", flush=True)
+    print(f"one pass vs two jobs: {args.patients} patients, {args.variant}, endpoint latency {args.latency:g} s, "
+          f"{args.in_flight} in flight, chunks of {args.chunk_tokens} tokens; every job on its own local Ray", flush=True)
 
     def predict(out: Path, *extra: str) -> list[str]:
-        return [*job_argv(labels=labels, dataset=dataset, out=out, variant="one_stage", base_url=endpoint.base_url,
+        return [*job_argv(labels=labels, dataset=dataset, out=out, variant=args.variant, base_url=endpoint.base_url,
                           budget=args.in_flight, chunk_tokens=args.chunk_tokens), *extra]
 
     endpoint = Endpoint(args.latency)

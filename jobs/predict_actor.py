@@ -11,9 +11,9 @@ With ``graphs`` (``--graphs STORE``) the same read also serves VISTA: each patie
 ``vista build --dataset`` writes it) is built from the loaded record and persisted into that graph store
 (`vista.graph.store.persist_graph`; a graph the store's manifest holds with the same content hash is neither rebuilt
 nor indexed again), one node-index part per block, in a worker thread while the block's chains run on the event
-loop. Each row carries its graph's columns (`GRAPH_SCHEMA`); a
-graph that fails is that row's ``graph_status``/``graph_error`` and the prediction is kept. The driver registers the
-graphs in the store's manifest at the end (`jobs.predict`).
+loop. Each row carries its graph's columns (`GRAPH_SCHEMA`); a graph that fails is that row's ``graph_status`` and
+``graph_error``, and the prediction is kept. The driver registers the graphs in the store's manifest at the end
+(`jobs.predict`).
 """
 
 from __future__ import annotations

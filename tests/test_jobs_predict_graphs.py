@@ -206,3 +206,23 @@ def test_the_predict_job_on_ray_stores_the_graphs(labels, server, ray_session, t
     manifests = sorted((store / MANIFEST_DIR).iterdir())
     again = job.run(job.build_parser().parse_args(argv))  # all done: consolidates and registers, changing nothing
     assert again.complete and again.ran == 0 and sorted((store / MANIFEST_DIR).iterdir()) == manifests
+
+
+def test_the_store_is_locked_for_the_run(labels, tmp_path):
+    from jobs.errors import JobError
+    from jobs.outputs import OutputLock
+    from jobs.predict import PredictJob
+    from jobs.predict_options import build_parser
+
+    store = tmp_path / "store"
+    args = build_parser().parse_args(["--labels", str(labels), "--dataset", str(synth_root()), "--out",
+                                      str(tmp_path / "out"), "--graphs", str(store)])
+    with OutputLock(store):  # e.g. `vista build` or another predict run writing to it
+        with pytest.raises(JobError, match="another run is writing"):
+            with PredictJob(args, "r1").store_lock():
+                pass
+    inside = build_parser().parse_args(["--labels", str(labels), "--dataset", str(synth_root()), "--out",
+                                        str(store), "--graphs", str(store)])
+    with PredictJob(inside, "r1").store_lock():  # the store is --out: the runner's own lock on it covers it
+        with OutputLock(store):
+            pass
