@@ -19,6 +19,8 @@ BENCHMARKS = {
     "graph": "MEDS Graph of a 10k-node patient vs a plain networkx build",
     "xml_ingest": "one 200 MB <eventstream> XML file: reader alone and vista graph, wall time and peak memory",
     "graph_in_actor": "graph build in the predict actor: cost per patient vs render+chunk and the chain's wall time",
+    "one_pass": "jobs.predict --graphs (one read for both systems) vs jobs.predict + jobs.build_graphs: wall and "
+                "whole-process-tree CPU, 2,000 patients",
     "consolidation": "predict driver's end of run at 100k patients over its part files: plan a rerun, "
                      "consolidate, LLM accounting (wall, CPU, peak memory)",
     "similarity": "vista similar: precision@10 for same cancer / stage / first line vs a Jaccard baseline",

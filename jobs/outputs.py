@@ -6,11 +6,10 @@ import logging
 import os
 import socket
 from pathlib import Path
-from typing import Literal
 
 from filelock import FileLock, Timeout
 
-from vista.atomic import atomic_write_bytes, make_dirs
+from vista.atomic import make_dirs
 from vista.storage import is_remote
 
 from jobs.errors import JobError

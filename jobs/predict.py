@@ -36,28 +36,38 @@ says how many rows each holds): ``predictions.parquet``, exactly MEDS-DEV's five
 ``meds-evaluation`` reads as it is), and ``prediction_details.parquet``, every task's row with the project's
 columns (risk, trajectory, evidence with provenance, usage, latency, status, error, retry class).
 `trajonco.prediction_files.read_predictions` joins them back.
+
+One pass, two systems. With ``--graphs STORE`` each actor also builds every patient's MEDS Graph (the whole record)
+from the record it read for the agents and persists it into the graph store STORE, the layout `vista build` writes
+(`jobs.predict_actor`: unchanged graphs are skipped by their content hash); each row says how (``graph_*`` columns of
+``prediction_details.parquet``; a graph that fails is recorded there, the prediction kept). At the end the driver
+registers the run's graphs in the store's manifest (`register_graphs`), so ``vista source/ask/similar --store STORE``
+open them. The store is locked for the run like ``--out`` and is part of the manifest's settings.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 from rich.console import Console
 
 from jobs.driver import JobStalled, job_main, new_run_id, task_dataset
-from jobs.errors import JobInputError
+from jobs.errors import JobError, JobInputError
 from jobs.llm_budget import BudgetRef
 from jobs.llm_options import answer_fields, llm_config
-from jobs.predict_actor import PredictActor, PredictSettings
+from jobs.outputs import OutputLock
+from jobs.predict_actor import GRAPH_SCHEMA, PredictActor, PredictSettings
 from jobs.predict_options import build_parser
 from jobs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
 from jobs.resources import ResourcePlan
-from jobs.row_parts import OutputFile
+from jobs.row_parts import OutputFile, PartConsolidation
 from jobs.runner import CohortJob, LazyRay, check_common_options, run_job, sized_settings
 from jobs.summary import RunSummary
 from jobs.tasks import TaskKey, schedule
@@ -74,7 +84,8 @@ from vista.cli_kit import check_output_dir
 from vista.meds.labels import PREDICTION_TIME, SUBJECT_ID
 from vista.meds.patient_loader import coding_profile_for
 from vista.meds.tasks import estimate_lengths, keys_table, read_label_tasks, task_keys
-from vista.storage import join, normalize
+from vista.graph.store import RegisterReport
+from vista.storage import is_remote, join, normalize
 
 log = logging.getLogger("jobs.predict")
 
@@ -108,28 +119,67 @@ def build_settings(args: argparse.Namespace, run_id: str) -> PredictSettings:
         out=normalize(args.out), pipeline=pipeline, any_cancer=args.any_cancer,
         llm=llm_config(args), threshold=args.threshold, patient_timeout_s=args.patient_timeout,
         patients_per_actor=args.patients_per_actor or 1, flush_rows=args.flush_rows, flush_s=args.flush_seconds,
-        run_id=run_id,
+        run_id=run_id, graphs=args.graphs.resolve() if args.graphs is not None else None,
     )
 
 
-def prediction_outputs(out: Path | str, *, labelled: bool) -> list[OutputFile]:
-    """The predict job's consolidated files: ``prediction_details.parquet`` (every task's row) and MEDS-DEV's
-    ``predictions.parquet`` (the scored tasks; without ``boolean_value`` when the label file has unlabelled tasks),
-    as `trajonco.prediction_files` describes them."""
+def prediction_outputs(out: Path | str, *, labelled: bool, graphs: bool = False) -> list[OutputFile]:
+    """The predict job's consolidated files: ``prediction_details.parquet`` (every task's row; with ``graphs``, its
+    graph columns too) and MEDS-DEV's ``predictions.parquet`` (the scored tasks; without ``boolean_value`` when the
+    label file has unlabelled tasks), as `trajonco.prediction_files` describes them."""
+    details = pa.schema([*DETAILS_SCHEMA, *GRAPH_SCHEMA]) if graphs else DETAILS_SCHEMA
     return [
-        OutputFile(Path(DETAILS_FILE).stem, join(out, DETAILS_FILE), DETAILS_SCHEMA, details_rows),
+        OutputFile(Path(DETAILS_FILE).stem, join(out, DETAILS_FILE), details, details_rows),
         OutputFile(Path(PREDICTIONS_FILE).stem, join(out, PREDICTIONS_FILE), meds_dev_schema(labelled),
                    lambda rows: meds_dev_rows(rows, labelled)),
     ]
 
 
 def fingerprint(settings: PredictSettings, labels: Path | str) -> dict[str, object]:
-    """The settings that decide the outputs (see `jobs.manifest`)."""
+    """The settings that decide the outputs (see `jobs.manifest`); ``graphs`` only with ``--graphs`` (a run without
+    it compares equal to one of a version that had no such option)."""
+    from vista.graph import DEFAULT_CONFIG
+
+    graphs = ({"store": str(settings.graphs), "graph": DEFAULT_CONFIG.fingerprint()}
+              if settings.graphs is not None else None)
     return {
         "labels": normalize(labels), "dataset": str(settings.dataset), "coding_profile": settings.coding_profile,
         "pipeline": settings.pipeline.model_dump(mode="json"), "any_cancer": settings.any_cancer,
-        "threshold": settings.threshold, "llm": answer_fields(settings.llm),
+        "threshold": settings.threshold, "llm": answer_fields(settings.llm), "graphs": graphs,
     }
+
+
+@dataclass(frozen=True, slots=True)
+class GraphRegistration:
+    """What `register_graphs` did: the manifest's side (`vista.graph.store.RegisterReport`) and the tasks without a graph."""
+
+    index: RegisterReport
+    failed: int
+
+
+def register_graphs(store: Path, details: Path | str) -> GraphRegistration:
+    """Register in the manifest of the graph store at ``store`` the graph of every subject whose newest row in
+    ``details`` (a ``prediction_details.parquet``, local or remote) has one."""
+    import polars as pl
+
+    from vista.graph.store import INDEX_DIR, GraphStore, StoreEntry
+    from vista.storage import resolve, scan_parquet
+
+    rows = scan_parquet([resolve(details)]).select("subject_id", "finished_at", *GRAPH_SCHEMA.names).collect()
+    newest = (rows.filter(pl.col("graph_status") == "ok").sort("finished_at").unique("subject_id", keep="last")
+              .sort("subject_id").to_dicts())
+    entries = [StoreEntry(task=str(r["subject_id"]), subject_id=r["subject_id"], prediction_time=None,
+                          content_hash=r["graph_hash"], file=r["graph_file"], nodes=r["graph_nodes"],
+                          edges=r["graph_edges"], source=r["graph_source"] or "",
+                          built_at=r["finished_at"].replace(tzinfo=None, microsecond=0), index_part=r["graph_index_file"])
+               for r in newest]
+    missing = [e for e in entries if not (store / e.index_part).is_file()]
+    if missing:
+        raise JobError(f"{store / missing[0].index_part}: graph index part of subject {missing[0].subject_id} is "
+                       f"missing ({len(missing)} subject(s)); rerun with another --out to write them again")
+    changed = GraphStore(store).register(entries)
+    index = RegisterReport(store / INDEX_DIR, len(entries), sum(e.nodes for e in entries), changed)
+    return GraphRegistration(index, rows.filter(pl.col("graph_status") != "ok").height)
 
 
 class PredictJob(CohortJob):
@@ -156,6 +206,8 @@ class PredictJob(CohortJob):
         if not 0.0 <= args.threshold <= 1.0:
             raise JobInputError(f"--threshold must be between 0 and 1, not {args.threshold}")
         check_output_dir(args.out, resumable=True)  # a file, or a directory nobody may write, fails before any work
+        if args.graphs is not None:
+            _check_store(args.graphs)
         MedsDataset(args.dataset)  # a missing or empty dataset fails here, naming the path
         self.label_tasks = read_label_tasks(args.labels)
         self.tasks = self.label_tasks.table
@@ -168,7 +220,30 @@ class PredictJob(CohortJob):
         return fingerprint(self.settings, self.args.labels)
 
     def output_files(self) -> list[OutputFile]:
-        return prediction_outputs(self.out, labelled=self.tasks.column("boolean_value").null_count == 0)
+        return prediction_outputs(self.out, labelled=self.tasks.column("boolean_value").null_count == 0,
+                                  graphs=self.settings.graphs is not None)
+
+    def finish(self, report: PartConsolidation, selected: list[TaskKey]) -> dict[str, str]:
+        store = self.settings.graphs
+        if store is None:
+            return {}
+        details = report.paths[Path(DETAILS_FILE).stem]
+        registered = register_graphs(store, details)
+        index = registered.index
+        log.info("%s: %d graph(s) of this job's patients registered (%d changed)", store, index.graphs, index.changed)
+        if registered.failed:
+            log.warning("%s: %d task(s) have no graph; the graph_error column of %s says why", store, registered.failed,
+                        details)
+        return {"graph_store": str(store)}
+
+    def store_lock(self) -> contextlib.AbstractContextManager[object]:
+        """The graph store's lock for the run (``--out``'s own lock covers a store inside it)."""
+        store, out = self.args.graphs, self.args.out
+        if store is not None:
+            _check_store(store)  # before the lock makes the directory
+        if store is None or (not is_remote(out) and Path(store).resolve() == Path(out).resolve()):
+            return contextlib.nullcontext()
+        return OutputLock(store.resolve())
 
     def task_keys(self, ray: LazyRay) -> list[TaskKey]:
         return task_keys(self.tasks)
@@ -235,9 +310,23 @@ def _work_table(tasks: pa.Table, ordered: list[TaskKey]) -> pa.Table:
     return joined.sort_by("_order").drop_columns(["_order"])
 
 
+def _check_store(store: Path) -> None:
+    """``--graphs`` names a directory this run may write, whose manifest (if any) is readable: else one line."""
+    from vista.graph.errors import GraphFileError
+    from vista.graph.store import read_manifest
+
+    check_output_dir(store, resumable=True)
+    try:
+        read_manifest(store)
+    except GraphFileError as exc:
+        raise JobInputError(f"--graphs {store}: {exc}") from None
+
+
 def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
     """The whole job (`jobs.runner.run_job`); returns its summary (also printed and written to ``OUT/summary.json``)."""
-    return run_job(PredictJob(args, new_run_id()), console)
+    job = PredictJob(args, new_run_id())
+    with job.store_lock():
+        return run_job(job, console)
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m jobs.predict") -> int:

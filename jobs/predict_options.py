@@ -2,8 +2,8 @@
 at once: this module imports only argparse-level code.
 
 >>> args = build_parser().parse_args(["--labels", "l.parquet", "--dataset", "d", "--out", "o", "--cancer", "Lung"])
->>> args.cancer, args.variant, args.in_flight is None
-('lung', 'one_stage', True)
+>>> args.cancer, args.variant, args.in_flight is None, args.graphs
+('lung', 'one_stage', True, None)
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from vista.cli import add_profile_option
-from vista.cli_kit import ArgumentParser, HelpFormatter
+from vista.cli_kit import ArgumentParser, HelpFormatter, local_path
 
 from jobs.job_options import add_run_arguments, add_selection_arguments, add_verbose_argument
 from jobs.llm_options import add_llm_arguments
@@ -24,6 +24,7 @@ Run the TrajOnco agents over a cohort on Ray: one prediction row per patient, re
 example:
   trajonco predict --labels out/cohorts/lung/labels/test.parquet --dataset out/synth --out out/predict-lung
   trajonco predict ... --model gpt-4.1-mini --base-url https://api.openai.com/v1 --in-flight 64 --tokens-per-minute 2000000
+  trajonco predict ... --graphs out/vista     # the same read also stores each patient's MEDS Graph for `vista`
   ray job submit --working-dir . -- python -m jobs.predict --labels ... --dataset s3://bucket/meds --out s3://bucket/run
 """
 
@@ -62,6 +63,10 @@ def build_parser(prog: str = "python -m jobs.predict") -> argparse.ArgumentParse
     add_profile_option(io)
     io.add_argument("--out", required=True, type=str, help="output directory or s3://… prefix; rerunning the same "
                     "command resumes there")
+    io.add_argument("--graphs", metavar="STORE", type=local_path, help="also build each patient's MEDS Graph (the "
+                    "whole record) from the record the agents read and persist it into the graph store STORE (the "
+                    "one `vista build` writes; `vista ask/source/similar --store STORE` open it): one read of the "
+                    "cohort serves both systems; a local or shared directory")
     io.add_argument("--threshold", type=float, default=0.5,
                     help="predicted_boolean_value = risk/10 >= threshold (default 0.5, i.e. risk >= 5)")
 

@@ -69,9 +69,12 @@ class ChunkRisk(_Frozen):
 
 
 class SourceRow(_Frozen):
-    """Where an event id comes from in the MEDS dataset (`PatientRecord.provenance`)."""
+    """Where an event id comes from in the MEDS dataset (`PatientRecord.provenance`). The event id is also the
+    event's node id in the patient's MEDS Graph (`vista.graph`: source events keep their record ids), so evidence
+    cites graph nodes too: ``vista source --store STORE --subject S <event_id>`` opens it in a store that
+    ``jobs.predict --graphs STORE`` (or ``vista build``) wrote."""
 
-    event_id: str
+    event_id: str = Field(description="the record's event id: also the event's node id in the patient's MEDS Graph")
     shard: str
     row: int
 
