@@ -38,7 +38,7 @@ from pathlib import Path
 
 from benchmarks.bench_predict_throughput import RAY_ENV, Endpoint, job_argv, longest_chain, make_inputs
 from benchmarks.tree_cpu import run_counted
-from vista.llm.fault_proxy import FaultPlan, FaultProxy
+from vista.testing.fault_proxy import FaultPlan, FaultProxy
 
 FAULT_MIX = FaultPlan(rate_limit=0.08, server_error=0.05, garbage_body=0.04, truncated=0.03, retry_after_s=1.0)
 

@@ -193,7 +193,7 @@ def test_a_build_graphs_actor_writes_a_private_store_and_sets_its_workers_umask(
     from jobs.tasks import TaskKey, keys_table
     from jobs.vista_actor import VistaSettings
     from vista.llm import LLMConfig
-    from vista.llm.synthetic_server import SyntheticLLMServer
+    from vista.testing.synthetic_server import SyntheticLLMServer
 
     records, _ = synth_records()
     out = tmp_path / "out"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.testing.synthetic_server import SyntheticLLMServer
 from vista.display import TumorBoardDisplay, VariableValue, load_variables
 from vista.evaluation import EvaluationReport, expected_values
 from vista.evaluation.expected import EXAMPLE_TRUTH

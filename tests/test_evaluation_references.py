@@ -23,7 +23,8 @@ from vista.evaluation import (
 )
 from vista.evaluation.expected import EXAMPLE_TRUTH
 from vista.evaluation.options import judge_config
-from vista.llm import LLMConfig, LLMGateway, ScriptedBackend
+from vista.llm import LLMConfig, LLMGateway
+from vista.testing.scripted import ScriptedBackend
 from vista.records import Demographics
 from vista.synth.ground_truth import OncologyRecord
 

@@ -2,7 +2,7 @@
 its preprocessor pool, the embedded model), build-graphs through `ray job submit`. (Streaming, retries, the default
 two-stage plan and reruns with a smaller selection: tests/test_jobs_stream.py.)
 
-The LLM is the synthetic OpenAI-compatible endpoint of `vista.llm.synthetic_server` on 127.0.0.1 (schema-valid answers that
+The LLM is the synthetic OpenAI-compatible endpoint of `vista.testing.synthetic_server` on 127.0.0.1 (schema-valid answers that
 depend only on the request), so every run's outputs are comparable and the endpoint counts what was asked.
 """
 
@@ -26,7 +26,7 @@ from jobs.row_parts import ROWS, latest_states, part_files, read_details
 from jobs.tasks import TaskKey
 from trajonco.prediction_rows import RUN_DEPENDENT_COLUMNS
 from trajonco.prediction_files import read_predictions
-from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.testing.synthetic_server import SyntheticLLMServer
 
 pytestmark = pytest.mark.ray
 

@@ -39,8 +39,9 @@ from trajonco.prediction_rows import (
     row_from_result,
     rows_to_table,
 )
-from vista.llm import LLMConfig, LLMGateway, ScriptedBackend, response_schema
-from vista.llm.synthetic_server import SchemaAnswerer, synthetic_content
+from vista.llm import LLMConfig, LLMGateway, response_schema
+from vista.testing.scripted import ScriptedBackend
+from vista.testing.synthetic_server import SchemaAnswerer, synthetic_content
 from vista.llm.task_usage import TaskUsage, usage_scope
 from vista.meds.errors import MedsSubjectNotFoundError
 

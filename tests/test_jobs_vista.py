@@ -25,7 +25,7 @@ from jobs.vista_rows import TASK_ID, VistaRow
 from jobs.vista_tasks import XML_FILE, list_xml_tasks
 from vista.graph import build_graph, encounter_xml, read_graph
 from vista.llm import LLMConfig
-from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.testing.synthetic_server import SyntheticLLMServer
 from vista.toa import TimelineStore
 
 VISTA_MODULES = ["jobs.vista_rows", "jobs.vista_tasks", "jobs.build_graphs"]

@@ -17,7 +17,7 @@ from jobs.row_parts import ROWS
 from jobs.vista_rows import RUN_DEPENDENT_COLUMNS
 from test_jobs_vista import xml_cohort
 from vista.graph import GraphStore, read_graph
-from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.testing.synthetic_server import SyntheticLLMServer
 from vista.toa import PatientTimeline
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

@@ -16,9 +16,9 @@ MODULES = [
     "vista.llm.prices",
     "vista.llm.cache",
     "vista.llm.usage",
-    "vista.llm.scripted",
+    "vista.testing.scripted",
     "vista.llm.embedded",
-    "vista.llm.synthetic_server",
+    "vista.testing.synthetic_server",
     "vista.llm.task_usage",
     "vista.llm.body_limit",
 ]

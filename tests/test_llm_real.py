@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from vista.llm import ErrorKind, LLMConfig, LLMGateway, system, user
 from vista.llm.embedded import EmbeddedModel, EmbeddedSettings, default_model_path, default_threads
 from vista.llm.errors import RETRYABLE_KINDS
-from vista.llm.fault_proxy import FAULTS, FaultPlan, FaultProxy
+from vista.testing.fault_proxy import FAULTS, FaultPlan, FaultProxy
 
 pytestmark = pytest.mark.llm
 

@@ -46,7 +46,7 @@ from trajonco.prediction_files import (
 )
 from trajonco.prediction_rows import PREDICTION_SCHEMA
 from vista.llm import LLMConfig
-from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.testing.synthetic_server import SyntheticLLMServer
 from vista.meds.labels import LabelFileError, label_details_path, read_label_table
 
 UNKNOWN_SUBJECT = 999_999  # in the labels, not in the dataset: an error row without a score

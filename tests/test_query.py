@@ -12,7 +12,8 @@ import pytest
 
 from toa_fixtures import toa_graph
 from vista.toa.timeline_view import timeline_view
-from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway, ScriptedBackend
+from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
+from vista.testing.scripted import ScriptedBackend
 from vista.llm.backend import ChatRequest
 from vista.query import ContextTooLongError, QueryConfig, QueryError, ask, timeline_text
 from vista.tokens import count_tokens

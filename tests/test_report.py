@@ -23,7 +23,7 @@ from benchmarks.report import SECTION_IDS, ReportResults, load_results, pareto_f
 from benchmarks.report.tables import ci, ci_n
 from browser_check import SKIP_WITHOUT_CHROMIUM, check_figure_files, open_report
 from trajonco.prediction_files import read_predictions
-from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.testing.synthetic_server import SyntheticLLMServer
 from vista.meds.labels import read_label_table
 from vista.meds.reader import MedsDataset
 

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from toa_fixtures import CATALOG, ROWS
 from vista.graph import build_graph
-from vista.llm import LLMConfig, LLMGateway, ScriptedBackend
+from vista.llm import LLMConfig, LLMGateway
+from vista.testing.scripted import ScriptedBackend
 from vista.llm.backend import ChatRequest
 from vista.records import Event, PatientRecord
 from vista.toa import TimelineEvent, load_profile, synthesize_episodes
