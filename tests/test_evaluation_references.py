@@ -182,15 +182,6 @@ def test_a_missing_reference_file_is_named(tmp_path):
         load_reference_answers(tmp_path / "nope.csv")
 
 
-@pytest.mark.parametrize("name", ["vista.evaluation.references", "vista.evaluation.options"])
-def test_doctests(name):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(name))
-    assert result.failed == 0 and result.attempted > 0
-
-
 def test_truth_sources_combine_generator_records_and_clinician_answers(tmp_path):
     from vista.evaluation.options import load_truth_sources, with_demographics
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import doctest
-import importlib
 import json
 import pickle
 from datetime import datetime, timezone
@@ -47,15 +45,6 @@ from vista.meds.errors import MedsSubjectNotFoundError
 
 T0 = datetime(2020, 1, 1)
 PREDICTION = datetime(2019, 1, 1)
-
-JOB_MODULES = ["jobs.tasks", "jobs.outputs", "jobs.manifest", "jobs.progress", "jobs.resources",
-               "jobs.row_parts", "jobs.retry_policy", "jobs.job_options", "jobs.driver"]
-
-
-@pytest.mark.parametrize("name", JOB_MODULES)
-def test_docstring_examples(name):
-    failures, tried = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert tried > 0 and failures == 0
 
 
 # ------------------------------------------------------------------------------------------------ planning

@@ -4,8 +4,6 @@ error rows of bad input, stage selection, rows and the cohort index."""
 from __future__ import annotations
 
 import asyncio
-import doctest
-import importlib
 import json
 import shutil
 from pathlib import Path
@@ -28,14 +26,7 @@ from vista.llm import LLMConfig
 from vista.testing.synthetic_server import SyntheticLLMServer
 from vista.toa import TimelineStore
 
-VISTA_MODULES = ["jobs.vista_rows", "jobs.vista_tasks", "jobs.build_graphs"]
 SUBJECTS = 3
-
-
-@pytest.mark.parametrize("name", VISTA_MODULES)
-def test_docstring_examples(name):
-    failures, tried = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert tried > 0 and failures == 0
 
 
 def rows_of(out: Path) -> dict[str, VistaRow]:

@@ -212,12 +212,3 @@ def test_report_section_shows_rates_bias_and_the_figure(tmp_path):
     empty = judge_section(None, tmp_path / "none")
     assert not empty.tables and "trajonco judge RUN_A RUN_B" in empty.paragraphs[0]
     assert 'id="fig-judge"' in render_html("t", [section])
-
-
-def test_doctests_of_the_judge_modules():
-    import doctest
-
-    from trajonco.judge import answer, prompts, pairwise, rubrics, stats
-
-    for module in (answer, prompts, pairwise, rubrics, stats):
-        assert doctest.testmod(module).failed == 0, module.__name__

@@ -209,16 +209,6 @@ def test_without_a_diagnosis_there_is_no_diagnosis_episode():
     assert _kinds(synthesize_episodes(events, PROFILE)) == [("baseline", None, D(2020, 1, 1), D(2020, 5, 1))]
 
 
-def test_doctests_of_the_structure_modules():
-    import doctest
-    import importlib
-
-    for name in ("drugs", "episodes", "safety_net", "unify"):
-        module = importlib.import_module(f"vista.toa.{name}")
-        result = doctest.testmod(module)
-        assert result.attempted > 0 and result.failed == 0, module.__name__
-
-
 TYPES = [t.name for t in PROFILE.types]
 DESCRIPTIONS = ["Carboplatin/pemetrexed", "Docetaxel", "Maintenance pemetrexed", "Pembrolizumab", "cycle 2",
                 "Grade 3 pneumonitis", "treatment discontinued", "mild rash", "CT chest", "x"]
