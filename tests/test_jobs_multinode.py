@@ -279,17 +279,12 @@ class NodeTrackingServer(SyntheticLLMServer):
 
 # ------------------------------------------------------------------------------------------------ the cohort
 @pytest.fixture(scope="module")
-def cohort(tmp_path_factory) -> dict[str, Path]:
-    from trajonco.cohorts import build_cohort, load_definition
-    from vista.synth import SynthConfig, generate
-
+def cohort(lung_cohort_1500, tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("multinode_cohort")
-    generate(SynthConfig(n_subjects=1500, seed=3, workers=1), root / "meds", progress=False)
-    build_cohort(root / "meds", load_definition("lung"), root / "lung")
-    labels = pl.read_parquet(root / "lung" / "labels" / "train.parquet").sort("subject_id").head(N_PATIENTS)
+    labels = lung_cohort_1500.first_train_labels(N_PATIENTS)
     assert labels.height == N_PATIENTS
     pq.write_table(labels.to_arrow(), root / "labels.parquet")
-    return {"dataset": root / "meds", "labels": root / "labels.parquet"}
+    return {"dataset": lung_cohort_1500.dataset, "labels": root / "labels.parquet"}
 
 
 def content_columns(frame: pl.DataFrame) -> pl.DataFrame:

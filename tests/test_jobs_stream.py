@@ -57,16 +57,11 @@ def marker(subject: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def cohort(tmp_path_factory) -> dict[str, object]:
-    from trajonco.cohorts import build_cohort, load_definition
-    from vista.synth import SynthConfig, generate
-
+def cohort(lung_cohort_1500, tmp_path_factory) -> dict[str, object]:
     root = tmp_path_factory.mktemp("stream_cohort")
-    generate(SynthConfig(n_subjects=1500, seed=3, workers=1), root / "meds", progress=False)
-    build_cohort(root / "meds", load_definition("lung"), root / "lung")
-    labels = pl.read_parquet(root / "lung" / "labels" / "train.parquet").sort("subject_id").head(N_PATIENTS)
+    labels = lung_cohort_1500.first_train_labels(N_PATIENTS)
     pq.write_table(labels.to_arrow(), root / "labels.parquet")
-    return {"dataset": root / "meds", "labels": root / "labels.parquet", "subjects": labels["subject_id"].to_list()}
+    return {"dataset": lung_cohort_1500.dataset, "labels": root / "labels.parquet", "subjects": labels["subject_id"].to_list()}
 
 
 @pytest.fixture()
