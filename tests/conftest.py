@@ -150,3 +150,31 @@ def ray_session(ray_head: RayHead) -> Iterator[RayHead]:
     if not ray.is_initialized():
         ray.init(address=ray_head.gcs_address, log_to_driver=False)
     yield ray_head
+
+
+@dataclass(frozen=True)
+class SharedCohort:
+    """A synthetic MEDS dataset and its lung cohort, built once per session; tests only read it (their outputs go
+    to their own tmp dirs)."""
+
+    dataset: Path
+    lung: Path
+
+    def first_train_labels(self, n: int):
+        """The first ``n`` train labels of the lung cohort, by subject id (a polars frame)."""
+        import polars as pl
+
+        return pl.read_parquet(self.lung / "labels" / "train.parquet").sort("subject_id").head(n)
+
+
+@pytest.fixture(scope="session")
+def lung_cohort_1500(tmp_path_factory) -> SharedCohort:
+    """1,500 synthetic subjects (seed 3) and their lung cohort: the data of the Ray job tests (ray, stream,
+    multinode), generated once for the session instead of once per file."""
+    from trajonco.cohorts import build_cohort, load_definition
+    from vista.synth import SynthConfig, generate
+
+    root = tmp_path_factory.mktemp("lung_cohort_1500")
+    generate(SynthConfig(n_subjects=1500, seed=3, workers=1), root / "meds", progress=False)
+    build_cohort(root / "meds", load_definition("lung"), root / "lung")
+    return SharedCohort(root / "meds", root / "lung")

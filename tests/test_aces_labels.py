@@ -17,7 +17,6 @@ readers below see labels that really belong to the data.
 
 from __future__ import annotations
 
-import doctest
 from datetime import timedelta
 from pathlib import Path
 
@@ -27,7 +26,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-import vista.meds.labels as labels_module
 from baselines import read_labels as baseline_read_labels
 from baselines.errors import LabelDataError
 from jobs.tasks import TaskKey
@@ -56,11 +54,6 @@ def dataset(tmp_path_factory) -> Path:
 
 def _sorted(table: pa.Table) -> pl.DataFrame:
     return pl.from_arrow(table.select(MEDS)).sort("subject_id", "prediction_time")
-
-
-def test_doctests():
-    failures, tried = doctest.testmod(labels_module, optionflags=doctest.ELLIPSIS)
-    assert tried > 0 and failures == 0
 
 
 # ------------------------------------------------------------------------------------------------ what ACES writes

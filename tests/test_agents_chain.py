@@ -14,7 +14,8 @@ from test_agents_patients import CATALOG, lung_patient
 from trajonco.agents.budget import BudgetError
 from trajonco.agents.results import Variant
 from trajonco.pipeline import PipelineConfig, run_any_cancer, run_patient
-from vista.llm import ChatRequest, Delayed, LLMConfig, LLMGateway, ScriptedBackend
+from vista.llm import ChatRequest, LLMConfig, LLMGateway
+from vista.testing.scripted import Delayed, ScriptedBackend
 from vista.timeline import parse_timeline, render_timeline
 
 PREDICTION = datetime(2021, 1, 1)

@@ -10,7 +10,8 @@ from test_agents_patients import CATALOG, lung_patient
 from trajonco.agents.results import AnyCancerResult, Variant
 from trajonco.cancers import applicable_cancers
 from trajonco.pipeline import PipelineConfig, run_any_cancer, run_any_cancer_sync
-from vista.llm import LLMConfig, LLMGateway, ScriptedBackend
+from vista.llm import LLMConfig, LLMGateway
+from vista.testing.scripted import ScriptedBackend
 
 
 def naming(cancer: str, score: int = 6):

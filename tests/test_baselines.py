@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
-import importlib
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -22,13 +20,6 @@ from baselines.predictions import ModelScores, PredictionFileModel, write_predic
 from baselines.stratify import cohort_strata, quartile_labels, stratified_results
 
 T0 = np.datetime64("2020-01-01T00:00:00", "us")
-MODULES = ["errors", "labels", "features", "models", "predictions", "evaluation", "metrics", "stratify"]
-
-
-@pytest.mark.parametrize("name", MODULES)
-def test_doctests(name):
-    failures, attempted = doctest.testmod(importlib.import_module(f"baselines.{name}"))
-    assert failures == 0 and attempted > 0
 
 
 def synthetic_matrix(subject_ids: np.ndarray, seed: int, names: tuple[str, ...] | None = None) -> FeatureMatrix:

@@ -21,7 +21,8 @@ from trajonco.budgets import (
     model_output_tokens,
 )
 from trajonco.pipeline import PipelineConfig, run_patient
-from vista.llm import LLMConfig, LLMGateway, ScriptedBackend
+from vista.llm import LLMConfig, LLMGateway
+from vista.testing.scripted import ScriptedBackend
 
 CONFIG = PipelineConfig()
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import itertools
 import re
 from datetime import datetime, timedelta
@@ -14,7 +13,6 @@ from hypothesis import strategies as st
 from lxml import etree
 from test_timeline_cases import BASE, SIMPLE_CATALOG, catalogs, prediction_times, records, simple_record
 
-from trajonco import chunking
 from trajonco.chunking import Chunk, ChunkingError, chunk_timeline, rechunk
 from vista.records import CodeCatalog, Event, PatientRecord
 from vista.timeline import Timeline, parse_timeline, render_timeline
@@ -202,7 +200,3 @@ def test_hostile_times_and_many_timestamps():
     rows = [Event(f"e{k}", BASE + timedelta(seconds=37 * k, microseconds=k), "ICD10CM//R05.9", None, None) for k in range(300)]
     timeline = render_timeline(PatientRecord(1, "s", 0, rows), CodeCatalog())
     check_chunks(timeline, chunk_timeline(timeline, 500), 500)
-
-
-def test_doctests():
-    assert doctest.testmod(chunking).failed == 0

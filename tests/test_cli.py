@@ -25,7 +25,7 @@ import json  # noqa: E402
 import pytest  # noqa: E402
 
 from trajonco.cli import main  # noqa: E402
-from vista.llm.synthetic_server import SyntheticLLMServer  # noqa: E402
+from vista.testing.synthetic_server import SyntheticLLMServer  # noqa: E402
 from vista.synth import SynthConfig, generate  # noqa: E402
 
 

@@ -194,7 +194,7 @@ def test_a_build_graphs_actor_writes_a_private_store_and_sets_its_workers_umask(
     from jobs.vista_actor import VistaSettings
     from vista.llm import LLMConfig
     from vista.pipeline import STAGES, PipelineConfig
-    from vista.llm.synthetic_server import SyntheticLLMServer
+    from vista.testing.synthetic_server import SyntheticLLMServer
     from vista.meds.tasks import keys_table
 
     records, _ = synth_records()

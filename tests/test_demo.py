@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-import doctest
-
 import jobs.demo as demo
-
-
-def test_docstring_examples():
-    failures, tried = doctest.testmod(demo)
-    assert tried > 0 and failures == 0
 
 
 def test_demo_runs_the_report_in_quick_mode_with_agents_on_lung(monkeypatch, capsys):

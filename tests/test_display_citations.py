@@ -13,7 +13,8 @@ from vista.display import STRUCTURED_VARIABLES, TumorBoardDisplay, VariableValue
 from vista.display.render import citation_summary, display_markdown
 from vista.evaluation import evaluate
 from vista.evaluation.expected import EXAMPLE_TRUTH, expected_values
-from vista.llm import LLMConfig, LLMGateway, ScriptedBackend
+from vista.llm import LLMConfig, LLMGateway
+from vista.testing.scripted import ScriptedBackend
 from vista.rag import RagConfig, generate_rag_display
 from vista.synth.ground_truth import OncologyRecord
 

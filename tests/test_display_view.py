@@ -10,7 +10,7 @@ import datetime as dt
 from display_fixtures import fake_display_model, gateway_for, toa_timeline
 from toa_fixtures import CLINICAL_IDS, toa_graph
 from vista.display import DisplayConfig, generate_display, height_weight_value, load_variables, medications_value
-from vista.llm import ScriptedBackend
+from vista.testing.scripted import ScriptedBackend
 from vista.toa import ExtractionStats, PatientTimeline, TimelineEvent, load_profile, synthesize_episodes
 from vista.toa.timeline_view import timeline_view
 from vista.tokens import count_tokens

@@ -29,7 +29,8 @@ from vista.evaluation import (
     split_sites,
 )
 from vista.evaluation.expected import EXAMPLE_TRUTH, RULES
-from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway, ScriptedBackend
+from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
+from vista.testing.scripted import ScriptedBackend
 from vista.records import Demographics
 from vista.synth.ground_truth import OncologyRecord
 

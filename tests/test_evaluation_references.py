@@ -23,7 +23,8 @@ from vista.evaluation import (
 )
 from vista.evaluation.expected import EXAMPLE_TRUTH
 from vista.evaluation.options import judge_config
-from vista.llm import LLMConfig, LLMGateway, ScriptedBackend
+from vista.llm import LLMConfig, LLMGateway
+from vista.testing.scripted import ScriptedBackend
 from vista.records import Demographics
 from vista.synth.ground_truth import OncologyRecord
 
@@ -179,15 +180,6 @@ def test_bad_reference_files_name_file_row_and_field(tmp_path, name, text, messa
 def test_a_missing_reference_file_is_named(tmp_path):
     with pytest.raises(EvaluationError, match=r"nope.csv: cannot read the clinician reference answers"):
         load_reference_answers(tmp_path / "nope.csv")
-
-
-@pytest.mark.parametrize("name", ["vista.evaluation.references", "vista.evaluation.options"])
-def test_doctests(name):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(name))
-    assert result.failed == 0 and result.attempted > 0
 
 
 def test_truth_sources_combine_generator_records_and_clinician_answers(tmp_path):

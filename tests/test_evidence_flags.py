@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import doctest
 import io
 import json
 import re
@@ -23,7 +22,8 @@ from trajonco.judge.prompts import candidate_text
 from trajonco.judge.runs import Candidate
 from trajonco.pipeline import PipelineConfig, run_patient
 from trajonco.prediction_rows import RowContext, row_from_result, rows_to_table
-from vista.llm import LLMConfig, LLMGateway, ScriptedBackend
+from vista.llm import LLMConfig, LLMGateway
+from vista.testing.scripted import ScriptedBackend
 from vista.llm.task_usage import TaskUsage
 from vista.meds.task_key import TaskKey
 
@@ -91,11 +91,10 @@ def test_evidence_without_sources_or_outside_the_record_is_flagged_and_counted()
     assert flagged.rows == [["one_stage · m", "1", "3", "1", "2"]]
 
 
-def test_a_file_without_the_counts_says_so_in_the_report_and_the_doctests_hold():
+def test_a_file_without_the_counts_says_so_in_the_report():
     old = pl.DataFrame({"events": ["[]"], "subject_id": [1]})
     loaded = LoadedPredictions(source=None, name="old run", llm_model=None, variant=None, frame=old)
     assert report_evidence.evidence_row(loaded) == ["old run", "1", "0", "not recorded", "not recorded"]
     baseline = LoadedPredictions(source=None, name="knn", llm_model=None, variant=None,
                                  frame=pl.DataFrame({"subject_id": [1]}))
     assert report_evidence.evidence_table([baseline]) is None
-    assert doctest.testmod(report_evidence).failed == 0

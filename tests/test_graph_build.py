@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
-import importlib
 from collections import Counter
 from datetime import datetime, timedelta
 
@@ -17,13 +15,6 @@ from vista.graph.sections import split_sections
 from vista.meds import schema
 
 T0 = datetime(2020, 1, 5, 9, 0)
-
-
-def test_doctests_of_the_graph_modules():
-    for name in ("errors", "model", "sections", "mentions", "index", "store", "build", "graphml", "xml_input"):
-        module = importlib.import_module(f"vista.graph.{name}")
-        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-        assert result.failed == 0, name
 
 
 # ------------------------------------------------------------------------------------------------ synthetic patients

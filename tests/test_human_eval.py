@@ -19,7 +19,8 @@ from trajonco.human_eval import cli as review_cli
 from trajonco.judge import EvaluationInputError, compare_runs
 from trajonco.judge.stats import cohen_kappa
 from vista.errors import CommandLineError
-from vista.llm import LLMConfig, ScriptedBackend
+from vista.llm import LLMConfig
+from vista.testing.scripted import ScriptedBackend
 
 SUBJECTS = (1, 2, 3, 4, 5, 6)
 
@@ -274,12 +275,3 @@ def test_cli_export_and_import(tmp_path, capsys):
                               str(tmp_path / "k2.json"), "--dataset", str(tmp_path / "nowhere")])
     with pytest.raises(CommandLineError, match="nowhere not found"):
         args.handler(args)
-
-
-def test_doctests_of_the_human_eval_modules():
-    import doctest
-
-    from trajonco.human_eval import excerpt, packets
-
-    for module in (excerpt, packets):
-        assert doctest.testmod(module).failed == 0, module.__name__

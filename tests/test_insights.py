@@ -7,8 +7,6 @@ score) turned into a `PredictionRow` by ``row_from_result`` and written with ``r
 from __future__ import annotations
 
 import argparse
-import doctest
-import importlib
 import json
 from datetime import date, datetime, timedelta
 
@@ -99,10 +97,6 @@ FAST = InsightsSettings(map_method="pca", seed=3)
 
 
 # ------------------------------------------------------------------------------------------------------ reading
-@pytest.mark.parametrize("name", ["inputs", "text", "embeddings", "projection", "similarity", "transitions", "render"])
-def test_docstring_examples(name):
-    failures, tried = doctest.testmod(importlib.import_module(f"trajonco.insights.{name}"))
-    assert tried > 0 and failures == 0
 
 
 def test_read_run_keeps_scored_labelled_rows_and_counts_the_rest(tmp_path):

@@ -25,7 +25,7 @@ from trajonco.prediction_rows import PART_SCHEMA, RowContext, part_record, row_f
 from vista.llm import LLMConfig, LLMGateway
 from vista.llm.backend import ChatReply, ChatRequest
 from vista.llm.budget import BudgetLimits, RequestBudget
-from vista.llm.scripted import ScriptedBackend
+from vista.testing.scripted import ScriptedBackend
 from vista.llm.task_usage import usage_scope
 
 T0 = datetime(2020, 1, 1)

@@ -23,7 +23,7 @@ from jobs.tasks import TaskKey
 from vista.meds.tasks import keys_table
 from vista.evaluation import EvaluationReport
 from vista.llm import LLMConfig
-from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.testing.synthetic_server import SyntheticLLMServer
 
 SUBJECTS = (2, 3, 4, 5)
 FAIL = "FAIL-THIS-JUDGE-CALL"

@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.testing.synthetic_server import SyntheticLLMServer
 
 ROOT = Path(__file__).parents[1]
 

@@ -13,7 +13,7 @@ import tempfile
 import pytest
 
 from benchmarks.bench_predict_throughput import make_inputs
-from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.testing.synthetic_server import SyntheticLLMServer
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

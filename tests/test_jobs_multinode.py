@@ -5,7 +5,7 @@ dir, on free ports and in its own process session: killing every process of a se
 actor workers it spawned) is losing that node, and nothing here touches the session-scoped head of
 tests/conftest.py. The job runs as a subprocess driver joining the cluster with ``--address``; three patient actors
 at 0.4 CPU each are spread over the nodes by Ray Data (its default SPREAD scheduling; no node has room for more than
-two), and the LLM is the synthetic endpoint of `vista.llm.synthetic_server` on 127.0.0.1 with a fixed latency.
+two), and the LLM is the synthetic endpoint of `vista.testing.synthetic_server` on 127.0.0.1 with a fixed latency.
 
 The endpoint finds which node sent each request (the client socket's owner in ``/proc``, whose process session is
 a node) and whether the answer could still be delivered. Once rows are on disk and a worker node has requests in
@@ -43,7 +43,7 @@ from aiohttp import web
 from jobs.row_parts import latest_states, part_files
 from trajonco.prediction_files import read_predictions
 from trajonco.prediction_rows import RUN_DEPENDENT_COLUMNS
-from vista.llm.synthetic_server import SyntheticLLMServer, request_digest
+from vista.testing.synthetic_server import SyntheticLLMServer, request_digest
 
 from conftest import RAY, TEST_ENV, free_port
 
@@ -279,17 +279,12 @@ class NodeTrackingServer(SyntheticLLMServer):
 
 # ------------------------------------------------------------------------------------------------ the cohort
 @pytest.fixture(scope="module")
-def cohort(tmp_path_factory) -> dict[str, Path]:
-    from trajonco.cohorts import build_cohort, load_definition
-    from vista.synth import SynthConfig, generate
-
+def cohort(lung_cohort_1500, tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("multinode_cohort")
-    generate(SynthConfig(n_subjects=1500, seed=3, workers=1), root / "meds", progress=False)
-    build_cohort(root / "meds", load_definition("lung"), root / "lung")
-    labels = pl.read_parquet(root / "lung" / "labels" / "train.parquet").sort("subject_id").head(N_PATIENTS)
+    labels = lung_cohort_1500.first_train_labels(N_PATIENTS)
     assert labels.height == N_PATIENTS
     pq.write_table(labels.to_arrow(), root / "labels.parquet")
-    return {"dataset": root / "meds", "labels": root / "labels.parquet"}
+    return {"dataset": lung_cohort_1500.dataset, "labels": root / "labels.parquet"}
 
 
 def content_columns(frame: pl.DataFrame) -> pl.DataFrame:

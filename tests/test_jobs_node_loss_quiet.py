@@ -55,11 +55,3 @@ def test_other_published_errors_still_print(capsys, monkeypatch):
     ray_worker.print_to_stdstream({"lines": ["The autoscaler failed with the following error: boom"], "pid": "raylet",
                                    "is_err": False}, ignore_prefix=False)
     assert "The autoscaler failed with the following error: boom" in capsys.readouterr().out
-
-
-def test_doctests():
-    import doctest
-
-    import jobs.ray_node_loss
-
-    assert doctest.testmod(jobs.ray_node_loss).failed == 0

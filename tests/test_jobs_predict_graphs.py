@@ -29,7 +29,7 @@ from vista.graph import GraphStore
 from vista.graph.store import INDEX_DIR, MANIFEST_DIR, bucket_of
 from vista.llm import LLMConfig
 from vista.cli import main as vista_main
-from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.testing.synthetic_server import SyntheticLLMServer
 
 ROOT = Path(__file__).parents[1]
 PATIENTS = 4

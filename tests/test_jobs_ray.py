@@ -2,7 +2,7 @@
 its preprocessor pool, the embedded model), build-graphs through `ray job submit`. (Streaming, retries, the default
 two-stage plan and reruns with a smaller selection: tests/test_jobs_stream.py.)
 
-The LLM is the synthetic OpenAI-compatible endpoint of `vista.llm.synthetic_server` on 127.0.0.1 (schema-valid answers that
+The LLM is the synthetic OpenAI-compatible endpoint of `vista.testing.synthetic_server` on 127.0.0.1 (schema-valid answers that
 depend only on the request), so every run's outputs are comparable and the endpoint counts what was asked.
 """
 
@@ -25,7 +25,7 @@ import pytest
 from jobs.row_parts import ROWS, latest_states, part_files
 from trajonco.prediction_rows import RUN_DEPENDENT_COLUMNS
 from trajonco.prediction_files import read_predictions
-from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.testing.synthetic_server import SyntheticLLMServer
 
 pytestmark = pytest.mark.ray
 
@@ -35,16 +35,11 @@ MISSING_SUBJECT = 10_000_000  # in the labels, not in the dataset: a bad-data er
 
 # ------------------------------------------------------------------------------------------------ fixtures
 @pytest.fixture(scope="module")
-def cohort(tmp_path_factory) -> dict[str, Path | int]:
-    """A synthetic MEDS dataset, its lung cohort, and a label file of 40 patients plus one unknown subject."""
-    from trajonco.cohorts import build_cohort, load_definition
-    from vista.synth import SynthConfig, generate
-
+def cohort(lung_cohort_1500, tmp_path_factory) -> dict[str, Path | int]:
+    """The session's synthetic MEDS dataset and a label file of 40 of its lung patients plus one unknown subject."""
     root = tmp_path_factory.mktemp("jobs_cohort")
-    dataset = root / "meds"
-    generate(SynthConfig(n_subjects=1500, seed=3, workers=1), dataset, progress=False)
-    build_cohort(dataset, load_definition("lung"), root / "lung")
-    labels = pl.read_parquet(root / "lung" / "labels" / "train.parquet").sort("subject_id").head(N_PATIENTS)
+    dataset = lung_cohort_1500.dataset
+    labels = lung_cohort_1500.first_train_labels(N_PATIENTS)
     failing = int(labels["subject_id"][7])
     extra = labels.head(1).with_columns(pl.lit(MISSING_SUBJECT, pl.Int64).alias("subject_id"))
     pq.write_table(pl.concat([labels, extra]).to_arrow(), root / "labels.parquet")

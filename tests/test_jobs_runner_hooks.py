@@ -14,7 +14,7 @@ from jobs.ray_runtime import RayRuntime
 from jobs.retry_policy import RetryCounts
 from jobs.runner import CohortJob
 from jobs.tasks import TaskKey, TaskPlan
-from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.testing.synthetic_server import SyntheticLLMServer
 
 SHARED = ("announce", "check_llm_endpoint", "size", "pool_strategy", "stream_pool", "stall_hint")
 

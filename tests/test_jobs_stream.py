@@ -1,6 +1,6 @@
 """The streaming predict job on the session's 2-CPU local head: two-stage with default settings, rows written while
 the slowest patient of their block still runs, the retry policy across runs, reruns with a smaller --limit, and
-the stall watchdog. The LLM is the synthetic endpoint of `vista.llm.synthetic_server` on 127.0.0.1 (subclassed here to
+the stall watchdog. The LLM is the synthetic endpoint of `vista.testing.synthetic_server` on 127.0.0.1 (subclassed here to
 fail or slow down the requests about chosen patients)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from rich.console import Console
 from jobs.row_parts import latest_states, part_files
 from jobs.tasks import TaskKey
 from trajonco.prediction_files import read_predictions
-from vista.llm.synthetic_server import SyntheticLLMServer, prompt_text
+from vista.testing.synthetic_server import SyntheticLLMServer, prompt_text
 
 pytestmark = pytest.mark.ray
 
@@ -57,16 +57,11 @@ def marker(subject: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def cohort(tmp_path_factory) -> dict[str, object]:
-    from trajonco.cohorts import build_cohort, load_definition
-    from vista.synth import SynthConfig, generate
-
+def cohort(lung_cohort_1500, tmp_path_factory) -> dict[str, object]:
     root = tmp_path_factory.mktemp("stream_cohort")
-    generate(SynthConfig(n_subjects=1500, seed=3, workers=1), root / "meds", progress=False)
-    build_cohort(root / "meds", load_definition("lung"), root / "lung")
-    labels = pl.read_parquet(root / "lung" / "labels" / "train.parquet").sort("subject_id").head(N_PATIENTS)
+    labels = lung_cohort_1500.first_train_labels(N_PATIENTS)
     pq.write_table(labels.to_arrow(), root / "labels.parquet")
-    return {"dataset": root / "meds", "labels": root / "labels.parquet", "subjects": labels["subject_id"].to_list()}
+    return {"dataset": lung_cohort_1500.dataset, "labels": root / "labels.parquet", "subjects": labels["subject_id"].to_list()}
 
 
 @pytest.fixture()

@@ -16,7 +16,7 @@ from graph_fixtures import synth_root
 from jobs.row_parts import ROWS
 from test_jobs_vista import xml_cohort
 from vista.graph import GraphStore, read_graph
-from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.testing.synthetic_server import SyntheticLLMServer
 from vista.pipeline.rows import RUN_DEPENDENT_COLUMNS
 from vista.toa import PatientTimeline
 

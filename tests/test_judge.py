@@ -14,7 +14,8 @@ from trajonco.judge import RUBRIC_KEYS, JudgeReport, compare_runs, load_run, pai
 from trajonco.judge.runs import RunFileError
 from trajonco.judge.stats import cohen_kappa
 from trajonco.prediction_files import read_predictions
-from vista.llm import ChatRequest, LLMConfig, ScriptedBackend
+from vista.llm import ChatRequest, LLMConfig
+from vista.testing.scripted import ScriptedBackend
 
 PATIENTS = (1, 2, 3, 4, 5, 6)
 
@@ -211,12 +212,3 @@ def test_report_section_shows_rates_bias_and_the_figure(tmp_path):
     empty = judge_section(None, tmp_path / "none")
     assert not empty.tables and "trajonco judge RUN_A RUN_B" in empty.paragraphs[0]
     assert 'id="fig-judge"' in render_html("t", [section])
-
-
-def test_doctests_of_the_judge_modules():
-    import doctest
-
-    from trajonco.judge import answer, prompts, pairwise, rubrics, stats
-
-    for module in (answer, prompts, pairwise, rubrics, stats):
-        assert doctest.testmod(module).failed == 0, module.__name__

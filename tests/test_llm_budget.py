@@ -4,15 +4,15 @@ breaker's rules, the gateway's use of a shared budget, honest cache keys, and th
 from __future__ import annotations
 
 import asyncio
-import doctest
-import importlib
 import random
 
 import pytest
 
-from llm_fakes import FakeClock, LoopClock, Risk, run_virtual
-from vista.llm import BackendError, ChatReply, ErrorKind, LLMConfig, LLMGateway, ScriptedBackend, user
-from vista.llm.scripted import Delayed
+from llm_models import Risk
+from vista.testing.clocks import FakeClock, LoopClock, run_virtual
+from vista.llm import BackendError, ChatReply, ErrorKind, LLMConfig, LLMGateway, user
+from vista.testing.scripted import ScriptedBackend
+from vista.testing.scripted import Delayed
 from vista.llm.breaker import AttemptReport, BreakerPolicy, CircuitBreaker
 from vista.llm.budget import BudgetLimits, Refusal, RequestBudget, WindowPolicy
 from vista.llm.cache import ResponseCache
@@ -24,13 +24,6 @@ OK = AttemptReport(answer_valid=True, tokens_used=10)
 
 def run(coro):
     return asyncio.run(coro)
-
-
-@pytest.mark.parametrize("name", ["vista.llm.pacing", "vista.llm.budget", "vista.llm.window", "vista.llm.breaker", "vista.llm.openai_backend",
-                                  "jobs.manifest"])
-def test_doctests(name):
-    result = doctest.testmod(importlib.import_module(name))
-    assert result.failed == 0 and result.attempted > 0
 
 
 # ------------------------------------------------------------------------------------------------ limits
@@ -626,7 +619,7 @@ def test_file_digest_follows_the_content(tmp_path):
 # ------------------------------------------------------------------------------------------------ endpoint check
 @pytest.fixture(scope="module")
 def server():
-    from vista.llm.synthetic_server import SyntheticLLMServer
+    from vista.testing.synthetic_server import SyntheticLLMServer
 
     with SyntheticLLMServer(context_window=32768) as running:
         yield running
@@ -653,7 +646,7 @@ def test_endpoint_check_refuses_an_unknown_model_and_an_unreachable_url(server):
 
 def test_endpoint_check_names_context_tokens_when_nobody_knows_the_window():
     from vista.llm.endpoint_check import check_endpoint
-    from vista.llm.synthetic_server import SyntheticLLMServer
+    from vista.testing.synthetic_server import SyntheticLLMServer
 
     with SyntheticLLMServer(context_window=None, model="my-local-model") as quiet:
         llm = LLMConfig(backend="openai", base_url=quiet.base_url, model="my-local-model")

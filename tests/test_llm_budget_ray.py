@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from jobs.llm_budget import JobBudget, budget_limits
-from vista.llm.synthetic_server import RateLimitBurst, SyntheticLLMServer
+from vista.testing.synthetic_server import RateLimitBurst, SyntheticLLMServer
 from vista.llm import LLMConfig
 
 pytestmark = pytest.mark.ray

@@ -9,8 +9,9 @@ import multiprocessing
 
 import pytest
 
-from llm_fakes import Risk, WorkerAnswer
-from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway, ScriptedBackend, user
+from llm_models import Risk, WorkerAnswer
+from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway, user
+from vista.testing.scripted import ScriptedBackend
 from vista.llm.cache import CachedAnswer, ResponseCache
 
 GOOD = '{"level": "Low", "reason": "stable"}'

@@ -7,18 +7,18 @@ import logging
 
 import pytest
 
-from llm_fakes import FakeClock, Risk, WorkerAnswer
+from llm_models import Risk, WorkerAnswer
+from vista.testing.clocks import FakeClock
+from vista.testing.scripted import Delayed, ScriptedBackend
 from vista.llm import (
     BackendError,
     ChatReply,
-    Delayed,
     ErrorKind,
     LLMCallFailed,
     LLMConfig,
     LLMGateway,
     Message,
     PriceTable,
-    ScriptedBackend,
     SyncLLMGateway,
     system,
     user,

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from trajonco.prediction_rows import PREDICTION_SCHEMA, RowContext, row_from_failure
 from vista.llm import LLMConfig, LLMGateway
 from vista.llm.config import EMBEDDED_MODEL_NAME
-from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.testing.synthetic_server import SyntheticLLMServer
 from vista.llm.task_usage import TaskUsage, usage_scope, record_usage
 from vista.meds.task_key import TaskKey
 

@@ -9,7 +9,8 @@ from email.utils import format_datetime
 import pytest
 from aiohttp import web
 
-from llm_fakes import FakeClock, Risk
+from llm_models import Risk
+from vista.testing.clocks import FakeClock
 from vista.llm import BackendError, ChatRequest, ErrorKind, LLMConfig, LLMGateway, user
 from vista.llm.errors import LLMConfigError
 from vista.llm.openai_backend import OpenAIBackend

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from llm_fakes import FakeClock
+from vista.testing.clocks import FakeClock
 from vista.llm import CallRecord, Message, PriceTable, UsageLedger
 from vista.llm.errors import LLMConfigError
 from vista.llm.pacing import Cooldown, TokenBucket
@@ -108,7 +108,7 @@ def test_records_results_and_errors_pickle_for_ray():
 
     from vista.llm import BackendError, ErrorKind, LLMCallError, LLMCallFailed, LLMResult
     from vista.llm.usage import utc_now
-    from llm_fakes import Risk
+    from llm_models import Risk
 
     record = CallRecord(call_id="c", agent="worker", model="m", started_at=utc_now(), ok=False, error_kind="timeout")
     error = LLMCallError(ErrorKind.TIMEOUT, "slow", attempts=3)

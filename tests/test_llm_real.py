@@ -8,10 +8,10 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from vista.llm import ErrorKind, LLMConfig, LLMGateway, system, user
+from vista.llm import ErrorKind, LLMConfig, LLMGateway, build_backend, system, user
 from vista.llm.embedded import EmbeddedModel, EmbeddedSettings, default_model_path, default_threads
 from vista.llm.errors import RETRYABLE_KINDS
-from vista.llm.fault_proxy import FAULTS, FaultPlan, FaultProxy
+from vista.testing.fault_proxy import FAULTS, FaultPlan, FaultProxy
 
 pytestmark = pytest.mark.llm
 
@@ -52,6 +52,15 @@ def test_structured_call_on_the_embedded_model_in_process():
     assert again.usage.cached_prompt_tokens > 0  # llama.cpp's prompt cache served the repeat
     assert too_long.error.kind is ErrorKind.CONTEXT_OVERFLOW and too_long.usage.attempts == 1
     assert gateway.context_tokens == 8192
+
+
+def test_every_gateway_in_a_process_shares_one_loaded_model(tmp_path):
+    """The real-model test files each open their own gateway; the GGUF model (about 5 s to load on a busy 2-core
+    machine) is loaded once per process, whatever else their configs change."""
+    configs = [LLMConfig(max_tokens=120), LLMConfig(cache_dir=tmp_path, timeout_s=300), LLMConfig(max_reasks=0, max_retries=0)]
+    models = {id(build_backend(config).model) for config in configs}
+    shared = EmbeddedModel.shared(EmbeddedSettings(default_model_path(), 8192, default_threads()))
+    assert models == {id(shared)}
 
 
 @pytest.mark.slow

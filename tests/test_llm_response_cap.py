@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from vista.llm.config import LLMConfig
-from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.testing.synthetic_server import SyntheticLLMServer
 
 TESTS = Path(__file__).resolve().parent
 MEMORY_CEILING_MB = 1024

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from llm_fakes import WorkerAnswer
+from llm_models import WorkerAnswer
 from vista.llm.errors import SchemaError
 from vista.llm.schema import response_format, response_schema, schema_instructions, schema_name, unbounded_paths
 

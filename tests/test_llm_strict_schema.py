@@ -6,7 +6,8 @@ import asyncio
 import json
 
 from trajonco.agents.schemas import ManagerOutput, PreprocessorOutput
-from vista.llm import LLMConfig, LLMGateway, ScriptedBackend
+from vista.llm import LLMConfig, LLMGateway
+from vista.testing.scripted import ScriptedBackend
 from vista.llm.messages import user
 from vista.llm.schema import STRICT_KEYWORDS, response_format, response_schema, strict_schema
 

@@ -14,7 +14,6 @@ Every project command reads the cohort's columns and the prediction details back
 from __future__ import annotations
 
 import asyncio
-import doctest
 from datetime import datetime
 from pathlib import Path
 
@@ -28,7 +27,6 @@ from meds_evaluation.evaluate import evaluate_binary_classification
 from meds_evaluation.schema import PredictionSchema
 from test_cohort_build import small_population
 
-import trajonco.prediction_files as prediction_files
 from baselines import read_labels
 from jobs.predict import prediction_outputs
 from jobs.predict_actor import PredictActor, PredictSettings
@@ -46,15 +44,10 @@ from trajonco.prediction_files import (
 )
 from trajonco.prediction_rows import PREDICTION_SCHEMA
 from vista.llm import LLMConfig
-from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.testing.synthetic_server import SyntheticLLMServer
 from vista.meds.labels import LabelFileError, label_details_path, read_label_table
 
 UNKNOWN_SUBJECT = 999_999  # in the labels, not in the dataset: an error row without a score
-
-
-def test_doctests():
-    failures, tried = doctest.testmod(prediction_files, optionflags=doctest.ELLIPSIS)
-    assert tried > 0 and failures == 0
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import pickle
 from datetime import datetime, timedelta
 
@@ -18,14 +16,6 @@ from meds_builders import NOW, good_dataset, meds_table, patient_rows, write_dat
 from vista.meds.errors import MedsSubjectNotFoundError
 from vista.meds.reader import MedsDataset
 from vista.records import CodeInfo, Event
-
-MODULES = ["errors", "checks", "layout", "reports", "metadata", "reader", "validation", "task_key"]
-
-
-@pytest.mark.parametrize("name", MODULES)
-def test_doctests(name):
-    failures, _ = doctest.testmod(importlib.import_module(f"vista.meds.{name}"))
-    assert failures == 0
 
 
 def read_row(root, shard: str, row: int) -> dict:

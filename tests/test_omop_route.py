@@ -7,7 +7,6 @@ PyPI) when it is missing, as ``scripts/ci_omop.sh`` does.
 
 from __future__ import annotations
 
-import doctest
 import json
 import shutil
 import sys
@@ -114,9 +113,6 @@ def write_meds_etl_output(raw: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ fast: conform
-def test_doctests():
-    failures, tried = doctest.testmod(omop)
-    assert tried > 0 and failures == 0
 
 
 def test_conform_turns_meds_etl_output_into_meds_0_4(tmp_path):

@@ -165,16 +165,6 @@ def test_the_similar_command_prints_a_ranking_and_reports_mistakes_in_one_line(c
     assert capsys.readouterr().err.strip() == f"error: {store}: no graph for subject 999"
 
 
-@pytest.mark.parametrize("name", ["vista.patient_search", "vista.patient_search.features", "vista.patient_search.similarity",
-                                  "vista.patient_search.query"])
-def test_doctests(name):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(name))
-    assert result.failed == 0 and result.attempted > 0
-
-
 def test_the_command_line_spells_the_methods_without_importing_them():
     import subprocess
     import sys

@@ -22,7 +22,8 @@ from trajonco.pipeline import (
     run_any_cancer_sync,
     run_patient_sync,
 )
-from vista.llm import LLMConfig, ScriptedBackend
+from vista.llm import LLMConfig
+from vista.testing.scripted import ScriptedBackend
 from vista.records import PatientRecord
 
 

@@ -19,7 +19,8 @@ from toa_fixtures import CATALOG, ROWS, toa_graph
 from vista.cli import main
 from vista.display import DisplayStore, display_markdown
 from vista.graph import GraphStore, build_graph
-from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway, ScriptedBackend
+from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
+from vista.testing.scripted import ScriptedBackend
 from vista.llm.backend import ChatRequest
 from vista.query import answer_text, ask, load_state, load_timeline, timeline_text
 from vista.query.sources import version_tag

@@ -12,7 +12,8 @@ import pytest
 
 from toa_fixtures import toa_graph
 from vista.toa.timeline_view import timeline_view
-from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway, ScriptedBackend
+from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
+from vista.testing.scripted import ScriptedBackend
 from vista.llm.backend import ChatRequest
 from vista.query import ContextTooLongError, QueryConfig, QueryError, ask, timeline_text
 from vista.tokens import count_tokens
@@ -166,12 +167,3 @@ def test_the_printed_timeline_shows_episodes_and_sources():
     text = timeline_text(make_timeline(), with_refs=True)
     assert "[t2] 2020-03-10 histology/adenocarcinoma: Adenocarcinoma on biopsy (sources e9, e11)" in text
     assert text.index("Episode ep") < text.index("[t0]") and "post-oncological" in text
-
-
-@pytest.mark.parametrize("name", ["vista.query.errors", "vista.query.model", "vista.query.render", "vista.query.sources"])
-def test_doctests(name):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(name))
-    assert result.failed == 0 and result.attempted > 0

@@ -12,7 +12,8 @@ from pydantic import ValidationError
 
 from toa_fixtures import toa_graph
 from vista.display import DEFAULT_GROUP_SIZE, DisplayConfig, STRUCTURED_VARIABLES, load_variables
-from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway, ScriptedBackend
+from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
+from vista.testing.scripted import ScriptedBackend
 from vista.rag import (
     RagConfig,
     RagError,

@@ -152,7 +152,7 @@ def test_cohort_and_ray_predict_job_on_another_spelling(datasets, ray_session, t
     import polars as pl
 
     from jobs import predict
-    from vista.llm.synthetic_server import SyntheticLLMServer
+    from vista.testing.synthetic_server import SyntheticLLMServer
     from trajonco.cohorts import build_cohort, load_definition
 
     lung = load_definition("lung").with_overrides(test_splits=("train", "tuning", "held_out"), train_splits=())

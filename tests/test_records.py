@@ -1,17 +1,10 @@
-"""Doctests and edge cases of the shared per-patient record types."""
+"""Edge cases of the shared per-patient record types."""
 
-import doctest
 from datetime import datetime
 
 import pytest
 
-import vista.records as records
 from vista.records import Event, PatientRecord
-
-
-def test_doctests():
-    failures, _ = doctest.testmod(records)
-    assert failures == 0
 
 
 def test_provenance_rejects_foreign_ids():

@@ -1,10 +1,8 @@
 """Unit tests of the reproduction report's parts: Pareto front, realism verdict, settings, truncation windows,
-characteristics, prediction-file errors, and the doctests of every `benchmarks.report` module."""
+characteristics and prediction-file errors."""
 
 from __future__ import annotations
 
-import doctest
-import importlib
 from datetime import datetime
 from pathlib import Path
 
@@ -20,18 +18,6 @@ from benchmarks.report.timelines import iter_timelines, truncate_events, truncat
 from vista.meds import schema
 from vista.meds.errors import MedsDataError
 from vista.timeline import truncate_left
-
-MODULES = ["agent_sensitivity", "characteristics", "cohort_tasks", "dataset", "errors", "figures", "html", "paired",
-           "palette", "parallel",
-           "predictions", "profile", "realism", "record_length", "reproduce", "results", "sections", "settings",
-           "tables", "timelines"]
-
-
-@pytest.mark.parametrize("name", MODULES)
-def test_doctests(name):
-    module = importlib.import_module(f"benchmarks.report.{name}")
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0
 
 
 # ------------------------------------------------------------------------------------------------ Pareto front

@@ -4,6 +4,13 @@ A rough version of the cohort the TrajOnco layer builds: incident cases from the
 on sex and 10-year age band with a random visit date as index, at least two visit dates before index - gap, and a
 code-count logistic regression. With gap 0 the work-up leaks (AUROC near 1, as it should); with a 1-year gap the
 signal is partial (AUROC between 0.6 and 0.85).
+
+Size: 10,000 subjects (seed 0), half the 20,000 this once used; the count thresholds are the same rates at half the
+population (>= 2% with two years of history; matched cohorts of >= 1.5% and >= 1.25%). Why the AUROC bands still
+test the claim: with >= 125 matched cases and as many controls, the Hanley-McNeil standard error of an AUROC near
+0.75 is <= 0.031 (0.021 at the 266 pairs seed 0 gives), so the 0.60-0.85 band stands >= 3 SE from the measured
+values (gap 365: 0.766 at 20k, 0.750 at 10k, 0.727 at 10k seed 4) and sampling alone will not cross it; a generator
+change that moves the signal by 0.1 still does. Gap 0 measures 0.996-0.999 (SE < 0.005) against its 0.95 floor.
 """
 
 from __future__ import annotations
@@ -20,11 +27,13 @@ from vista.synth import SynthConfig, generate
 
 pytestmark = pytest.mark.slow
 
+N_SUBJECTS = 10_000
+
 
 @pytest.fixture(scope="module")
-def default_20k(tmp_path_factory):
-    root = tmp_path_factory.mktemp("synth20k")
-    generate(SynthConfig(n_subjects=20_000, seed=0), root, progress=False)
+def default_10k(tmp_path_factory):
+    root = tmp_path_factory.mktemp("synth10k")
+    generate(SynthConfig(n_subjects=N_SUBJECTS, seed=0), root, progress=False)
     return root
 
 
@@ -63,16 +72,16 @@ def _auroc(data: pl.DataFrame, cohort: pl.DataFrame, gap_days: int) -> tuple[flo
     return roc_auc_score(y, p), int(y.sum())
 
 
-def test_enough_lung_cancers_with_two_years_of_history(default_20k):
-    s = pl.read_parquet(default_20k / "ground_truth" / "subjects.parquet")
+def test_enough_lung_cancers_with_two_years_of_history(default_10k):
+    s = pl.read_parquet(default_10k / "ground_truth" / "subjects.parquet")
     lung = s.filter((pl.col("cancer") == "lung") & pl.col("is_incident_case"))
-    assert lung.filter((pl.col("diagnosis_date") - pl.col("record_start")).dt.total_days() >= 730).height >= 400
+    assert lung.filter((pl.col("diagnosis_date") - pl.col("record_start")).dt.total_days() >= 730).height >= 0.02 * N_SUBJECTS
 
 
-def test_lung_cancer_predictability_with_and_without_gap(default_20k):
-    data, cohort = _cohort(default_20k, "lung")
+def test_lung_cancer_predictability_with_and_without_gap(default_10k):
+    data, cohort = _cohort(default_10k, "lung")
     leak, n0 = _auroc(data, cohort, 0)
     gap, n1 = _auroc(data, cohort, 365)
-    assert n0 >= 300 and n1 >= 250
+    assert n0 >= 0.015 * N_SUBJECTS and n1 >= 0.0125 * N_SUBJECTS  # matched cases with >= 2 visits before index
     assert leak >= 0.95, f"gap 0: the diagnostic work-up must be visible (AUROC {leak:.3f})"
     assert 0.6 <= gap <= 0.85, f"gap 365: AUROC {gap:.3f} outside 0.60-0.85"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 from datetime import datetime
 
 import pytest
@@ -16,15 +15,9 @@ from vista.timeline import (
     ModalityTable,
     TimelineError,
     join_timelines,
-    model,
-    parse,
     parse_timeline,
-    render,
     render_timeline,
-    truncate,
-    xmltext,
 )
-from vista.timeline import modality as modality_module
 from vista.tokens import count_tokens
 
 
@@ -216,11 +209,6 @@ def test_xml_entities_are_not_expanded():
     )
     with pytest.raises(TimelineError, match=r"line 1: entity &a; is declared in the document.s DTD and is not expanded"):
         parse_timeline(bomb)
-
-
-@pytest.mark.parametrize("module", [modality_module, model, parse, render, truncate, xmltext])
-def test_doctests(module):
-    assert doctest.testmod(module).failed == 0
 
 
 def test_timelines_and_chunks_pickle_for_ray_workers():

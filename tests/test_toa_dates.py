@@ -9,7 +9,8 @@ import datetime as dt
 import json
 
 from toa_fixtures import toa_graph
-from vista.llm import LLMConfig, LLMGateway, ScriptedBackend
+from vista.llm import LLMConfig, LLMGateway
+from vista.testing.scripted import ScriptedBackend
 from vista.llm.backend import ChatRequest
 from vista.toa import ChunkBudget, TOAConfig, build_timeline
 from vista.toa.unify import MERGE_WINDOW_DAYS

@@ -11,7 +11,8 @@ import re
 import pytest
 
 from toa_fixtures import toa_graph
-from vista.llm import BackendError, Delayed, ErrorKind, LLMConfig, LLMGateway, ScriptedBackend
+from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
+from vista.testing.scripted import Delayed, ScriptedBackend
 from vista.llm.backend import ChatRequest
 from vista.toa import ChunkBudget, TimelineFileError, TimelineStore, TOAConfig, build_timeline, plan
 from vista.toa.model import EpisodeKind

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from toa_fixtures import CATALOG, ROWS
 from vista.graph import build_graph
-from vista.llm import LLMConfig, LLMGateway, ScriptedBackend
+from vista.llm import LLMConfig, LLMGateway
+from vista.testing.scripted import ScriptedBackend
 from vista.llm.backend import ChatRequest
 from vista.records import Event, PatientRecord
 from vista.toa import TimelineEvent, load_profile, synthesize_episodes
@@ -206,16 +207,6 @@ def test_early_imaging_does_not_open_the_diagnosis_episode():
 def test_without_a_diagnosis_there_is_no_diagnosis_episode():
     events = _numbered([ev(0, D(2020, 1, 1), "background", "Smoker"), ev(1, D(2020, 5, 1), "imaging", "CT: nodule")])
     assert _kinds(synthesize_episodes(events, PROFILE)) == [("baseline", None, D(2020, 1, 1), D(2020, 5, 1))]
-
-
-def test_doctests_of_the_structure_modules():
-    import doctest
-    import importlib
-
-    for name in ("drugs", "episodes", "safety_net", "unify"):
-        module = importlib.import_module(f"vista.toa.{name}")
-        result = doctest.testmod(module)
-        assert result.attempted > 0 and result.failed == 0, module.__name__
 
 
 TYPES = [t.name for t in PROFILE.types]

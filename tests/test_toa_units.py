@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import doctest
-import importlib
 import re
 
 import pytest
@@ -31,14 +29,6 @@ from vista.toa import (
     unify,
 )
 from vista.toa.model import EpisodeKind
-
-MODULES = ["profile", "serialize", "chunks", "unify", "episodes", "safety_net", "pipeline", "refs"]
-
-
-@pytest.mark.parametrize("name", MODULES)
-def test_doctests(name):
-    result = doctest.testmod(importlib.import_module(f"vista.toa.{name}"))
-    assert result.attempted > 0 and result.failed == 0
 
 
 # ----------------------------------------------------------------------------- profile

@@ -6,7 +6,6 @@ cohort` on unusable data, the VISTA job on a shard it cannot list, and the reaso
 
 from __future__ import annotations
 
-import doctest
 import json
 import logging
 import math
@@ -23,8 +22,6 @@ from hypothesis import strategies as st
 from meds_builders import NOW, good_dataset, meds_table, patient_rows, write_dataset
 
 from trajonco.cli import main
-from vista.meds import duplicates as duplicates_module
-from vista.meds import metadata as metadata_module
 from vista.meds.duplicates import DuplicateMarker, find_duplicates, write_deduplicated
 from vista.meds.errors import MedsDataError, MedsFileError, MedsMetadataError, MedsSubjectNotFoundError
 from vista.meds.labels import read_label_table
@@ -34,11 +31,6 @@ from vista.meds.validation import deduplicate_dataset, validate_dataset
 
 SHARD = "data/train/0.parquet"
 SPLITS = {1: "train", 2: "train", 3: "tuning", 4: "held_out", 5: "held_out"}
-
-
-@pytest.mark.parametrize("module", [duplicates_module, metadata_module])
-def test_doctests(module):
-    assert doctest.testmod(module).failed == 0
 
 
 def with_duplicates(root: Path, **kwargs) -> Path:

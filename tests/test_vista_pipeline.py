@@ -18,7 +18,7 @@ from vista.cli import main
 from vista.graph import GraphStore
 from vista.graph.task_graphs import meds_source
 from vista.llm import LLMConfig, LLMGateway
-from vista.llm.synthetic_server import SyntheticLLMServer
+from vista.testing.synthetic_server import SyntheticLLMServer
 from vista.meds.task_key import TaskKey
 from vista.pipeline import STAGES, VISTA_SCHEMA, PipelineConfig, TaskPipeline, VistaRow
 

@@ -142,7 +142,7 @@ def run_patient_sync(
 ) -> PatientResult:
     """`run_patient` from synchronous code: a gateway for ``llm`` (default: the embedded model) on its own loop.
 
-    ``backend`` replaces the one ``llm`` describes (a `vista.llm.ScriptedBackend` in tests).
+    ``backend`` replaces the one ``llm`` describes (a `vista.testing.scripted.ScriptedBackend` in tests).
     """
     return run_with_gateway(
         lambda gateway: run_patient(record, catalog, gateway, config, prediction_time=prediction_time),

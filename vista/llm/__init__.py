@@ -45,8 +45,8 @@ Choosing the model (fields of `LLMConfig`, or ``VISTA_LLM_<FIELD>`` environment 
   answers are still validated and re-asked.
 
 Costs come from ``vista/llm/prices.toml`` (edit it, or set ``prices_path``); the response cache is
-on when ``cache_dir`` is set; `ScriptedBackend` is the test double for code that calls the gateway;
-``vista.llm.fault_proxy.FaultProxy`` injects 429/500/garbage/slow answers in front of a real server.
+on when ``cache_dir`` is set. The test doubles (a scripted backend, the synthetic server, a fault proxy) live in
+`vista.testing`.
 """
 
 from vista.llm.backend import Backend, ChatReply, ChatRequest
@@ -66,7 +66,6 @@ from vista.llm.gateway import LLMGateway, LLMResult, build_backend
 from vista.llm.messages import Message, assistant, system, user
 from vista.llm.prices import ModelPrice, PriceTable
 from vista.llm.schema import response_format, response_schema, unbounded_paths
-from vista.llm.scripted import Delayed, ScriptedBackend
 from vista.llm.sync import SyncLLMGateway
 from vista.llm.usage import CallRecord, UsageLedger, UsageSummary
 
@@ -76,7 +75,6 @@ __all__ = [
     "CallRecord",
     "ChatReply",
     "ChatRequest",
-    "Delayed",
     "ErrorKind",
     "LLMCallError",
     "LLMCallFailed",
@@ -90,7 +88,6 @@ __all__ = [
     "ResponseCache",
     "ResponseTooLarge",
     "SchemaError",
-    "ScriptedBackend",
     "SyncLLMGateway",
     "UsageLedger",
     "UsageSummary",

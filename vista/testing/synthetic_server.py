@@ -6,7 +6,7 @@ request it answers, so a test can prove that a resumed job asked nothing twice),
 request (same request, same answer) and reuse ids and dates found in the prompt, so agents' evidence links to real
 timeline elements; their clinical content is meaningless.
 
-    python -m vista.llm.synthetic_server --port 8000 --latency-ms 200 --per-token-ms 2
+    python -m vista.testing.synthetic_server --port 8000 --latency-ms 200 --per-token-ms 2
     python -m jobs.predict ... --backend openai --base-url http://127.0.0.1:8000/v1 --model synthetic
 
 Requests whose messages contain one of ``fail_markers`` are rejected with HTTP 400 (a non-retryable error), to
@@ -159,7 +159,7 @@ def prompt_text(body: Mapping[str, object]) -> str:
 def synthetic_content(body: Mapping[str, object], answerer: SchemaAnswerer | None = None) -> str:
     """The answer text for a chat-completions body: JSON valid under its response schema (raises ValueError if the
     schema asks for something the prompt cannot supply). Also usable without a server, e.g. behind a
-    `vista.llm.ScriptedBackend`: ``ScriptedBackend(lambda request: synthetic_content(request.payload()))``."""
+    `vista.testing.scripted.ScriptedBackend`: ``ScriptedBackend(lambda request: synthetic_content(request.payload()))``."""
     schema = _schema_of(body)
     value = (answerer or SchemaAnswerer()).answer(schema, prompt_text(body)) if schema is not None else {"text": "synthetic"}
     return json.dumps(value)
@@ -406,7 +406,7 @@ def _error(status: int, message: str, *, code: str | int | None = None, kind: st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vista.llm.synthetic_server", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m vista.testing.synthetic_server", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free port)")

@@ -1,13 +1,15 @@
-"""Test helpers for the LLM gateway tests: a fake clock and small response models."""
+"""Clock doubles for tests of the pacing, retry and budget code: a fake clock and an event loop on virtual time.
+
+>>> clock = FakeClock(start=10.0)
+>>> run_virtual(clock.sleep(2.5)); clock.monotonic(), clock.sleeps
+(12.5, [2.5])
+"""
 
 from __future__ import annotations
 
 import asyncio
 import selectors
 from collections.abc import Coroutine
-from typing import Annotated, Literal
-
-from pydantic import BaseModel, Field
 
 
 class FakeClock:
@@ -74,25 +76,3 @@ def run_virtual(coro: Coroutine):
     """Run ``coro`` on a `VirtualTimeLoop`."""
     with asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
         return runner.run(coro)
-
-
-class Risk(BaseModel):
-    """A bounded answer like the agents' (an enum and a short text)."""
-
-    level: Literal["Low", "Moderate", "High"]
-    reason: str = Field(max_length=80)
-
-
-class Event(BaseModel):
-    date: str = Field(max_length=10)
-    what: str = Field(max_length=60)
-
-
-class WorkerAnswer(BaseModel):
-    """A nested bounded answer (list of sub-objects, an optional field)."""
-
-    summary: str = Field(max_length=200)
-    events: list[Event] = Field(default_factory=list, max_length=3)
-    risk: Literal["Low", "Moderate", "High"]
-    score: int | None = Field(None, ge=1, le=10)
-    tags: list[Annotated[str, Field(max_length=20)]] = Field(default_factory=list, max_length=4)
