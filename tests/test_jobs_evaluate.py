@@ -5,8 +5,6 @@ rows (a run with nothing left to do consolidates and reports without starting Ra
 from __future__ import annotations
 
 import asyncio
-import doctest
-import importlib
 import json
 
 import pyarrow.parquet as pq
@@ -150,7 +148,3 @@ def test_outputs_of_the_marker_version_and_bad_options_are_refused_in_one_line(t
         run_job(judge_argv(store, dataset, tmp_path / "other", server.base_url, "--threshold", "11"))
 
 
-@pytest.mark.parametrize("name", ["vista.evaluation.cohort_rows", "jobs.evaluate_options"])
-def test_docstring_examples(name):
-    failures, tried = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert tried > 0 and failures == 0

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import doctest
-import importlib
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,15 +21,6 @@ from vista.meds.task_key import TaskKey
 from vista.pipeline import STAGES, VISTA_SCHEMA, PipelineConfig, TaskPipeline, VistaRow
 
 JOBS = Path(__file__).resolve().parents[1] / "jobs"
-MODULES = ["vista.pipeline.config", "vista.pipeline.patient", "vista.pipeline.rows", "vista.graph.task_graphs"]
-
-
-@pytest.mark.parametrize("name", MODULES)
-def test_docstring_examples(name):
-    failures, tried = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert tried > 0 and failures == 0
-
-
 def test_jobs_hold_no_vista_stage_name_and_build_no_vista_row():
     """jobs/ is wiring: the stages, their order and the row are `vista.pipeline`'s."""
     found = []
