@@ -13,7 +13,6 @@ import argparse
 import os
 from pathlib import Path
 
-from vista.llm.config import ANSWER_FIELDS
 
 
 def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,4 +78,6 @@ def answer_fields(llm) -> dict[str, object]:
     """The answer-determining LLM settings (`vista.llm.config.ANSWER_FIELDS`, for a job's manifest): the endpoint
     URL, timeouts, concurrency and cache only change where and how fast answers come, so the manifest ignores them."""
     dumped = llm.model_dump(mode="json")
+    from vista.llm.config import ANSWER_FIELDS  # (lazily: --help must not import the LLM stack)
+
     return {name: dumped[name] for name in ANSWER_FIELDS}

@@ -140,7 +140,7 @@ def fingerprint(settings: PredictSettings, labels: Path | str) -> dict[str, obje
     it compares equal to one of a version that had no such option)."""
     from vista.graph import DEFAULT_CONFIG
 
-    graphs = ({"store": str(settings.graphs), "graph": DEFAULT_CONFIG.fingerprint()}
+    graphs = ({"store": str(settings.graphs), "config": DEFAULT_CONFIG.fingerprint()}
               if settings.graphs is not None else None)
     return {
         "labels": normalize(labels), "dataset": str(settings.dataset), "coding_profile": settings.coding_profile,

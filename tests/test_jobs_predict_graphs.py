@@ -21,7 +21,7 @@ from jobs.manifest import check_manifest
 from jobs.predict import fingerprint, prediction_outputs, register_graphs
 from jobs.predict_actor import GRAPH_SCHEMA, PredictActor, PredictSettings
 from jobs.row_parts import consolidate_parts
-from jobs.tasks import task_keys
+from vista.meds.tasks import task_keys
 from jobs.errors import JobSettingsMismatch
 from trajonco.pipeline import PipelineConfig
 from trajonco.prediction_files import DETAILS_FILE, read_predictions
