@@ -8,7 +8,8 @@ client did is lost: statuses become typed `BackendError`s (Retry-After kept), a 
 ``bad_response``, a timeout covers the whole exchange. Every body is read under a size cap (the request's
 ``max_response_bytes``, else `LISTING_LIMIT_BYTES`), so an endless or huge body fails the call with
 `ResponseTooLarge` after at most that many bytes. Proxies are taken from the environment (``HTTPS_PROXY``,
-``NO_PROXY``), as the openai client did. The reply carries the model the server says answered.
+``NO_PROXY``, read once per backend: aiohttp's own ``trust_env`` reads them, and ``~/.netrc``, on a thread for every
+request), as the openai client did. The reply carries the model the server says answered.
 """
 
 from __future__ import annotations
@@ -41,6 +42,26 @@ def capped_sync_client():
     import openai
 
     return openai.DefaultHttpxClient(event_hooks={"response": [ResponseCap(LISTING_LIMIT_BYTES).sync_hook]})
+
+
+def env_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``/``HTTP_PROXY``, unless ``NO_PROXY`` exempts its
+    host), or None.
+
+    >>> import os
+    >>> from unittest import mock
+    >>> with mock.patch.dict(os.environ, {"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": "localhost,127.0.0.1"}):
+    ...     env_proxy("https://api.openai.com/v1"), env_proxy("https://127.0.0.1:8000/v1")
+    ('http://proxy:3128', None)
+    """
+    import urllib.parse
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(url)
+    proxy = urllib.request.getproxies_environment().get(parts.scheme)
+    if proxy is None or urllib.request.proxy_bypass_environment(parts.hostname or ""):
+        return None
+    return proxy
 
 
 class _TooLarge(Exception):
@@ -85,13 +106,14 @@ class OpenAIBackend:
         self._headers = {"Authorization": f"Bearer {api_key or _PLACEHOLDER_KEY}", "Content-Type": "application/json",
                          **IDENTITY_ENCODING}
         self._chat_url = f"{self.base_url}/chat/completions"
+        self._proxy = env_proxy(self.base_url)
         self._session: aiohttp.ClientSession | None = None
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             # no connection limit here: the gateway's budgets decide how many requests are in flight
             self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
-                                                  headers=self._headers, trust_env=True)
+                                                  headers=self._headers, proxy=self._proxy)
         return self._session
 
     async def complete(self, request: ChatRequest) -> ChatReply:
