@@ -9,7 +9,7 @@ can sustain the load), it runs
 * **the anchor**: ``python -m benchmarks.anchor_asyncio`` (`openai.AsyncOpenAI` + ``asyncio.Semaphore(N)``) sending
   exactly those recorded bodies to a fresh endpoint of the same latency;
 
-each under `benchmarks.tree_cpu` (a child subreaper), so the CPU of the whole process tree is counted — for the job
+each under `benchmarks.tree_cpu` (a cpuacct cgroup where it can make one), so the CPU of the whole process tree is counted — for the job
 its driver, actors and every Ray process (raylet, GCS, workers, agents). It prints, for both: CPU ms per call, wall
 time (launch to exit, start-up included) and wall / ideal bound, and the most requests the endpoint held at once.
 The ideal bound of the job is max(calls x latency / N, longest chain x latency) (a patient's calls are sequential);
@@ -58,6 +58,7 @@ class Run:
     exit_code: int
     startup_s: float | None = None  # the job's own start-up (summary.json)
     failed: int = 0  # anchor: answers that did not parse; job: rows not ok
+    method: str = "subreaper"  # how the tree's CPU was counted (`benchmarks.tree_cpu`)
 
     @property
     def cpu_ms_per_call(self) -> float:
@@ -129,7 +130,7 @@ def run_job(args: argparse.Namespace, dataset: Path, labels: Path, budget: int, 
     bound = max(calls * latency / budget, longest * latency)
     not_ok = sum(n for status, n in (summary.get("by_status") or {}).items() if status != "ok")
     return Run(who, budget, latency, calls, usage.cpu_s, usage.wall_s, round(bound, 1), stats["max_in_flight"],
-               usage.returncode, summary.get("startup_s"), not_ok)
+               usage.returncode, summary.get("startup_s"), not_ok, usage.method)
 
 
 def run_anchor(args: argparse.Namespace, bodies: Path, budget: int, latency: float) -> Run:
@@ -150,7 +151,7 @@ def run_anchor(args: argparse.Namespace, bodies: Path, budget: int, latency: flo
     result = json.loads(lines[-1])
     bound = math.ceil(result["calls"] / budget) * latency
     return Run("anchor", budget, latency, stats["requests"], usage.cpu_s, usage.wall_s, round(bound, 1),
-               stats["max_in_flight"], usage.returncode, None, int(result["failed"]))
+               stats["max_in_flight"], usage.returncode, None, int(result["failed"]), usage.method)
 
 
 def say(run: Run) -> Run:
@@ -241,7 +242,9 @@ def main(argv: list[str] | None = None) -> None:
         runs.append(say(run_job(args, dataset, labels, budget, latency, who="job+faults", faults=FAULT_MIX)))
     print()
     print_table(runs)
-    print("\nCPU: user + system of the whole process tree (the job's driver, actors and every Ray process); wall: "
+    methods = sorted({r.method for r in runs})
+    print(f"\nCPU: user + system of the whole process tree (the job's driver, actors and every Ray process; counted by "
+          f"{' and '.join(methods)}{'' if methods == ['cgroup'] else ': a subreaper count is a lower bound'}); wall: "
           "launch to exit, start-up included; bound: job max(calls x latency / N, longest chain x latency), anchor "
           "ceil(calls / N) x latency; server max: most requests the endpoint held at once")
     for line in compare(runs):

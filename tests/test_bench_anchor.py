@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import textwrap
 import urllib.request
 
 import openai
+import pytest
 
 from benchmarks.anchor_asyncio import replay
 from benchmarks.bench_anchor import Run, compare, setting
@@ -46,6 +48,29 @@ def test_the_counter_includes_an_orphaned_grandchild(tmp_path):
     counted = run_counted([sys.executable, str(script)], timeout_s=60)
     assert counted.usage.returncode == 0 and counted.usage.leftovers == 0
     assert counted.usage.cpu_s >= 0.85, counted.usage  # the grandchild's 0.8 s is in
+
+
+def test_the_counter_includes_a_child_whose_parent_ignores_sigchld(tmp_path):
+    """A parent that ignores SIGCHLD (as daemons do) has its children reaped by the kernel, their usage discarded: a
+    subreaper never sees it (that lost three quarters of a Ray job's CPU); the cgroup count keeps it."""
+    from benchmarks.tree_cpu import CPUACCT
+
+    if not os.access(CPUACCT, os.W_OK):
+        pytest.skip(f"no writable cpuacct cgroup at {CPUACCT} (the counter falls back to its subreaper)")
+    script = tmp_path / "daemon.py"
+    script.write_text(textwrap.dedent("""
+        import os, signal, time
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+        if os.fork() == 0:
+            t = time.process_time()
+            while time.process_time() - t < 0.8:
+                pass
+            os._exit(0)
+        time.sleep(1.5)  # the child ended meanwhile, reaped by the kernel
+    """))
+    counted = run_counted([sys.executable, str(script)], timeout_s=60)
+    assert counted.usage.method == "cgroup" and counted.usage.returncode == 0
+    assert counted.usage.cpu_s >= 0.75, counted.usage
 
 
 def test_the_server_records_bodies_and_counts_concurrency_and_the_anchor_replays_them(tmp_path):
