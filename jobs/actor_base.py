@@ -115,8 +115,10 @@ class TaskActor(ABC, Generic[Item]):
                     task.cancel()
         finally:
             self.active -= len(keys)
-            if self.active == 0:  # nothing left running here: write every row before this call's status leaves
+            if self.active == 0:  # nothing left running here: write every row before this call's status leaves,
                 await asyncio.to_thread(self.parts.flush)
+                if self.gateway is not None:  # and hand the job's budget the grants kept and the answers not yet told
+                    await self.gateway.flush_limits()
 
     async def _run_one(self, item: Item) -> StatusRow:
         assert self.slots is not None

@@ -217,6 +217,9 @@ class JobGateway:
         record_usage(result.usage, remote=remote)
         return result
 
+    async def flush_limits(self) -> None:
+        await self.gateway.flush_limits()
+
     async def aclose(self) -> None:
         await self.gateway.aclose()
 

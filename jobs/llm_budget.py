@@ -214,13 +214,24 @@ class RemoteBudget:
 
     async def aclose(self) -> None:
         """Send the releases still waiting for their flush, kept grants included (the gateway's `aclose` calls this)."""
+        await self.flush()
+
+    async def flush(self) -> None:
+        """Give back every kept grant and send every pending renewal and release now, and wait until the budget has
+        them: an actor with nothing left to run calls this (`jobs.actor_base`), so the job's figures (requests,
+        answers, tokens) are whole before its last status row reaches the driver."""
         for timer in (self._flush, self._report, self._expiry):
             if timer is not None:
                 timer.cancel()
-        self._expiry = None
+        self._flush = self._report = self._expiry = None
         self._released += [(k.grant.grant_id, k.report) for k in self._kept]
         self._kept = []
-        self._send_releases()
+        sent = self._send_releases()
+        if sent is not None:
+            try:
+                await sent
+            except Exception:  # noqa: BLE001 - the budget is gone (the job ends): nothing left to count
+                log.debug("the job's LLM budget did not take the last releases", exc_info=True)
 
     def _give_back_kept(self, everything: bool = False) -> None:
         """Release the grants kept longer than ``keep_s`` (all of them when the budget no longer allows keeping)."""
@@ -239,20 +250,25 @@ class RemoteBudget:
         if not reuse and self._kept:
             self._give_back_kept(everything=True)
 
-    def _send_releases(self) -> None:
+    def _send_releases(self) -> asyncio.Future | None:
+        """Send the pending renewals and releases in one message (None when there are none); its answer, whether
+        grants may still be kept, is read when it comes."""
         for name in ("_flush", "_report"):
             timer = getattr(self, name)
             if timer is not None:
                 timer.cancel()
                 setattr(self, name, None)
-        if self._released or self._renewed:
-            releases, self._released = self._released, []
-            renewals, self._renewed = self._renewed, []
-            ref = self._handle.release_batch.remote(releases, renewals)  # not awaited: only its "may keep" is read
-            try:
-                asyncio.wrap_future(ref.future()).add_done_callback(self._on_release_answer)
-            except Exception:  # noqa: BLE001 - the budget is gone (the job ends): nothing is kept from now on
-                self._reuse = False
+        if not (self._released or self._renewed):
+            return None
+        releases, self._released = self._released, []
+        renewals, self._renewed = self._renewed, []
+        try:
+            answer = asyncio.wrap_future(self._handle.release_batch.remote(releases, renewals).future())
+        except Exception:  # noqa: BLE001 - the budget is gone (the job ends): nothing is kept from now on
+            self._reuse = False
+            return None
+        answer.add_done_callback(self._on_release_answer)
+        return answer
 
     def _on_release_answer(self, answer: asyncio.Future) -> None:
         if answer.cancelled() or answer.exception() is not None:

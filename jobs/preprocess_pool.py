@@ -57,6 +57,11 @@ class PreprocessorService:
     async def served(self) -> int:
         return self.calls
 
+    async def flush(self) -> None:
+        """Hand the job's budget what this actor's gateway still batches (before the pool is shut down)."""
+        if self._gateway is not None:
+            await self._gateway.flush_limits()
+
 
 class PreprocessorPool:
     """Handles of the preprocessor actors; `complete` sends a call to the next actor and awaits it with a timeout."""
@@ -121,8 +126,13 @@ class PreprocessorPool:
         return ray.get([handle.served.remote() for handle in self.handles], timeout=60)
 
     def shutdown(self) -> None:
+        """Let every actor hand its pending budget reports over (a few seconds at most), then end them."""
         import ray
 
+        try:
+            ray.get([handle.flush.remote() for handle in self.handles], timeout=10)
+        except Exception:  # noqa: BLE001 - an actor gone or stuck: its last reports are lost, the rest is counted
+            log.debug("a preprocessor actor did not flush its budget reports", exc_info=True)
         for handle in self.handles:
             ray.kill(handle)
 

@@ -774,6 +774,36 @@ def test_a_steady_actor_reuses_its_grants_and_the_figures_still_count_every_requ
     assert handle.calls["acquire_batch"] + handle.calls["release_batch"] < stats.requests / 5
 
 
+def test_a_renewal_after_its_grants_release_still_counts_and_a_flush_hands_everything_over():
+    """The job's messages may arrive out of order (an async actor): a renewal that comes after the release of its
+    grant still counts its request and its answer; and `flush` (an actor with nothing left to run) gives back the
+    kept grants and waits until the budget has every report, so the job's figures match what was sent."""
+    from jobs.llm_budget import BudgetRef, LLMBudgetActor, RemoteBudget
+
+    budget = RequestBudget(BudgetLimits(max_in_flight=4))
+
+    async def out_of_order():
+        grant = await budget.acquire()
+        budget.release(grant, OK)  # the renewed request's end, first
+        return budget.renew(grant, OK), budget.stats()  # then the renewal of the request before it
+
+    renewed, stats = run(out_of_order())
+    assert renewed is False and stats.requests == 2 and stats.answers == 2 and stats.in_flight == 0
+
+    async def flushed():
+        actor = LLMBudgetActor(BudgetLimits(max_in_flight=8), None, "http://h/v1", "m")
+        client = RemoteBudget(BudgetRef("b"), FakeActorHandle(actor))
+        for _ in range(6):  # one caller, one request after another: all but the first reuse a kept grant
+            client.release(await client.acquire(), OK)
+            await asyncio.sleep(0.001)
+        await client.flush()
+        return client, actor.budget.stats()
+
+    client, stats = run(flushed())
+    assert client.reused >= 4 and stats.requests == 6 and stats.answers == 6 and stats.in_flight == 0
+    assert stats.tokens_used == 60
+
+
 def test_kept_grants_never_starve_another_actor():
     """Two actors with more callers than the budget's 32 slots: while one waits at the budget, the other may not
     keep its grants (the budget says so with every answer), so both get a fair share of the slots."""

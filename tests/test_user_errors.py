@@ -18,8 +18,9 @@ INTERNAL_ERRORS = {
     "vista.llm.body_limit.BodyTooLarge", "vista.llm.errors.BackendError", "vista.llm.errors.LLMCallFailed",
     "vista.llm.errors.LLMEndpointFailure", "vista.llm.errors.ResponseTooLarge", "vista.llm.errors.SchemaError",
     "vista.synth.generator.SynthShardError", "vista.meds.writer.MedsWriteError", "vista.prompts.PromptNotFoundError",
+    "vista.llm.openai_backend._TooLarge",
     # caught by the one command that raises them (one line, exit 2 there)
-    "vista.meds.omop.OmopRouteError", "trajonco.judge.errors.EvaluationInputError", "trajonco.judge.runs.RunFileError",
+    "vista.meds.omop.OmopRouteError", "vista.pipeline.config.StageChoiceError", "trajonco.judge.errors.EvaluationInputError", "trajonco.judge.runs.RunFileError",
     "baselines.errors.BaselineError", "baselines.errors.FeatureMismatchError", "baselines.errors.MetricInputError",
     "baselines.errors.NotFittedError", "baselines.errors.TrainTestOverlapError", "benchmarks.report.errors.ReportError",
 }

@@ -274,13 +274,14 @@ class RequestBudget:
 
     def renew(self, grant: Grant | int, report: AttemptReport) -> bool:
         """The holder kept ``grant`` after a request that ended with ``report`` and sent its next request on it
-        (`reuse_allowed` said it may): the report counts as a release would, and the slot stays taken by the new
-        request — one request more, the same number in flight, the lease restarted. False for an unknown grant
-        (reclaimed meanwhile): then the report only counts. Only for budgets without requests/s or tokens/min
-        limits, whose every request must be asked for."""
+        (`reuse_allowed` said it may): the report counts as a release would, the new request counts, and the slot
+        stays taken by it, its lease restarted. False when the grant is no longer held (its release came first —
+        a job's messages may arrive out of order — or it was reclaimed): then only the counting happens. Only for
+        budgets without requests/s or tokens/min limits, whose every request must be asked for."""
         grant_id = grant if isinstance(grant, int) else grant.grant_id
         lease = self._leases.get(grant_id)
         self._observe(report, lease, len(self._leases))
+        self._requests += 1  # the new request was sent, whatever became of its grant meanwhile
         if lease is None or self.stopped is not None:
             if lease is not None:  # stopped meanwhile: the request was sent all the same, its slot is given back
                 self.release(grant_id, AttemptReport(message="renewed after the stop"))
@@ -288,7 +289,6 @@ class RequestBudget:
         now = self._clock.monotonic()
         lease.granted_at, lease.in_flight_at_grant = now, len(self._leases)
         lease.expires = now + self.limits.lease_s if self.limits.lease_s is not None else None
-        self._requests += 1
         return True
 
     def reuse_allowed(self) -> bool:

@@ -284,6 +284,15 @@ class LLMGateway:
             )
         return LLMResult(output, error, usage, stats.content)
 
+    async def flush_limits(self) -> None:
+        """Hand every limiter's pending reports over now (a shared budget batches them, and keeps grants for the
+        next request): called when the caller has nothing left to send for a while, so the shared figures are
+        whole."""
+        for limiter in self._limiters:
+            flush = getattr(limiter, "flush", None)
+            if flush is not None:
+                await flush()
+
     async def aclose(self) -> None:
         for limiter in self._limiters:
             close = getattr(limiter, "aclose", None)  # a remote budget sends its last releases
