@@ -368,8 +368,11 @@ def test_a_worker_node_killed_mid_job_loses_no_row_and_pays_no_answer_twice(coho
         assert from_victim(first) and in_transit, (killed_at, tries)
     assert len(repeated) <= CALLS_PER_ACTOR  # at most what the dead node's actor had in flight (its gateway's slots)
     assert sum(1 for _ in (out / "llm_cache").glob("??/*.json")) == len(asked)
-    # the job's budget lived through the kill (on the driver's node): it saw every request the endpoint saw
-    assert summary["llm_budget"]["requests"] >= len(arrivals), (summary["llm_budget"], len(arrivals))
+    # the job's budget lived through the kill (on the driver's node): it saw every request the endpoint saw, but
+    # those the dead node's actor sent on grants it kept in its last moments (it reports them every half second;
+    # bounded like the tokens in transit below)
+    recent = sum(1 for a in answers if from_victim(a) and a.arrived > killed_at - TRANSIT_S)
+    assert summary["llm_budget"]["requests"] >= len(arrivals) - recent, (summary["llm_budget"], len(arrivals), recent)
     # and its ledger is the summary's tokens: what the endpoint answered, less only the answers in transit at the
     # kill (no client got them); the rows kept hold less (a patient rerun from the cache records 0 tokens)
     served = (sum(a.tokens[0] for a in answers), sum(a.tokens[1] for a in answers))
