@@ -148,7 +148,8 @@ class RemoteBudget:
     actor's next request takes it without asking (measured at 64 in flight, 0.5 s answers, 200 patients: 0.05 s let
     a fifth of the grants expire between a patient's calls on a busy actor, each expiry and each new ask one more
     round trip) — the budget learns of it with the next message (a renewal: the
-    answer counted, the slot taken by the new request), at the latest after ``report_s``. A patient's next call, or
+    answer counted, the slot taken by the new request), at the latest after ``report_s`` — short, because the
+    answer to that message is how an actor that only reuses learns of a job-wide pause or a shrunk window. A patient's next call, or
     the next patient's, usually starts within milliseconds, so in a steady job an actor talks to the budget a few
     times a second instead of once per request. The budget says with every answer whether keeping is allowed: not
     while anyone waits for a slot (kept grants would starve them), during a pause, with the window over-full or
@@ -157,7 +158,7 @@ class RemoteBudget:
     """
 
     def __init__(self, ref: BudgetRef, handle=None, *, flush_s: float = 0.005, max_batch: int = 256,
-                 keep_s: float = 0.25, report_s: float = 0.5):
+                 keep_s: float = 0.25, report_s: float = 0.1):
         import ray
 
         self.ref = ref

@@ -369,7 +369,7 @@ def test_a_worker_node_killed_mid_job_loses_no_row_and_pays_no_answer_twice(coho
     assert len(repeated) <= CALLS_PER_ACTOR  # at most what the dead node's actor had in flight (its gateway's slots)
     assert sum(1 for _ in (out / "llm_cache").glob("??/*.json")) == len(asked)
     # the job's budget lived through the kill (on the driver's node): it saw every request the endpoint saw, but
-    # those the dead node's actor sent on grants it kept in its last moments (it reports them every half second;
+    # those the dead node's actor sent on grants it kept in its last moments (it reports them every tenth of a second;
     # bounded like the tokens in transit below)
     recent = sum(1 for a in answers if from_victim(a) and a.arrived > killed_at - TRANSIT_S)
     assert summary["llm_budget"]["requests"] >= len(arrivals) - recent, (summary["llm_budget"], len(arrivals), recent)

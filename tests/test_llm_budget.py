@@ -751,8 +751,8 @@ def test_the_remote_client_batches_acquires_and_releases():
 
 def test_a_steady_actor_reuses_its_grants_and_the_figures_still_count_every_request():
     """Issue 18 (lean request path): in a steady job an actor's next request takes the grant its last one kept, so
-    it talks to the budget a few times a second instead of once per request (here ~1,200 requests, 48 callers, 20 s
-    of virtual time) — and the budget still counts every request and every answer, and ends with nothing in flight."""
+    it talks to the budget a few times a second instead of once per request (here ~1,200 requests, 32 callers on 32
+    slots, as an actor's own concurrency limit keeps a job's callers, 20 s of virtual time) — and the budget still counts every request and every answer, and ends with nothing in flight."""
     from jobs.llm_budget import BudgetRef, LLMBudgetActor, RemoteBudget
 
     limits = BudgetLimits(max_in_flight=32)
@@ -762,7 +762,7 @@ def test_a_steady_actor_reuses_its_grants_and_the_figures_still_count_every_requ
         actor.budget = RequestBudget(limits, clock=LoopClock())
         handle = FakeActorHandle(actor)
         client = RemoteBudget(BudgetRef("b"), handle)
-        await steady_load(client, lambda t: 0.0, callers=48, until_s=20, observed=actor.budget)
+        await steady_load(client, lambda t: 0.0, callers=32, until_s=20, observed=actor.budget)
         await client.aclose()
         await asyncio.sleep(0.01)
         return handle, client, actor.budget.stats()
