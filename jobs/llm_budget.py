@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field
 from vista.llm import LLMConfig
 from vista.llm.breaker import AttemptReport, BreakerPolicy, CircuitBreaker
 from vista.llm.budget import BudgetLimits, BudgetStats, Grant, Refusal, RequestBudget
+from vista.llm.endpoint_check import endpoint_of
 from vista.llm.errors import LLMEndpointFailure
 from vista.llm.prices import PriceTable
 
@@ -55,15 +56,6 @@ JOB_HINTS = {
     "hint_answers": "check --llm schema_mode=... (does the endpoint enforce JSON schemas?) and --model",
 }
 """The breaker's advice in the jobs' own option names."""
-
-
-def endpoint_of(llm: LLMConfig) -> str:
-    """The endpoint as the user knows it (for messages): the base URL, api.openai.com or the embedded model."""
-    if llm.backend == "embedded":
-        return f"embedded model {llm.model}"
-    from vista.llm.openai_backend import OPENAI_DEFAULT_URL
-
-    return (llm.base_url or OPENAI_DEFAULT_URL).rstrip("/")
 
 
 @dataclass(frozen=True, slots=True)
