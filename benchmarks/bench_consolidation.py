@@ -162,7 +162,7 @@ def simulate(work: Path, patients: int, rows_per_part: int, *, seed: int, retry_
     import pyarrow.parquet as pq
 
     from trajonco.prediction_rows import PART_SCHEMA, part_record
-    from jobs.row_parts import PartWriter, part_files
+    from vista.runs.parts import PartWriter, part_files
 
     started = time.perf_counter()
     keys = [task_key_of(k) for k in range(patients)]
@@ -218,8 +218,8 @@ def _peak_mb() -> float:
 def _plan(work: Path) -> str:
     from vista.meds.tasks import read_label_tasks, task_keys
 
-    from jobs.retry_policy import reruns
-    from jobs.row_parts import latest_states
+    from vista.runs.retry import reruns
+    from vista.runs.parts import latest_states
     from jobs.tasks import plan_tasks
 
     keys = task_keys(read_label_tasks(work / "labels.parquet").table)
@@ -235,7 +235,7 @@ def _consolidate(work: Path) -> str:
     from vista.meds.tasks import read_label_tasks, task_keys
 
     from jobs.predict import prediction_outputs
-    from jobs.row_parts import consolidate_parts
+    from vista.runs.parts import consolidate_parts
 
     tasks = read_label_tasks(work / "labels.parquet").table
     keys = task_keys(tasks)
@@ -249,7 +249,7 @@ def _consolidate(work: Path) -> str:
 
 
 def _accounting(work: Path) -> str:
-    from jobs.row_parts import run_llm_rows
+    from vista.runs.parts import run_llm_rows
 
     rows = run_llm_rows(work / "parts", "r2")
     return (f"run r2 answered by {rows.answered_by['backend'] or 'no backend recorded'}; its kept rows: "
@@ -268,7 +268,7 @@ def _child(step: str, work: str, queue) -> None:
     import pyarrow.parquet  # noqa: F401
 
     import jobs.predict  # noqa: F401
-    import jobs.row_parts  # noqa: F401
+    import vista.runs.parts  # noqa: F401
 
     base = _status_mb("VmRSS")
     _reset_peak()

@@ -43,8 +43,8 @@ from vista.meds.tasks import task_keys
 from jobs.job_gateway import JobGateway, job_llm_gateway
 from jobs.llm_budget import BudgetRef
 from jobs.preprocess_pool import PreprocessorPool
-from jobs.progress import StatusRow, status_table
-from jobs.row_parts import PartWriter
+from vista.runs.progress import StatusRow, status_table
+from vista.runs.parts import PartWriter
 from jobs.tasks import TaskKey
 
 log = logging.getLogger(__name__)

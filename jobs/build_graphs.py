@@ -62,12 +62,12 @@ from vista.pipeline.rows import TASK_ID, VISTA_SCHEMA
 
 from jobs.build_graphs_options import build_parser
 from jobs.driver import job_main, new_run_id, task_dataset
-from jobs.errors import JobInputError
+from vista.runs.errors import JobInputError
 from jobs.llm_budget import BudgetRef
 from jobs.llm_options import answer_fields, llm_config, llm_configured
-from jobs.progress import ProgressTracker
+from vista.runs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
-from jobs.row_parts import PartConsolidation, RowKeys
+from vista.runs.parts import PartConsolidation, RowKeys
 from jobs.runner import (
     CohortJob,
     LazyRay,
@@ -77,7 +77,7 @@ from jobs.runner import (
     sized_settings,
     stream_actor_pool,
 )
-from jobs.summary import RunSummary
+from vista.runs.summary import RunSummary
 from jobs.tasks import TaskKey
 from jobs.vista_actor import VistaActor, VistaSettings
 from jobs.vista_tasks import XmlTask, dataset_task_keys, list_xml_tasks, xml_dataset

@@ -18,8 +18,8 @@ import pyarrow as pa
 from vista.meds.labels import BOOLEAN_VALUE
 from vista.meds.tasks import TASK_SCHEMA
 
-from jobs.errors import JobError
-from jobs.progress import ProgressTracker
+from vista.runs.errors import JobError
+from vista.runs.progress import ProgressTracker
 
 
 def new_run_id(now: datetime | None = None) -> str:

@@ -1,18 +1,8 @@
-"""Errors a job reports to the user as one clear line (exit status 2) instead of a traceback."""
+"""The errors a job reports to the user as one clear line (exit status 2) instead of a traceback."""
 
 from __future__ import annotations
 
-
-class JobError(Exception):
-    """Base of the jobs' own errors."""
-
-
-class JobInputError(JobError, ValueError):
-    """A job input (label file, dataset, option) is unusable; the message names the file, subject and field."""
-
-
-class JobSettingsMismatch(JobError):
-    """The output directory holds a run made with different result-determining settings (resuming would mix them)."""
+from vista.runs.errors import JobError
 
 
 def job_user_errors() -> tuple[type[BaseException], ...]:

@@ -44,14 +44,14 @@ import pyarrow.parquet as pq
 from rich.console import Console
 
 from jobs.driver import job_main, new_run_id, task_dataset
-from jobs.errors import JobInputError
+from vista.runs.errors import JobInputError
 from jobs.evaluate_actor import EvaluateActor, EvaluateSettings
 from jobs.evaluate_options import build_parser
 from jobs.llm_budget import BudgetRef
-from jobs.progress import ProgressTracker
-from jobs.row_parts import PartConsolidation
+from vista.runs.progress import ProgressTracker
+from vista.runs.parts import PartConsolidation
 from jobs.runner import CohortJob, LazyRay, check_common_options, exit_status, run_job, sized_settings
-from jobs.summary import RunSummary
+from vista.runs.summary import RunSummary
 from jobs.tasks import TaskKey
 from vista.meds.tasks import keys_table
 from vista.atomic import atomic_write_text

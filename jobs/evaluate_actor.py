@@ -30,7 +30,7 @@ from vista.llm.task_usage import usage_scope
 
 from jobs.actor_base import TaskActor
 from jobs.llm_budget import BudgetRef
-from jobs.progress import StatusRow
+from vista.runs.progress import StatusRow
 from jobs.tasks import TaskKey
 
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 import argparse
 
 from vista.cli_kit import ArgumentParser
-
-from jobs.manifest import add_manifest_arguments
+from vista.runs.manifest import add_manifest_arguments
 
 RETRY_POLICIES = ("transient", "all", "none")
 """``--retry``: which tasks with a row that is not ok run again (`jobs.retry_policy`)."""

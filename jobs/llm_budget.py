@@ -41,7 +41,7 @@ from vista.llm.endpoint_check import endpoint_of
 from vista.llm.errors import LLMEndpointFailure
 from vista.llm.prices import PriceTable
 
-from jobs.progress import LiveFigures
+from vista.runs.progress import LiveFigures
 
 log = logging.getLogger(__name__)
 
@@ -298,58 +298,6 @@ class RemoteBudget:
                     waiter.future.set_result(outcome)
                 elif isinstance(outcome, Grant):  # its caller was cancelled meanwhile: give the grant back unused
                     self.release(outcome, AttemptReport(tokens_used=0, message="cancelled before sending"))
-
-
-class InFlightPoint(BaseModel):
-    """One sample of the job's in-flight window over time."""
-
-    t: float = Field(description="seconds since the job's first LLM request")
-    in_flight_limit: int | None = Field(description="the adaptive window then (429s and timeouts shrink it)")
-    in_flight: int = Field(description="requests in flight then")
-
-
-class LLMBudgetFigures(BaseModel):
-    """The job's LLM budget and what it allowed (for the run summary)."""
-
-    in_flight_limit: int | None = Field(description="requests in flight allowed over the whole job (--in-flight)")
-    requests_per_s_limit: float | None = Field(description="--requests-per-second (None: no limit)")
-    tokens_per_min_limit: int | None = Field(description="--tokens-per-minute (None: no limit)")
-    requests: int = Field(description="requests the budget let through (attempts, retries and re-asks included)")
-    in_flight_mean: float = Field(description="achieved concurrency: time-weighted mean of requests in flight")
-    in_flight_peak: int = Field(description="most requests in flight at once")
-    waited_s: float = Field(description="total seconds requests waited for their turn")
-    rate_limited_429: int = Field(description="HTTP 429 answers")
-    cooldowns: int = Field(description="job-wide pauses: bursts of 429s that refused half the window (or asked for "
-                           "30 s or more), each one pause until the burst's latest Retry-After")
-    cooldown_s: float = Field(description="seconds during which no actor was allowed to send")
-    in_flight_window_min: int | None = Field(None, description="the adaptive in-flight window's lowest value (429s "
-                                             "and timeouts shrink it, answers grow it back up to the limit)")
-    in_flight_window_mean: float | None = Field(None, description="the window's time-weighted mean")
-    in_flight_window_final: int | None = Field(None, description="the window at the end")
-    window_decreases: int = Field(0, description="429/timeout episodes that shrank the window (once per burst)")
-    in_flight_series: list[InFlightPoint] = Field(default_factory=list, description="(t, window, in flight) every "
-                                                  "few seconds over the run (at most 120 points)")
-    quota_stops: int = Field(description="1 when the job stopped because the quota was exhausted")
-    stopped: str | None = Field(description="why the circuit breaker stopped the job (None: it did not)")
-    invalid_answers: int = Field(description="answers that did not validate")
-    failures: int = Field(description="requests without an answer")
-    tokens_used: int = Field(description="prompt + completion tokens the answers reported")
-    expired_leases: int = Field(description="grants reclaimed because their actor never gave them back")
-
-    @classmethod
-    def of(cls, limits: BudgetLimits, stats: BudgetStats) -> LLMBudgetFigures:
-        return cls(
-            in_flight_limit=limits.max_in_flight, requests_per_s_limit=limits.requests_per_s,
-            tokens_per_min_limit=limits.tokens_per_min, requests=stats.requests, in_flight_mean=stats.mean_in_flight,
-            in_flight_peak=stats.peak_in_flight, waited_s=stats.waited_s, rate_limited_429=stats.rate_limited,
-            cooldowns=stats.cooldowns, cooldown_s=stats.cooldown_s, quota_stops=stats.quota_stops,
-            stopped=stats.stopped, invalid_answers=stats.invalid_answers, failures=stats.failures,
-            tokens_used=stats.tokens_used, expired_leases=stats.expired_leases,
-            in_flight_window_min=stats.in_flight_limit_min, in_flight_window_mean=stats.in_flight_limit_mean,
-            in_flight_window_final=stats.in_flight_limit, window_decreases=stats.window_decreases,
-            in_flight_series=[InFlightPoint(t=p.t, in_flight_limit=p.in_flight_limit, in_flight=p.in_flight)
-                              for p in stats.in_flight_series],
-        )
 
 
 def budget_limits(llm: LLMConfig, *, in_flight: int | None, requests_per_s: float | None = None,

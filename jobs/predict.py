@@ -58,18 +58,18 @@ import pyarrow as pa
 from rich.console import Console
 
 from jobs.driver import JobStalled, job_main, new_run_id, task_dataset
-from jobs.errors import JobError, JobInputError
+from vista.runs.errors import JobError, JobInputError
 from jobs.llm_budget import BudgetRef
 from jobs.llm_options import answer_fields, llm_config
-from jobs.outputs import OutputLock
+from vista.runs.lock import OutputLock
 from jobs.predict_actor import GRAPH_SCHEMA, PredictActor, PredictSettings
 from jobs.predict_options import build_parser
-from jobs.progress import ProgressTracker
+from vista.runs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
 from jobs.resources import ResourcePlan
-from jobs.row_parts import OutputFile, PartConsolidation
+from vista.runs.parts import OutputFile, PartConsolidation
 from jobs.runner import CohortJob, LazyRay, check_common_options, run_job, sized_settings
-from jobs.summary import RunSummary
+from vista.runs.summary import RunSummary
 from jobs.tasks import TaskKey, schedule
 from trajonco.prediction_files import (
     DETAILS_FILE,

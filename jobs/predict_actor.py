@@ -45,7 +45,7 @@ from vista.storage import normalize
 from jobs.actor_base import TaskActor
 from jobs.llm_budget import BudgetRef
 from jobs.preprocess_pool import PreprocessorPool
-from jobs.progress import StatusRow
+from vista.runs.progress import StatusRow
 from jobs.tasks import TaskKey
 
 log = logging.getLogger(__name__)

@@ -41,17 +41,17 @@ from vista.llm.prices import PriceTable
 from vista.meds.tasks import LabelTasks, MatchGroups
 from vista.storage import join
 
-from jobs.accounting import summary_figures
+from vista.runs.accounting import summary_figures
 from jobs.actor_base import ActorSettings
 from jobs.driver import JobStalled, stream_status
 from jobs.llm_budget import BudgetRef, JobBudget, job_budget
 from jobs.manifest import check_manifest
-from jobs.outputs import OutputLock
-from jobs.progress import STATUS_ORDER, ProgressPrinter, ProgressTracker
+from vista.runs.lock import OutputLock
+from vista.runs.progress import STATUS_ORDER, ProgressPrinter, ProgressTracker
 from jobs.ray_runtime import RayOptions, RayRuntime, connect, shutdown
 from jobs.resources import ResourcePlan, plan_resources, spread_over_actors
-from jobs.retry_policy import RetryCounts, kept_note, reruns, retry_policy
-from jobs.row_parts import (
+from vista.runs.retry import RetryCounts, kept_note, reruns, retry_policy
+from vista.runs.parts import (
     TASK_KEYS,
     OutputFile,
     PartConsolidation,
@@ -62,7 +62,7 @@ from jobs.row_parts import (
     remove_stale_temporaries,
     run_llm_rows,
 )
-from jobs.summary import AnsweringLLM, RunSummary
+from vista.runs.summary import AnsweringLLM, RunSummary
 from jobs.tasks import TaskKey, TaskPlan, plan_tasks
 
 log = logging.getLogger(__name__)
@@ -451,7 +451,7 @@ def sized_settings(settings: ActorSettings, resources: ResourcePlan, budget: Bud
 
 def check_common_options(args: argparse.Namespace) -> None:
     """The options every cohort job shares, checked up front (`JobInputError` naming the first bad one)."""
-    from jobs.errors import JobInputError
+    from vista.runs.errors import JobInputError
 
     for flag, value in {"--limit": args.limit, "--sample": args.sample, "--actors": args.actors,
                         "--patients-per-actor": args.patients_per_actor, "--batch-size": args.batch_size,

@@ -28,7 +28,7 @@ from vista.records import PatientRecord
 
 from jobs.actor_base import TaskActor
 from jobs.llm_budget import BudgetRef
-from jobs.progress import StatusRow
+from vista.runs.progress import StatusRow
 from jobs.tasks import TaskKey
 from jobs.vista_tasks import XML_FILE
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from vista.meds.labels import BOOLEAN_VALUE, PREDICTION_TIME, SUBJECT_ID
 from vista.meds.subjects import SHARD_PROBLEM, list_shard_subjects, unlistable_error
 
-from jobs.errors import JobInputError
+from vista.runs.errors import JobInputError
 from jobs.ray_runtime import LIGHT_TASK_CPUS
 from jobs.tasks import TaskKey
 

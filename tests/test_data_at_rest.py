@@ -117,10 +117,10 @@ def test_a_graph_store_with_note_text_is_private(tmp_path):
 
 def test_job_rows_consolidation_lock_manifest_and_summary_are_private(tmp_path):
     from jobs.manifest import check_manifest
-    from jobs.outputs import OutputLock
-    from jobs.progress import ProgressTracker
-    from jobs.row_parts import PartWriter, consolidate_parts
-    from jobs.summary import RunSummary
+    from vista.runs.lock import OutputLock
+    from vista.runs.progress import ProgressTracker
+    from vista.runs.parts import PartWriter, consolidate_parts
+    from vista.runs.summary import RunSummary
     from jobs.tasks import TaskKey
     from jobs.predict import prediction_outputs
     from trajonco.prediction_rows import PART_SCHEMA, RowContext, part_record, row_from_failure

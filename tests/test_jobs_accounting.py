@@ -16,10 +16,10 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from jobs.job_gateway import JobGateway
-from jobs.accounting import cache_origin, summary_figures
-from jobs.progress import ProgressTracker
-from jobs.row_parts import PartWriter, run_llm_rows
-from jobs.summary import RunSummary
+from vista.runs.accounting import cache_origin, summary_figures
+from vista.runs.progress import ProgressTracker
+from vista.runs.parts import PartWriter, run_llm_rows
+from vista.runs.summary import RunSummary
 from jobs.tasks import TaskKey
 from trajonco.prediction_rows import PART_SCHEMA, RowContext, part_record, row_from_failure
 from vista.llm import LLMConfig, LLMGateway
@@ -171,7 +171,7 @@ def test_who_answered_and_what_the_kept_rows_spent_come_from_one_scan(tmp_path, 
     """On main `answered_by` and `kept_usage` each scanned every part file at run end (three scans in all, for
     100,000 rows); one scan now serves both, with the same answers: who answered every row the run wrote, and the
     usage of the rows it kept (its newest row of each task; another run's rows left out)."""
-    import jobs.row_parts as row_parts
+    import vista.runs.parts as row_parts
     from vista.llm.task_usage import TaskUsage
 
     def keep(run: str, subject: int, tokens: int, backend: str, at: int) -> None:

@@ -12,11 +12,11 @@ import pytest
 
 from cohort_eval_fixtures import REFERENCES, judge_argv, run_job, write_inputs
 from jobs import actor_base
-from jobs.errors import JobError, JobInputError, JobSettingsMismatch
+from vista.runs.errors import JobError, JobInputError, JobSettingsMismatch
 from jobs.evaluate import EVALUATED_FILE, exit_status
 from jobs.evaluate_actor import EvaluateActor, EvaluateSettings
-from jobs.outputs import OutputLock
-from jobs.row_parts import latest_states
+from vista.runs.lock import OutputLock
+from vista.runs.parts import latest_states
 from jobs.tasks import TaskKey
 from vista.meds.tasks import keys_table
 from vista.evaluation import EvaluationReport

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.ray
 
 def rows_of(out: Path) -> pl.DataFrame:
     """Every row the job wrote (its part files hold every column, wherever the consolidated files put them)."""
-    from jobs.row_parts import part_files
+    from vista.runs.parts import part_files
 
     return pl.concat([pl.read_parquet(path) for path in part_files(out)], how="diagonal_relaxed")
 

@@ -4,11 +4,14 @@ naming only what changed, unless the run says to go on."""
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import pytest
 
-from jobs.errors import JobSettingsMismatch
-from jobs.manifest import CODE_FLAG, MANIFEST, CodeVersion, check_manifest, prompt_hashes
+from jobs.manifest import check_manifest, prompt_dirs
+from vista.runs.errors import JobSettingsMismatch
+from vista.runs.manifest import CODE_FLAG, MANIFEST, CodeVersion, prompt_hashes
 
 SETTINGS = {"model": "m", "pipeline": {"chunk_tokens": 1500, "memory_k": 10}, "llm": {"temperature": 0.0}}
 
@@ -22,10 +25,14 @@ def code(**changes) -> CodeVersion:
 def test_the_running_code_is_recorded(tmp_path):
     check_manifest(tmp_path, "predict", SETTINGS)
     recorded = json.loads((tmp_path / MANIFEST).read_text())["code"]
-    assert recorded["version"] == "0.1.0" and recorded["prompts"] == prompt_hashes("predict")
+    assert recorded["version"] == "0.1.0" and recorded["prompts"] == prompt_hashes(prompt_dirs("predict"))
+    root = Path(__file__).resolve().parents[1]
+    if (root / ".git").exists():  # the commit of the checkout the code runs from
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+        assert recorded["git_commit"] == head.strip()
     assert "trajonco/prompts/worker_first.system.txt" in recorded["prompts"]
     assert not any(name.startswith("vista/") for name in recorded["prompts"])  # predict does not use VISTA's prompts
-    assert {name.split("/")[1] for name in prompt_hashes("build-graphs")} == {"toa", "display"}
+    assert {name.split("/")[1] for name in prompt_hashes(prompt_dirs("build-graphs"))} == {"toa", "display"}
     check_manifest(tmp_path, "predict", SETTINGS)  # the same code and settings resume
 
 

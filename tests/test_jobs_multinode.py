@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 import pytest
 from aiohttp import web
 
-from jobs.row_parts import latest_states, part_files
+from vista.runs.parts import latest_states, part_files
 from trajonco.prediction_files import read_predictions
 from trajonco.prediction_rows import RUN_DEPENDENT_COLUMNS
 from vista.testing.synthetic_server import SyntheticLLMServer, request_digest

@@ -20,9 +20,9 @@ from graph_fixtures import synth_root
 from jobs.manifest import check_manifest
 from jobs.predict import fingerprint, prediction_outputs, register_graphs
 from jobs.predict_actor import GRAPH_SCHEMA, PredictActor, PredictSettings
-from jobs.row_parts import consolidate_parts
+from vista.runs.parts import consolidate_parts
 from vista.meds.tasks import task_keys
-from jobs.errors import JobSettingsMismatch
+from vista.runs.errors import JobSettingsMismatch
 from trajonco.pipeline import PipelineConfig
 from trajonco.prediction_files import DETAILS_FILE, read_predictions
 from vista.graph import GraphStore
@@ -209,8 +209,8 @@ def test_the_predict_job_on_ray_stores_the_graphs(labels, server, ray_session, t
 
 
 def test_the_store_is_locked_for_the_run(labels, tmp_path):
-    from jobs.errors import JobError
-    from jobs.outputs import OutputLock
+    from vista.runs.errors import JobError
+    from vista.runs.lock import OutputLock
     from jobs.predict import PredictJob
     from jobs.predict_options import build_parser
 

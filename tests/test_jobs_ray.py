@@ -22,7 +22,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.row_parts import ROWS, latest_states, part_files
+from vista.runs.parts import ROWS, latest_states, part_files
 from trajonco.prediction_rows import RUN_DEPENDENT_COLUMNS
 from trajonco.prediction_files import read_predictions
 from vista.testing.synthetic_server import SyntheticLLMServer

@@ -11,7 +11,7 @@ from jobs.build_graphs import GraphsJob
 from jobs.evaluate import EvaluateJob, build_parser
 from jobs.predict import PredictJob
 from jobs.ray_runtime import RayRuntime
-from jobs.retry_policy import RetryCounts
+from vista.runs.retry import RetryCounts
 from jobs.runner import CohortJob
 from jobs.tasks import TaskKey, TaskPlan
 from vista.testing.synthetic_server import SyntheticLLMServer

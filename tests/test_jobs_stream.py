@@ -18,7 +18,7 @@ import pytest
 from aiohttp import web
 from rich.console import Console
 
-from jobs.row_parts import latest_states, part_files
+from vista.runs.parts import latest_states, part_files
 from jobs.tasks import TaskKey
 from trajonco.prediction_files import read_predictions
 from vista.testing.synthetic_server import SyntheticLLMServer, prompt_text

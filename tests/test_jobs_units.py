@@ -13,13 +13,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.errors import JobError, JobSettingsMismatch
+from vista.runs.errors import JobError, JobSettingsMismatch
 from jobs.job_gateway import JobGateway, ModelRef, RemoteAnswer, RemoteCall, model_ref, resolve_model
 from jobs.manifest import check_manifest
-from jobs.outputs import OutputLock
-from jobs.progress import ProgressTracker, StatusRow, status_table
+from vista.runs.lock import OutputLock
+from vista.runs.progress import ProgressTracker, StatusRow, status_table
 from jobs.resources import plan_resources
-from jobs.summary import RunSummary
+from vista.runs.summary import RunSummary
 from jobs.tasks import TaskKey, plan_tasks
 from test_agents_patients import CATALOG, lung_patient
 from trajonco.agents.schemas import COMPACT_LIMITS, STANDARD_LIMITS, output_models

@@ -16,7 +16,7 @@ import pytest
 
 from graph_fixtures import synth_records, synth_root
 from jobs.tasks import TaskKey
-from jobs.row_parts import ROWS, part_files
+from vista.runs.parts import ROWS, part_files
 from jobs.vista_actor import VistaActor, VistaSettings
 from jobs.vista_tasks import XML_FILE, list_xml_tasks
 from vista.graph import build_graph, encounter_xml, read_graph
@@ -172,7 +172,7 @@ def test_xml_files_become_graphs_and_bad_files_error_rows_naming_file_patient_an
 
 
 def test_list_xml_tasks_refuses_a_missing_or_empty_directory(tmp_path):
-    from jobs.errors import JobInputError
+    from vista.runs.errors import JobInputError
 
     with pytest.raises(JobInputError, match="not a directory"):
         list_xml_tasks(tmp_path / "none")
@@ -182,7 +182,7 @@ def test_list_xml_tasks_refuses_a_missing_or_empty_directory(tmp_path):
 
 def test_stage_options_and_llm_defaults(tmp_path):
     from jobs.build_graphs import build_parser, build_settings
-    from jobs.errors import JobInputError
+    from vista.runs.errors import JobInputError
 
     base = ["--dataset", str(synth_root()), "--out", str(tmp_path / "o")]
     graph_only = build_settings(build_parser().parse_args(base), "r")

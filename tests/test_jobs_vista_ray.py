@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from graph_fixtures import synth_root
-from jobs.row_parts import ROWS
+from vista.runs.parts import ROWS
 from test_jobs_vista import xml_cohort
 from vista.graph import GraphStore, read_graph
 from vista.testing.synthetic_server import SyntheticLLMServer

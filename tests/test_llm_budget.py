@@ -878,9 +878,10 @@ def test_the_summary_and_the_progress_line_show_429s_pauses_and_the_window_over_
     summary table and the live line show the 429s and the seconds paused."""
     from datetime import datetime
 
-    from jobs.llm_budget import BudgetRef, JobBudget, LLMBudgetActor, LLMBudgetFigures, RemoteBudget
-    from jobs.summary import RunSummary
+    from jobs.llm_budget import BudgetRef, JobBudget, LLMBudgetActor, RemoteBudget
     from vista.llm.prices import PriceTable
+    from vista.runs.budget_figures import LLMBudgetFigures
+    from vista.runs.summary import RunSummary
 
     limits = BudgetLimits(max_in_flight=32)
 

@@ -79,8 +79,8 @@ def test_rows_carry_who_answered_and_fall_back_to_the_configured_backend():
 
 
 def test_the_summary_names_who_answered_from_the_runs_rows(tmp_path):
-    from jobs.row_parts import PartWriter, run_llm_rows
-    from jobs.summary import AnsweringLLM
+    from vista.runs.parts import PartWriter, run_llm_rows
+    from vista.runs.summary import AnsweringLLM
     from trajonco.prediction_rows import PART_SCHEMA, part_record
 
     context = RowContext(cancer="lung", variant="one_stage", model="M", backend="embedded",

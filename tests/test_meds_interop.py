@@ -30,7 +30,7 @@ from test_cohort_build import small_population
 from baselines import read_labels
 from jobs.predict import prediction_outputs
 from jobs.predict_actor import PredictActor, PredictSettings
-from jobs.row_parts import consolidate_parts
+from vista.runs.parts import consolidate_parts
 from vista.meds.tasks import read_label_tasks, task_keys
 from trajonco.cli import main as trajonco_main
 from trajonco.cohorts import LABELS_SCHEMA

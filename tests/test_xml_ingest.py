@@ -198,7 +198,7 @@ def test_a_store_build_refuses_two_files_of_one_patient_whatever_lists_them(tmp_
 
 def test_the_build_job_lists_one_task_per_patient_with_on_duplicate_first(tmp_path, caplog):
     from jobs.build_graphs import build_parser
-    from jobs.errors import JobInputError
+    from vista.runs.errors import JobInputError
     from jobs.vista_tasks import list_xml_tasks
 
     first, second = _two_files_of_one_patient(tmp_path / "xml")

@@ -10,9 +10,8 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from vista.atomic import make_dirs
+from vista.runs.errors import JobError
 from vista.storage import is_remote
-
-from jobs.errors import JobError
 
 log = logging.getLogger(__name__)
 

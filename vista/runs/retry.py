@@ -20,9 +20,9 @@ import argparse
 from collections import Counter
 from dataclasses import dataclass, field
 
-from jobs.errors import JobInputError
-from jobs.row_parts import RowState
-from jobs.tasks import TaskKey
+from vista.meds.task_key import TaskKey
+from vista.runs.errors import JobInputError
+from vista.runs.parts import RowState
 
 
 def retry_policy(args: argparse.Namespace) -> str:

@@ -1,7 +1,7 @@
 """What a run's LLM calls really cost: the endpoint's answers as the job's budget counted them (its ledger), set
 against the usage recorded in the rows the output kept, and where the cache hits came from.
 
-Every request an actor sends passes the job's budget actor (`jobs.llm_budget`), which adds the tokens of every
+Every request an actor sends passes the job's budget (`vista.llm.budget`, one for the whole job), which adds the tokens of every
 answer, so its ledger is what the endpoint answered — and billed — even when the row of the patient that asked is
 lost with its actor or node: that patient runs again, its answers now come from the response cache (0 tokens in
 its new row), and the rows alone would under-count the bill. The summary therefore shows both figures and their
@@ -109,8 +109,8 @@ def cache_origin(cache_dir: str | Path | None, out: str | Path) -> Literal["outp
 
 def summary_figures(ledger: BudgetStats | None, usage: TaskUsage, *, llm: LLMConfig | None,
                     out: str | Path) -> dict[str, object]:
-    """The `jobs.summary.RunSummary` fields of a run's LLM accounting, from the budget's final ledger (None: no
-    budget ran) and the usage of the rows kept (`jobs.row_parts.RunLLMRows.kept`): ``prompt_tokens``,
+    """The `vista.runs.summary.RunSummary` fields of a run's LLM accounting, from the budget's final ledger (None: no
+    budget ran) and the usage of the rows kept (`vista.runs.parts.RunLLMRows.kept`): ``prompt_tokens``,
     ``completion_tokens`` and ``cost_usd`` are the ledger's when there is one; cache hits are split by origin."""
     answered = None
     if ledger is not None and llm is not None:

@@ -12,11 +12,10 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
+from vista.runs.accounting import LLMAccounting
+from vista.runs.budget_figures import LLMBudgetFigures
+from vista.runs.progress import STATUS_ORDER, ProgressTracker
 from vista.storage import join, resolve
-
-from jobs.accounting import LLMAccounting
-from jobs.llm_budget import LLMBudgetFigures
-from jobs.progress import STATUS_ORDER, ProgressTracker
 
 
 class AnsweringLLM(BaseModel):
@@ -154,18 +153,7 @@ class RunSummary(BaseModel):
         if self.repair_passes:
             rows.append(("repair passes (rows lost with an actor)", f"{self.repair_passes}"))
         if self.llm_budget is not None:
-            b = self.llm_budget
-            rows.append(("LLM in flight: limit / mean / peak", f"{b.in_flight_limit or '-'} / {b.in_flight_mean:.1f} / "
-                                                                 f"{b.in_flight_peak}"))
-            if b.in_flight_window_min is not None and (b.window_decreases or b.in_flight_window_min != b.in_flight_limit):
-                rows.append(("LLM in-flight window: min / mean / final", f"{b.in_flight_window_min} / "
-                             f"{b.in_flight_window_mean or 0:.1f} / {b.in_flight_window_final} "
-                             f"({b.window_decreases:,} decreases)"))
-            if b.rate_limited_429 or b.cooldowns:
-                rows.append(("429s · job-wide pauses", f"{b.rate_limited_429:,} · {b.cooldowns:,} "
-                                                       f"({b.cooldown_s:.1f} s paused)"))
-            if b.stopped:
-                rows.append(("stopped by the circuit breaker", b.stopped))
+            rows += self.llm_budget.rows()
         if self.consolidation_s is not None:
             rows.append(("consolidation", f"{self.consolidated_rows or 0:,} tasks in {self.consolidation_s:.1f} s"))
         rows += [(f"  rows in {name}", f"{count:,}") for name, count in self.output_rows.items()]

@@ -47,9 +47,8 @@ import pyarrow.parquet as pq
 
 from vista.llm.task_usage import TaskUsage
 from vista.meds.labels import PREDICTION_TIME, SUBJECT_ID
+from vista.meds.task_key import TaskKey
 from vista.storage import Location, resolve, scan_parquet
-
-from jobs.tasks import TaskKey
 
 ROWS = "rows"
 """Folder of the part files under the output directory."""
