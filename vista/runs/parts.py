@@ -147,13 +147,11 @@ def _write_parquet(table: pa.Table, path: Location) -> None:
         pq.write_table(table, tmp)
 
 
-def _part_locations(root: Path | str | Location) -> list[Location]:
+def _part_locations(root: Path | str | Location, prefix: str = "part-", suffix: str = ".parquet") -> list[Location]:
+    """The files ``rows/run=*/<prefix>*<suffix>`` under ``root``, sorted (one listing, local or object store)."""
     folder = resolve(root) / ROWS
-    if folder.is_local:
-        local = Path(folder.path)
-        return [Location(folder.fs, str(p)) for p in sorted(local.glob("run=*/part-*.parquet"))] if local.is_dir() else []
-    return [f for f in folder.files(suffix=".parquet")
-            if f.name.startswith("part-") and f.parent.name.startswith("run=") and f.parent.parent.path == folder.path]
+    return [f for f in folder.files(suffix=suffix)
+            if f.name.startswith(prefix) and f.parent.name.startswith("run=") and f.parent.parent.path == folder.path]
 
 
 def part_files(root: Path | str) -> list[Path] | list[Location]:
@@ -166,14 +164,10 @@ def part_files(root: Path | str) -> list[Path] | list[Location]:
 def remove_stale_temporaries(root: Path | str) -> int:
     """Delete temporaries left by interrupted writes (call before any writer starts). An object store has none:
     part files are sent whole."""
-    removed = 0
-    folder = resolve(root) / ROWS
-    if not folder.is_local:
-        return removed
-    for path in Path(folder.path).glob("run=*/.*.tmp"):
-        path.unlink(missing_ok=True)
-        removed += 1
-    return removed
+    stale = _part_locations(root, ".", ".tmp") if resolve(root).is_local else []
+    for path in stale:
+        path.delete()
+    return len(stale)
 
 
 def _latest(files: list[Location], columns: Iterable[str], keys: RowKeys) -> pl.LazyFrame:

@@ -45,6 +45,13 @@ STATUS_SCHEMA = pa.schema([
 """The row an actor returns for each task it finishes (or skips because its output already exists)."""
 
 STATUS_ORDER = ("ok", "partial", "failed", "error")
+USAGE_FIGURES = ("llm_calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls")
+"""The status columns of a task's LLM usage, which the tracker adds up."""
+
+
+def cost_text(cost_usd: float, unpriced_calls: int) -> str:
+    """``$0.0100``, with the calls the price table could not price (``$0.0100 (+3 unpriced calls)``)."""
+    return f"${cost_usd:.4f}" + (f" (+{unpriced_calls:,} unpriced calls)" if unpriced_calls else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,9 +136,7 @@ class ProgressTracker:
         self.by_status: Counter[str] = Counter()
         self.by_reason: Counter[str] = Counter()
         self.skipped_in_run = 0
-        self.llm_calls = self.cache_hits = self.prompt_tokens = self.completion_tokens = 0
-        self.cost_usd = 0.0
-        self.unpriced_calls = 0
+        self.usage: Counter[str] = Counter()  # the `USAGE_FIGURES` of the tasks run
         self.started_wall = time.time()  # epoch seconds, to compare with the actors' task start times
         self.first_row_s: float | None = None  # seconds from the start to the first status row
         self.first_task_start_s: float | None = None  # seconds from the start to the first task an actor started
@@ -172,12 +177,8 @@ class ProgressTracker:
                 self.by_status[status] += 1
                 if status in ("failed", "error"):
                     self.by_reason[data["error_kind"][i] or "unknown"] += 1
-                self.llm_calls += data["llm_calls"][i] or 0
-                self.cache_hits += data["cache_hits"][i] or 0
-                self.prompt_tokens += data["prompt_tokens"][i] or 0
-                self.completion_tokens += data["completion_tokens"][i] or 0
-                self.cost_usd += data["cost_usd"][i] or 0.0
-                self.unpriced_calls += data["unpriced_calls"][i] or 0
+                for name in USAGE_FIGURES:
+                    self.usage[name] += data[name][i] or 0
 
     @property
     def finished(self) -> int:
@@ -201,8 +202,8 @@ class ProgressTracker:
         with self._lock:
             finished = self.finished
             statuses = ", ".join(f"{s} {self.by_status[s]}" for s in STATUS_ORDER if self.by_status[s])
-            tokens = self.prompt_tokens + self.completion_tokens
-            cost = f"${self.cost_usd:.4f}" + (f" (+{self.unpriced_calls:,} unpriced calls)" if self.unpriced_calls else "")
+            tokens = self.usage["prompt_tokens"] + self.usage["completion_tokens"]
+            cost = cost_text(self.usage["cost_usd"], self.usage["unpriced_calls"])
             skipped = self.skipped_before + self.skipped_in_run
             live = self._live
         rate = self.rate_per_minute()

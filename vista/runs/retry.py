@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from vista.meds.task_key import TaskKey
@@ -57,10 +58,15 @@ class RetryCounts:
         return counts
 
 
+def by_class(counts: Mapping[str, int]) -> str:
+    """``3 permanent, 1 transient``: task counts per retry class, in class order."""
+    return ", ".join(f"{n:,} {kind}" for kind, n in sorted(counts.items()))
+
+
 def kept_note(retry: RetryCounts, policy: str) -> str:
     """A clause saying which failures the policy kept (empty when none), for the driver's lines."""
     if not retry.kept:
         return ""
-    kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(retry.kept.items()))
+    kinds = by_class(retry.kept)
     hint = "rerun with --retry all to run them again" if policy != "all" else ""
     return f"; {sum(retry.kept.values())} of them are failures kept by --retry {policy} ({kinds}){'; ' + hint if hint else ''}"

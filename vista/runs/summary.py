@@ -14,7 +14,8 @@ from rich.table import Table
 
 from vista.runs.accounting import LLMAccounting
 from vista.runs.budget_figures import LLMBudgetFigures
-from vista.runs.progress import STATUS_ORDER, ProgressTracker
+from vista.runs.progress import STATUS_ORDER, USAGE_FIGURES, ProgressTracker, cost_text
+from vista.runs.retry import by_class
 from vista.storage import join, resolve
 
 
@@ -95,9 +96,7 @@ class RunSummary(BaseModel):
             selected=selected, skipped=skipped, retried=retried, ran=ran,
             by_status={s: tracker.by_status[s] for s in STATUS_ORDER if tracker.by_status[s]},
             failed_by_reason=dict(sorted(tracker.by_reason.items())), skipped_in_run=tracker.skipped_in_run,
-            llm_calls=tracker.llm_calls, cache_hits=tracker.cache_hits,
-            prompt_tokens=tracker.prompt_tokens, completion_tokens=tracker.completion_tokens,
-            cost_usd=round(tracker.cost_usd, 6), unpriced_calls=tracker.unpriced_calls,
+            **({name: tracker.usage[name] for name in USAGE_FIGURES} | {"cost_usd": round(tracker.usage["cost_usd"], 6)}),
             patients_per_minute=round(60.0 * ran / wall, 2) if wall > 0 else 0.0,
             startup_s=None if tracker.first_task_start_s is None else round(tracker.first_task_start_s, 3),
             first_row_s=None if tracker.first_row_s is None else round(tracker.first_row_s, 3),
@@ -122,10 +121,10 @@ class RunSummary(BaseModel):
         rows += [(f"  {status}", f"{count:,}") for status, count in self.by_status.items()]
         rows += [(f"  failed: {reason}", f"{count:,}") for reason, count in self.failed_by_reason.items()]
         if self.retried:
-            by_class = ", ".join(f"{n:,} {kind}" for kind, n in self.retried_by_class.items())
-            rows.append((f"retried (--retry {self.retry_policy or 'all'})", f"{self.retried:,}" + (f" ({by_class})" if by_class else "")))
+            retried = by_class(self.retried_by_class)
+            rows.append((f"retried (--retry {self.retry_policy or 'all'})", f"{self.retried:,}" + (f" ({retried})" if retried else "")))
         if self.kept_by_class:
-            rows.append(("failures kept", ", ".join(f"{n:,} {kind}" for kind, n in self.kept_by_class.items())))
+            rows.append(("failures kept", by_class(self.kept_by_class)))
         if self.skipped_in_run:
             rows.append(("skipped on actor retry", f"{self.skipped_in_run:,}"))
         if self.llm is not None:
@@ -143,7 +142,7 @@ class RunSummary(BaseModel):
                 rows.append(("  paid for rows lost and rerun", f"{lost.prompt_tokens:,} / {lost.completion_tokens:,}"
                              + (f" (${lost.cost_usd:.4f})" if lost.cost_usd else "")))
         rows += [
-            ("cost", f"${self.cost_usd:.4f}" + (f" (+{self.unpriced_calls:,} unpriced calls)" if self.unpriced_calls else "")),
+            ("cost", cost_text(self.cost_usd, self.unpriced_calls)),
             ("wall time", f"{self.wall_s:.1f} s"),
             ("patients / minute", f"{self.patients_per_minute:.1f}"),
         ]
