@@ -47,7 +47,7 @@ class RunSummary(BaseModel):
     selected: int = Field(description="tasks the command selected (after --limit/--sample)")
     skipped: int = Field(description="selected tasks that already had an output before this run (not run again)")
     retried: int = Field(0, description="selected tasks with a row that is not ok, run again by the retry policy")
-    retry_policy: str | None = Field(None, description="predict: --retry (transient, all or none)")
+    retry_policy: str | None = Field(None, description="--retry (transient, all or none)")
     retried_by_class: dict[str, int] = Field(default_factory=dict, description="retried tasks per retry class")
     kept_by_class: dict[str, int] = Field(default_factory=dict, description="selected tasks whose row is not ok and "
                                           "was kept by the retry policy, per retry class")
