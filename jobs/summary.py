@@ -12,10 +12,10 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
+from vista.llm.budget import BudgetStats
 from vista.storage import join, resolve
 
 from jobs.accounting import LLMAccounting
-from jobs.llm_budget import LLMBudgetFigures
 from jobs.progress import STATUS_ORDER, ProgressTracker
 
 
@@ -79,7 +79,7 @@ class RunSummary(BaseModel):
                                         "name (predict: predictions = the scored tasks, prediction_details = every "
                                         "task with a row)")
     consolidation_s: float | None = Field(None, description="seconds spent building the consolidated file")
-    llm_budget: LLMBudgetFigures | None = Field(None, description="the job-wide LLM budget and what it allowed "
+    llm_budget: BudgetStats | None = Field(None, description="the job-wide LLM budget and what it allowed "
                                                 "(achieved concurrency, 429s, cool-downs); None: no shared budget")
     llm: AnsweringLLM | None = Field(None, description="which LLM answered this run (None: the job ran no LLM stage)")
     complete: bool = Field(description="every selected task has an output")

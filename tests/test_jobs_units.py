@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from jobs.errors import JobError, JobSettingsMismatch
-from jobs.job_gateway import JobGateway, ModelRef, RemoteAnswer, RemoteCall, model_ref, resolve_model
+from vista.llm.remote import JobGateway, ModelRef, RemoteAnswer, RemoteCall, model_ref, resolve_model
 from jobs.manifest import check_manifest
 from jobs.outputs import OutputLock
 from jobs.progress import ProgressTracker, StatusRow, status_table
@@ -162,6 +162,8 @@ def test_usage_is_attributed_to_the_task_that_made_each_call():
 
 class InProcessRemote:
     """Stands in for the preprocessor actor pool: runs calls on another gateway, through the same shipping types."""
+
+    agent = "preprocessor"
 
     def __init__(self, gw: LLMGateway):
         self.gateway = gw

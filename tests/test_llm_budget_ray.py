@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from jobs.llm_budget import JobBudget, budget_limits
+from jobs.llm_budget import JobBudget
+from vista.llm.shared_budget import budget_limits
 from vista.testing.synthetic_server import RateLimitBurst, SyntheticLLMServer
 from vista.llm import LLMConfig
 
@@ -25,7 +26,7 @@ class Caller:
         self.concurrency = concurrency
 
     async def run(self, tag: str, n: int) -> list[str | None]:
-        from jobs.job_gateway import job_llm_gateway
+        from jobs.llm_budget import job_llm_gateway
         from vista.llm import user
         from vista.toa.ambiguity import SameEventVerdict
 
