@@ -64,7 +64,7 @@ from jobs.build_graphs_options import build_parser
 from jobs.driver import job_main, new_run_id, task_dataset
 from jobs.errors import JobInputError
 from jobs.llm_budget import BudgetRef
-from jobs.llm_options import answer_fields, llm_config, llm_configured
+from jobs.llm_options import llm_config, llm_configured
 from jobs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
 from jobs.row_parts import PartConsolidation, RowKeys
@@ -161,7 +161,7 @@ def fingerprint(settings: VistaSettings, labels: Path | None) -> dict[str, objec
         "xml_dir": str(settings.xml_dir) if settings.xml_dir else None,
         "labels": str(labels.resolve()) if labels else None, "format": FORMAT_VERSION,
         **settings.pipeline.fingerprint(),
-        "llm": answer_fields(settings.llm) if settings.llm is not None else None,
+        "llm": settings.llm.answer_fields() if settings.llm is not None else None,
     }
 
 
