@@ -148,10 +148,6 @@ class JobBudget:
                            in_flight_limit=stats.in_flight_window_final, rate_limited=stats.rate_limited_429,
                            cooldown_s=stats.cooldown_s)
 
-    def figures(self) -> BudgetStats | None:
-        """The job's LLM figures for the summary (None if the budget never answered)."""
-        return self.stats()
-
     def check(self) -> None:
         """Raise `LLMEndpointFailure` with the breaker's line if the budget stopped the job."""
         stats = self.stats()
@@ -168,7 +164,7 @@ class JobBudget:
             stats = self.stats(timeout_s=10.0)
             if stats is not None and stats.stopped is not None:
                 raise LLMEndpointFailure(stats.stopped) from None
-            if (found := _endpoint_failure_in(exc)) is not None:
+            if (found := LLMEndpointFailure.found_in(exc)) is not None:
                 raise found from None
             raise
         self.check()
@@ -207,18 +203,6 @@ def job_budget(llm: LLMConfig, *, run_id: str, in_flight: int | None, requests_p
             yield budget
     finally:
         budget.shutdown()
-
-
-def _endpoint_failure_in(exc: BaseException) -> LLMEndpointFailure | None:
-    """An `LLMEndpointFailure` somewhere in ``exc``'s causes (Ray wraps an actor's exception in its own)."""
-    seen: list[BaseException] = []
-    cause: BaseException | None = exc
-    while cause is not None and cause not in seen:
-        if isinstance(cause, LLMEndpointFailure):
-            return LLMEndpointFailure(cause.message)
-        seen.append(cause)
-        cause = cause.__cause__ or cause.__context__ or getattr(cause, "cause", None)
-    return None
 
 
 def _driver_node() -> str | None:

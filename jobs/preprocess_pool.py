@@ -17,11 +17,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import uuid
 
 from trajonco.agents.results import Stage
 from vista.atomic import apply_data_umask
-from vista.llm import CallRecord, LLMCallError, LLMConfig, LLMGateway
+from vista.llm import LLMConfig, LLMGateway
 from vista.llm.errors import ErrorKind
 from vista.llm.remote import RemoteAnswer, RemoteCall, answer_remote
 
@@ -118,9 +117,7 @@ class PreprocessorPool:
             return self._failure(call, ErrorKind.SERVER_ERROR, f"preprocessor actor failed: {type(exc).__name__}")
 
     def _failure(self, call: RemoteCall, kind: ErrorKind, message: str) -> RemoteAnswer:
-        record = CallRecord(call_id=uuid.uuid4().hex[:16], agent=call.agent, model=self.model, patient_id=call.patient_id,
-                            backend="ray-actor", ok=False, error_kind=kind.value, error_message=message)
-        return RemoteAnswer(None, LLMCallError(kind, message), record)
+        return RemoteAnswer.failure(call, kind, message, model=self.model, backend="ray-actor")
 
     def served(self) -> list[int]:
         """Calls served by each actor since it (re)started (driver side)."""

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import importlib
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -103,6 +104,13 @@ class RemoteAnswer:
     def from_result(cls, result: LLMResult) -> RemoteAnswer:
         content = result.output.model_dump_json() if result.output is not None else None
         return cls(content, result.error, result.usage)
+
+    @classmethod
+    def failure(cls, call: RemoteCall, kind: ErrorKind, message: str, *, model: str, backend: str) -> RemoteAnswer:
+        """The answer of a call the hop itself lost (no answer in time, the answering process gone): a recorded error."""
+        record = CallRecord(call_id=uuid.uuid4().hex[:16], agent=call.agent, model=model, patient_id=call.patient_id,
+                            backend=backend, ok=False, error_kind=kind.value, error_message=message)
+        return cls(None, LLMCallError(kind, message), record)
 
     def to_result(self, model: type[M]) -> LLMResult[M]:
         """The `LLMResult` this answer stands for (re-validated here; a mismatch becomes an invalid-output error);
