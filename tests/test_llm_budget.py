@@ -915,3 +915,28 @@ def test_the_summary_and_the_progress_line_show_429s_pauses_and_the_window_over_
     finally:
         ray.get = original
     assert f"{figures.rate_limited_429:,} × 429, {figures.cooldown_s:.1f} s paused" in line and "in flight of" in line
+
+
+def test_over_ray_a_lost_budget_actor_refuses_every_waiting_request_as_stopped():
+    """`jobs.llm_budget.RayBudgetTransport` turns the handle's `RayActorError` (the driver killed the budget) into
+    `BudgetGone`, and the client answers each waiting request with a stopped refusal naming the budget."""
+    import concurrent.futures
+
+    from ray.exceptions import RayActorError
+
+    from jobs.llm_budget import RayBudgetTransport
+
+    class GoneHandle:
+        class acquire_batch:
+            @staticmethod
+            def remote(*args):
+                future = concurrent.futures.Future()
+                future.set_exception(RayActorError())
+                return type("Ref", (), {"future": lambda _: future})()
+
+    async def go():
+        client = RemoteBudget(RayBudgetTransport(GoneHandle()), name="llm-budget-r1")
+        return await asyncio.gather(client.acquire(), client.acquire())
+
+    outcomes = run(go())
+    assert all(isinstance(o, Refusal) and o.stopped and "llm-budget-r1" in o.message for o in outcomes)
