@@ -37,11 +37,11 @@ import pyarrow as pa
 
 from vista.atomic import apply_data_umask
 from vista.llm import LLMConfig
+from vista.llm.remote import JobGateway
 from vista.meds.patient_loader import PatientLoader
 from vista.meds.tasks import task_keys
 
-from jobs.job_gateway import JobGateway, job_llm_gateway
-from jobs.llm_budget import BudgetRef
+from jobs.llm_budget import BudgetRef, job_llm_gateway
 from jobs.preprocess_pool import PreprocessorPool
 from vista.runs.progress import StatusRow, status_table
 from vista.runs.parts import PartWriter

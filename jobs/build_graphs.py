@@ -64,7 +64,7 @@ from jobs.build_graphs_options import build_parser
 from jobs.driver import job_main, new_run_id, task_dataset
 from vista.runs.errors import JobInputError
 from jobs.llm_budget import BudgetRef
-from jobs.llm_options import answer_fields, llm_config, llm_configured
+from jobs.llm_options import llm_config, llm_configured
 from vista.runs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
 from vista.runs.parts import PartConsolidation, RowKeys
@@ -93,7 +93,7 @@ GRAPH_ACTOR_CPUS = 0.5
 
 # ---------------------------------------------------------------------------------------------- settings
 def _toa_config(args: argparse.Namespace):
-    from vista.toa import ChunkBudget, TOAConfig
+    from vista.toa import ChunkSize, TOAConfig
 
     fields: dict[str, object] = {"safety_net": not args.no_safety_net, "resolve_ambiguous": not args.no_judge}
     if args.profile is not None:
@@ -101,11 +101,11 @@ def _toa_config(args: argparse.Namespace):
     if args.chunk_limit is not None:
         log.warning("--chunk-limit/--chunk-unit are deprecated (kept for one release): use --chunk-tokens N or "
                     "--chunk-chars N")
-        fields["budget"] = ChunkBudget(limit=args.chunk_limit, unit=args.chunk_unit)
+        fields["budget"] = ChunkSize(limit=args.chunk_limit, unit=args.chunk_unit)
     elif args.chunk_tokens is not None:
-        fields["budget"] = ChunkBudget(limit=args.chunk_tokens, unit="tokens")
+        fields["budget"] = ChunkSize(limit=args.chunk_tokens, unit="tokens")
     elif args.chunk_chars is not None:
-        fields["budget"] = ChunkBudget(limit=args.chunk_chars, unit="chars")
+        fields["budget"] = ChunkSize(limit=args.chunk_chars, unit="chars")
     if args.max_events_per_chunk is not None:
         fields["max_events_per_chunk"] = args.max_events_per_chunk
     if args.answer_tokens is not None:
@@ -161,7 +161,7 @@ def fingerprint(settings: VistaSettings, labels: Path | None) -> dict[str, objec
         "xml_dir": str(settings.xml_dir) if settings.xml_dir else None,
         "labels": str(labels.resolve()) if labels else None, "format": FORMAT_VERSION,
         **settings.pipeline.fingerprint(),
-        "llm": answer_fields(settings.llm) if settings.llm is not None else None,
+        "llm": settings.llm.answer_fields() if settings.llm is not None else None,
     }
 
 

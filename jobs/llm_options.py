@@ -10,9 +10,6 @@ directory pays no call twice. The driver then checks the settings and the endpoi
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
-
 
 
 def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,22 +37,8 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
                      "(repeatable), e.g. --llm qps=5 --llm schema_mode=json_object")
 
 
-def llm_configured(args: argparse.Namespace, env: dict[str, str] | None = None) -> bool:
-    """True when the user chose a model (an option or an environment variable), rather than leaving the default."""
-    from vista.llm.config import DEPRECATED_ENV, ENV_PREFIX, MODEL_CHOICE_FIELDS
-
-    env = dict(os.environ if env is None else env)
-    explicit = (args.backend, args.base_url, args.model) != (None, None, None)
-    named = [ENV_PREFIX + field.upper() for field in MODEL_CHOICE_FIELDS] + list(DEPRECATED_ENV)
-    items = {item.partition("=")[0].strip() for item in args.llm}
-    return explicit or bool(items & set(MODEL_CHOICE_FIELDS)) or any(env.get(var) for var in named)
-
-
-def llm_config(args: argparse.Namespace, env: dict[str, str] | None = None):
-    """The job's LLM settings (`vista.llm.LLMConfig.resolve` over its options), the cache under ``OUT`` by default."""
-    from vista.llm import LLMConfig
-    from vista.storage import is_remote, join
-
+def _options(args: argparse.Namespace) -> tuple[dict[str, object | None], dict[str, str]]:
+    """The job's flags as `vista.llm.LLMConfig.resolve` options, with the labels its errors quote."""
     options = {
         "backend": args.backend, "base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
         "max_concurrency": args.max_concurrency, "timeout_s": args.llm_timeout,
@@ -63,21 +46,19 @@ def llm_config(args: argparse.Namespace, env: dict[str, str] | None = None):
     }
     labels = {"timeout_s": f"--llm-timeout {args.llm_timeout}", "cache_dir": "--no-cache" if args.no_cache else
               f"--cache-dir {args.cache_dir}"}
-    config = LLMConfig.resolve(env=os.environ if env is None else env, options=options, items=args.llm,
-                               option_labels=labels)
-    named = args.no_cache or args.cache_dir is not None or any(
-        item.partition("=")[0].strip() == "cache_dir" for item in args.llm)
-    if config.cache_dir is None and not named:
-        config = config.with_overrides({"cache_dir": join(args.out, "llm_cache")})
-    if config.cache_dir is not None and not is_remote(config.cache_dir):
-        config = config.with_overrides({"cache_dir": Path(config.cache_dir).resolve()})
-    return config
+    return options, labels
 
 
-def answer_fields(llm) -> dict[str, object]:
-    """The answer-determining LLM settings (`vista.llm.config.ANSWER_FIELDS`, for a job's manifest): the endpoint
-    URL, timeouts, concurrency and cache only change where and how fast answers come, so the manifest ignores them."""
-    dumped = llm.model_dump(mode="json")
-    from vista.llm.config import ANSWER_FIELDS  # (lazily: --help must not import the LLM stack)
+def llm_configured(args: argparse.Namespace, env: dict[str, str] | None = None) -> bool:
+    """True when the user chose a model (an option or an environment variable), rather than leaving the default."""
+    from vista.llm import LLMConfig
 
-    return {name: dumped[name] for name in ANSWER_FIELDS}
+    return LLMConfig.model_chosen(env=env, options=_options(args)[0], items=args.llm)
+
+
+def llm_config(args: argparse.Namespace, env: dict[str, str] | None = None):
+    """The job's LLM settings (`vista.llm.LLMConfig.resolve` over its options), the cache under ``OUT`` by default."""
+    from vista.llm import LLMConfig
+
+    options, labels = _options(args)
+    return LLMConfig.resolve(env=env, options=options, items=args.llm, option_labels=labels, cache_home=args.out)

@@ -60,7 +60,7 @@ from rich.console import Console
 from jobs.driver import JobStalled, job_main, new_run_id, task_dataset
 from vista.runs.errors import JobError, JobInputError
 from jobs.llm_budget import BudgetRef
-from jobs.llm_options import answer_fields, llm_config
+from jobs.llm_options import llm_config
 from vista.runs.lock import OutputLock
 from jobs.predict_actor import GRAPH_SCHEMA, PredictActor, PredictSettings
 from jobs.predict_options import build_parser
@@ -145,7 +145,7 @@ def fingerprint(settings: PredictSettings, labels: Path | str) -> dict[str, obje
     return {
         "labels": normalize(labels), "dataset": str(settings.dataset), "coding_profile": settings.coding_profile,
         "pipeline": settings.pipeline.model_dump(mode="json"), "any_cancer": settings.any_cancer,
-        "threshold": settings.threshold, "llm": answer_fields(settings.llm), "graphs": graphs,
+        "threshold": settings.threshold, "llm": settings.llm.answer_fields(), "graphs": graphs,
     }
 
 

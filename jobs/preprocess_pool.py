@@ -2,7 +2,7 @@
 
 Each `PreprocessorService` actor holds an LLM gateway and answers preprocessor calls (one chunk's relevance filter
 each); it is an async actor, so it serves many calls at once up to its gateway's concurrency limit. A patient actor
-running the two-stage pipeline sends each chunk's filter call to the pool through `jobs.job_gateway.JobGateway`,
+running the two-stage pipeline sends each chunk's filter call to the pool through `vista.llm.remote.JobGateway`,
 so the C chunks of one patient are filtered in parallel on several actors (and nodes), and the chain continues as
 soon as the last filter answers — the paper's latency O(1 + C/q), with no dataset-wide barrier.
 
@@ -17,14 +17,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import uuid
 
+from trajonco.agents.results import Stage
 from vista.atomic import apply_data_umask
-from vista.llm import CallRecord, LLMCallError, LLMConfig, LLMGateway
+from vista.llm import LLMConfig, LLMGateway
 from vista.llm.errors import ErrorKind
+from vista.llm.remote import RemoteAnswer, RemoteCall, answer_remote
 
-from jobs.job_gateway import RemoteAnswer, RemoteCall, answer_remote, job_llm_gateway
-from jobs.llm_budget import BudgetRef
+from jobs.llm_budget import BudgetRef, job_llm_gateway
 
 log = logging.getLogger(__name__)
 
@@ -64,11 +64,13 @@ class PreprocessorService:
 
 
 class PreprocessorPool:
-    """Handles of the preprocessor actors; `complete` sends a call to the next actor and awaits it with a timeout."""
+    """Handles of the preprocessor actors; `complete` sends a call to the next actor and awaits it with a timeout
+    (a `vista.llm.remote.RemoteCompleter` for the calls of ``agent``)."""
 
-    def __init__(self, handles: list, *, model: str, timeout_s: float):
+    def __init__(self, handles: list, *, model: str, timeout_s: float, agent: str = Stage.PREPROCESS.value):
         if not handles:
             raise ValueError("a preprocessor pool needs at least one actor")
+        self.agent = agent
         self.handles = list(handles)
         self.model = model
         self.timeout_s = timeout_s
@@ -115,9 +117,7 @@ class PreprocessorPool:
             return self._failure(call, ErrorKind.SERVER_ERROR, f"preprocessor actor failed: {type(exc).__name__}")
 
     def _failure(self, call: RemoteCall, kind: ErrorKind, message: str) -> RemoteAnswer:
-        record = CallRecord(call_id=uuid.uuid4().hex[:16], agent=call.agent, model=self.model, patient_id=call.patient_id,
-                            backend="ray-actor", ok=False, error_kind=kind.value, error_message=message)
-        return RemoteAnswer(None, LLMCallError(kind, message), record)
+        return RemoteAnswer.failure(call, kind, message, model=self.model, backend="ray-actor")
 
     def served(self) -> list[int]:
         """Calls served by each actor since it (re)started (driver side)."""

@@ -118,8 +118,7 @@ class CohortJob(ABC):
         """The LLM settings and the endpoint checked once, on the driver (one line when the key or the model file is
         missing, the endpoint unreachable, the key refused, the model not served, or — `needs_context` — its context
         window unknown); one warning when the model has no price."""
-        from jobs.job_gateway import warn_if_unpriced
-        from vista.llm.endpoint_check import check_endpoint, check_llm
+        from vista.llm.endpoint_check import check_endpoint, check_llm, warn_if_unpriced
 
         llm = self.llm
         if llm is None:
@@ -319,7 +318,7 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
                 with _budget(job, in_flight, tracker) as budget:
                     passes = _run_passes(job, ordered, budget.ref if budget is not None else None, tracker, console)
                 budget_figures = budget.final if budget is not None else None
-                ledger = budget.final_stats if budget is not None else None
+                ledger = budget_figures
             else:
                 job.say(console, f"run {job.run_id}: all {len(plan.selected)} selected tasks already have an output; "
                                  f"consolidating only{kept_note(retry, job.policy)}")

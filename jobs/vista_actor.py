@@ -5,7 +5,7 @@ Preparing a block: MEDS tasks are read by the actor itself (targeted parquet rea
 are files read from ``--xml-dir``; each task's graph is built and written into the graph store at the output
 directory, then one node-index part for the block, in a worker thread (it is CPU work: ~10 ms for a typical
 patient). Running a task: its LLM stages on the actor's event loop — at most ``patients_per_actor`` at a time, all
-sharing one gateway (its concurrency limit, its response cache, per-task usage through `jobs.job_gateway`) — within
+sharing one gateway (its concurrency limit, its response cache, per-task usage through `vista.llm.remote.JobGateway`) — within
 the per-task time limit, then its row (`vista.pipeline.rows.VistaRow`) to the actor's part files. A task that raises
 at any stage gets an error row and the others go on; a task run again (a retry, or a row an actor lost when it was
 killed) costs nothing twice (the stores skip unchanged graphs, timelines and displays).

@@ -11,7 +11,7 @@ from datetime import datetime
 import pytest
 
 from test_agents_patients import CATALOG, lung_patient
-from trajonco.agents.budget import BudgetError
+from trajonco.agents.context_fit import ContextFitError
 from trajonco.agents.results import Variant
 from trajonco.pipeline import PipelineConfig, run_any_cancer, run_patient
 from vista.llm import ChatRequest, LLMConfig, LLMGateway
@@ -228,7 +228,7 @@ def test_the_manager_memory_is_left_truncated_when_it_does_not_fit_the_context()
 
 def test_chunks_too_large_for_the_context_are_refused_before_any_call():
     script = Script(worker=worker_answer, manager=manager_answer())
-    with pytest.raises(BudgetError, match="subject 42: chunk_tokens=16000"):
+    with pytest.raises(ContextFitError, match="subject 42: chunk_tokens=16000"):
         run(script, PipelineConfig(chunk_tokens=16_000))
     assert script.seen == []
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from jobs.job_gateway import JobGateway
+from vista.llm.remote import JobGateway
 from vista.runs.accounting import cache_origin, summary_figures
 from vista.runs.progress import ProgressTracker
 from vista.runs.parts import PartWriter, run_llm_rows

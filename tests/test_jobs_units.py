@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from vista.runs.errors import JobError, JobSettingsMismatch
-from jobs.job_gateway import JobGateway, ModelRef, RemoteAnswer, RemoteCall, model_ref, resolve_model
+from vista.llm.remote import JobGateway, ModelRef, RemoteAnswer, RemoteCall, model_ref, resolve_model
 from jobs.manifest import check_manifest
 from vista.runs.lock import OutputLock
 from vista.runs.progress import ProgressTracker, StatusRow, status_table
@@ -163,6 +163,8 @@ def test_usage_is_attributed_to_the_task_that_made_each_call():
 class InProcessRemote:
     """Stands in for the preprocessor actor pool: runs calls on another gateway, through the same shipping types."""
 
+    agent = "preprocessor"
+
     def __init__(self, gw: LLMGateway):
         self.gateway = gw
         self.calls: list[RemoteCall] = []
@@ -200,6 +202,29 @@ def test_two_stage_with_remote_preprocessors_gives_the_in_process_result():
     assert {c.agent for c in remote.calls} == {"preprocessor"}
     assert _timeless(result) == _timeless(local)
     assert usage.calls == sum(u.calls for u in local.usage.values())
+
+
+def test_a_preprocessor_call_lost_on_the_hop_is_a_recorded_error_answer():
+    """The pool's handles stand in for actors that never answer: the call times out and comes back as an error
+    answer (the chunk is then kept whole), and the pool says whose calls it serves (the two-stage preprocessor)."""
+    import concurrent.futures
+
+    from jobs.preprocess_pool import PreprocessorPool
+    from vista.llm import ErrorKind
+
+    class Silent:
+        class complete:
+            @staticmethod
+            def remote(call):
+                future = concurrent.futures.Future()  # never set
+                return type("Ref", (), {"future": lambda _: future})()
+
+    pool = PreprocessorPool([Silent()], model="m", timeout_s=0.05)
+    call = RemoteCall((), ModelRef("trajonco.pipeline_config", "PipelineConfig"), "preprocessor", "7")
+    result = asyncio.run(pool.complete(call)).to_result(PipelineConfig)
+    assert pool.agent == "preprocessor" and result.error.kind is ErrorKind.TIMEOUT
+    assert (result.usage.agent, result.usage.patient_id, result.usage.backend, result.usage.ok) == (
+        "preprocessor", "7", "ray-actor", False)
 
 
 def _timeless(result) -> dict:

@@ -14,7 +14,8 @@ from vista.llm import BackendError, ChatReply, ErrorKind, LLMConfig, LLMGateway,
 from vista.testing.scripted import ScriptedBackend
 from vista.testing.scripted import Delayed
 from vista.llm.breaker import AttemptReport, BreakerPolicy, CircuitBreaker
-from vista.llm.budget import BudgetLimits, Refusal, RequestBudget, WindowPolicy
+from vista.llm.budget import BudgetLimits, BudgetStats, Refusal, RequestBudget, WindowPolicy
+from vista.llm.shared_budget import BudgetService, RemoteBudget
 from vista.llm.cache import ResponseCache
 from vista.llm.errors import LLMConfigError, LLMEndpointFailure
 
@@ -47,7 +48,7 @@ def test_in_flight_limit_holds_and_waiters_are_served_in_order():
         return budget.stats(), order, peak
 
     stats, order, peak = run(go())
-    assert peak == 2 and stats.peak_in_flight == 2 and stats.requests == 12 and stats.in_flight == 0
+    assert peak == 2 and stats.in_flight_peak == 2 and stats.requests == 12 and stats.in_flight == 0
     assert order == list(range(12))  # first come, first served
 
 
@@ -86,8 +87,8 @@ def test_a_burst_of_429s_with_overlapping_retry_after_pauses_the_job_once_for_th
 
     stats, waited = run(go())
     assert waited == pytest.approx(5.0)  # the longest Retry-After of the burst, not their sum (17 s)
-    assert stats.rate_limited == 6 and stats.cooldowns == 1 and stats.cooldown_s == pytest.approx(5.0)
-    assert stats.window_decreases == 1 and stats.in_flight_limit_min == 6  # shrunk once (x0.75), not six times
+    assert stats.rate_limited_429 == 6 and stats.cooldowns == 1 and stats.cooldown_s == pytest.approx(5.0)
+    assert stats.window_decreases == 1 and stats.in_flight_window_min == 6  # shrunk once (x0.75), not six times
 
 
 def test_staggered_429s_of_one_burst_merge_into_one_pause_ending_at_the_latest_deadline():
@@ -111,7 +112,7 @@ def test_staggered_429s_of_one_burst_merge_into_one_pause_ending_at_the_latest_d
 
     stats, waited = run(go())
     assert waited == pytest.approx(4.0)  # until t+6, the latest deadline
-    assert stats.rate_limited == 3 and stats.cooldowns == 1 and stats.cooldown_s == pytest.approx(5.0)
+    assert stats.rate_limited_429 == 3 and stats.cooldowns == 1 and stats.cooldown_s == pytest.approx(5.0)
     assert stats.window_decreases == 1
 
 
@@ -122,7 +123,7 @@ def test_one_429_shrinks_the_window_and_stops_nobody():
         budget = RequestBudget(BudgetLimits(max_in_flight=4), clock=clock)
         grants = [await budget.acquire() for _ in range(4)]
         budget.release(grants[0], limited(10.0))
-        window = budget.stats().in_flight_limit
+        window = budget.stats().in_flight_window_final
         budget.release(grants[1], OK)
         granted = await budget.acquire()  # at once: 2 in flight + the refused request's held slot < 3
         return window, granted, budget.stats(), clock.sleeps
@@ -145,15 +146,15 @@ def test_timeouts_shrink_the_window_once_per_episode_and_answers_grow_it_back():
         for grant in grants[4:]:
             budget.release(grant, OK)
         for _ in range(40):  # answers while the window is in use grow it back, up to the budget
-            held = [await budget.acquire() for _ in range(budget.stats().in_flight_limit)]
+            held = [await budget.acquire() for _ in range(budget.stats().in_flight_window_final)]
             clock.now += 0.5
             for grant in held:
                 budget.release(grant, OK)
         return shrunk, budget.stats()
 
     shrunk, later = run(go())
-    assert shrunk.in_flight_limit == 12 and shrunk.window_decreases == 1 and shrunk.cooldowns == 0
-    assert later.in_flight_limit == 16 and later.in_flight_limit_min == 12
+    assert shrunk.in_flight_window_final == 12 and shrunk.window_decreases == 1 and shrunk.cooldowns == 0
+    assert later.in_flight_window_final == 16 and later.in_flight_window_min == 12
 
 
 def test_a_429_at_low_demand_leaves_the_unused_window_alone():
@@ -168,7 +169,7 @@ def test_a_429_at_low_demand_leaves_the_unused_window_alone():
         return budget.stats()
 
     stats = run(go())
-    assert stats.in_flight_limit == 16 and stats.window_decreases == 0 and stats.cooldowns == 0
+    assert stats.in_flight_window_final == 16 and stats.window_decreases == 0 and stats.cooldowns == 0
 
 
 def test_a_refused_request_keeps_its_slot_until_its_retry_after():
@@ -208,7 +209,7 @@ async def steady_load(budget, share_429, *, callers: int, until_s: float, seed: 
     async def sampler() -> None:
         while (t := loop.time() - start) < until_s:
             stats = (observed or budget).stats()
-            seen.append((t, stats.in_flight_limit, stats.in_flight))
+            seen.append((t, stats.in_flight_window_final, stats.in_flight))
             await asyncio.sleep(1.0)
 
     await asyncio.gather(sampler(), *(caller() for _ in range(callers)))
@@ -226,7 +227,7 @@ def test_a_steady_10pc_429_rate_lowers_in_flight_and_then_recovers():
     last = [(w, n) for t, w, n in seen if 90 <= t < 120]
     assert min(w for w, _ in first) < 32 and sum(n for _, n in first) / len(first) < 0.9 * 32
     assert all(w == 32 for w, _ in last) and sum(n for _, n in last) / len(last) >= 0.95 * 32
-    assert stats.in_flight_limit == 32 and stats.window_decreases > 10 and 24 <= stats.in_flight_limit_mean < 32
+    assert stats.in_flight_window_final == 32 and stats.window_decreases > 10 and 24 <= stats.in_flight_window_mean < 32
     assert stats.cooldowns <= 2  # a steady trickle is back-pressure: the job hardly ever pauses as a whole
 
 
@@ -261,7 +262,7 @@ def test_against_a_provider_at_its_limit_the_window_settles_just_under_it():
     stats, answered = run_virtual(go())
     rate = sum(1 for t in answered if t >= 60) / 60  # answers per second once settled; the ideal is 20 / 0.5 s = 40
     assert rate >= 0.8 * 40  # (pausing everyone on every 429 gave 20)
-    assert stats.rate_limited < len(answered) / 2 and stats.cooldowns <= 5
+    assert stats.rate_limited_429 < len(answered) / 2 and stats.cooldowns <= 5
 
 
 def test_a_pause_longer_than_the_caller_may_wait_is_refused_at_once():
@@ -353,7 +354,7 @@ def test_mean_in_flight_is_time_weighted():
         return budget.stats()
 
     stats = run(go())
-    assert stats.mean_in_flight == pytest.approx(1.5) and stats.peak_in_flight == 2
+    assert stats.in_flight_mean == pytest.approx(1.5) and stats.in_flight_peak == 2
 
 
 def test_limits_must_be_positive():
@@ -527,7 +528,7 @@ def test_one_429_holds_back_its_own_request_not_the_other_gateways():
     assert all(r.ok for r in results) and results[0].usage.retries == 1
     assert sent["a"][1] >= 0.2 + 7.0  # the refused request waited its Retry-After
     assert sent["b"] == [1.0]  # another gateway, 1 s later, was not held back by it
-    assert shared.stats().cooldowns == 0 and shared.stats().rate_limited == 1
+    assert shared.stats().cooldowns == 0 and shared.stats().rate_limited_429 == 1
 
 
 def test_a_burst_of_429s_pauses_every_gateway_sharing_the_budget():
@@ -703,36 +704,33 @@ def test_synthetic_server_rejects_unknown_models_and_records_arrivals(server):
 
 
 # ------------------------------------------------------------------------------------------------ the remote client
-class FakeActorHandle:
-    """`LLMBudgetActor` behind a handle that runs its methods on the caller's loop, counting the calls (no Ray)."""
+class LocalTransport:
+    """A `BudgetService` reached on the caller's loop, each message its own task as over Ray, counted (no Ray)."""
 
-    class _Method:
-        def __init__(self, handle, name):
-            self.handle, self.name = handle, name
-
-        def remote(self, *args):
-            self.handle.calls[self.name] += 1
-            coro = getattr(self.handle.actor, self.name)(*args)
-            future = asyncio.run_coroutine_threadsafe(coro, asyncio.get_running_loop())
-            return type("Ref", (), {"future": lambda _: future})()
-
-    def __init__(self, actor):
+    def __init__(self, service):
         from collections import Counter
 
-        self.actor = actor
+        self.service = service
         self.calls = Counter()
 
-    def __getattr__(self, name):
-        return FakeActorHandle._Method(self, name)
+    async def acquire_batch(self, requests, releases, renewals):
+        self.calls["acquire_batch"] += 1
+        return await asyncio.ensure_future(self.service.acquire_batch(requests, releases, renewals))
+
+    def release_batch(self, releases, renewals):
+        self.calls["release_batch"] += 1
+        return asyncio.ensure_future(self.service.release_batch(releases, renewals))
+
+
+def client_of(transport) -> RemoteBudget:
+    return RemoteBudget(transport, name="b")
 
 
 def test_the_remote_client_batches_acquires_and_releases():
-    from jobs.llm_budget import BudgetRef, LLMBudgetActor, RemoteBudget
-
     async def with_releases():
-        actor = LLMBudgetActor(BudgetLimits(max_in_flight=8), None, "http://h/v1", "m")
-        handle = FakeActorHandle(actor)
-        client = RemoteBudget(BudgetRef("b"), handle)
+        actor = BudgetService(BudgetLimits(max_in_flight=8), None, "http://h/v1", "m")
+        handle = LocalTransport(actor)
+        client = client_of(handle)
 
         async def request():
             grant = await client.acquire()
@@ -745,7 +743,7 @@ def test_the_remote_client_batches_acquires_and_releases():
         return handle, actor.budget.stats()
 
     handle, stats = run(with_releases())
-    assert stats.requests == 40 and stats.in_flight == 0 and stats.peak_in_flight == 8 and stats.tokens_used == 120
+    assert stats.requests == 40 and stats.in_flight == 0 and stats.in_flight_peak == 8 and stats.tokens_used == 120
     assert handle.calls["acquire_batch"] + handle.calls["release_batch"] < 40  # far fewer calls than requests
 
 
@@ -753,15 +751,13 @@ def test_a_steady_actor_reuses_its_grants_and_the_figures_still_count_every_requ
     """Issue 18 (lean request path): in a steady job an actor's next request takes the grant its last one kept, so
     it talks to the budget a few times a second instead of once per request (here ~1,200 requests, 32 callers on 32
     slots, as an actor's own concurrency limit keeps a job's callers, 20 s of virtual time) — and the budget still counts every request and every answer, and ends with nothing in flight."""
-    from jobs.llm_budget import BudgetRef, LLMBudgetActor, RemoteBudget
-
     limits = BudgetLimits(max_in_flight=32)
 
     async def go():
-        actor = LLMBudgetActor(limits, None, "http://h/v1", "m")
+        actor = BudgetService(limits, None, "http://h/v1", "m")
         actor.budget = RequestBudget(limits, clock=LoopClock())
-        handle = FakeActorHandle(actor)
-        client = RemoteBudget(BudgetRef("b"), handle)
+        handle = LocalTransport(actor)
+        client = client_of(handle)
         await steady_load(client, lambda t: 0.0, callers=32, until_s=20, observed=actor.budget)
         await client.aclose()
         await asyncio.sleep(0.01)
@@ -770,7 +766,7 @@ def test_a_steady_actor_reuses_its_grants_and_the_figures_still_count_every_requ
     handle, client, stats = run_virtual(go())
     assert client.reused > 5 * client.asked  # most requests never asked the budget
     assert stats.requests == client.asked + client.reused and stats.answers == stats.requests
-    assert stats.in_flight == 0 and stats.peak_in_flight == 32 and stats.tokens_used == 10 * stats.answers
+    assert stats.in_flight == 0 and stats.in_flight_peak == 32 and stats.tokens_used == 10 * stats.answers
     assert handle.calls["acquire_batch"] + handle.calls["release_batch"] < stats.requests / 5
 
 
@@ -778,8 +774,6 @@ def test_a_renewal_after_its_grants_release_still_counts_and_a_flush_hands_every
     """The job's messages may arrive out of order (an async actor): a renewal that comes after the release of its
     grant still counts its request and its answer; and `flush` (an actor with nothing left to run) gives back the
     kept grants and waits until the budget has every report, so the job's figures match what was sent."""
-    from jobs.llm_budget import BudgetRef, LLMBudgetActor, RemoteBudget
-
     budget = RequestBudget(BudgetLimits(max_in_flight=4))
 
     async def out_of_order():
@@ -791,8 +785,8 @@ def test_a_renewal_after_its_grants_release_still_counts_and_a_flush_hands_every
     assert renewed is False and stats.requests == 2 and stats.answers == 2 and stats.in_flight == 0
 
     async def flushed():
-        actor = LLMBudgetActor(BudgetLimits(max_in_flight=8), None, "http://h/v1", "m")
-        client = RemoteBudget(BudgetRef("b"), FakeActorHandle(actor))
+        actor = BudgetService(BudgetLimits(max_in_flight=8), None, "http://h/v1", "m")
+        client = client_of(LocalTransport(actor))
         for _ in range(6):  # one caller, one request after another: all but the first reuse a kept grant
             client.release(await client.acquire(), OK)
             await asyncio.sleep(0.001)
@@ -807,14 +801,12 @@ def test_a_renewal_after_its_grants_release_still_counts_and_a_flush_hands_every
 def test_kept_grants_never_starve_another_actor():
     """Two actors with more callers than the budget's 32 slots: while one waits at the budget, the other may not
     keep its grants (the budget says so with every answer), so both get a fair share of the slots."""
-    from jobs.llm_budget import BudgetRef, LLMBudgetActor, RemoteBudget
-
     limits = BudgetLimits(max_in_flight=32)
 
     async def go():
-        actor = LLMBudgetActor(limits, None, "http://h/v1", "m")
+        actor = BudgetService(limits, None, "http://h/v1", "m")
         actor.budget = RequestBudget(limits, clock=LoopClock())
-        first, second = (RemoteBudget(BudgetRef("b"), FakeActorHandle(actor)) for _ in range(2))
+        first, second = (client_of(LocalTransport(actor)) for _ in range(2))
         await steady_load(first, lambda t: 0.0, callers=40, until_s=5, observed=actor.budget)  # the first alone
         await asyncio.gather(steady_load(first, lambda t: 0.0, callers=40, until_s=30, seed=1, observed=actor.budget),
                              steady_load(second, lambda t: 0.0, callers=40, until_s=30, seed=2, observed=actor.budget))
@@ -825,19 +817,17 @@ def test_kept_grants_never_starve_another_actor():
 
     first, second, stats = run_virtual(go())
     shares = [client.asked + client.reused for client in (first, second)]
-    assert stats.in_flight == 0 and stats.peak_in_flight == 32
+    assert stats.in_flight == 0 and stats.in_flight_peak == 32
     assert shares[1] > 0.4 * (shares[0] - 300)  # (the first ran ~300 requests alone before the second came)
 
 
 def test_429s_timeouts_and_rate_limits_give_their_grant_back_at_once():
     """Only a valid answer keeps its grant: a 429 returns it with the next flush (the window shrinks without
     waiting for a renewal), and a budget with a requests/s limit lets nobody keep grants."""
-    from jobs.llm_budget import BudgetRef, LLMBudgetActor, RemoteBudget
-
     async def go(limits: BudgetLimits):
-        actor = LLMBudgetActor(limits, None, "http://h/v1", "m")
+        actor = BudgetService(limits, None, "http://h/v1", "m")
         actor.budget = RequestBudget(limits, clock=LoopClock())
-        client = RemoteBudget(BudgetRef("b"), FakeActorHandle(actor))
+        client = client_of(LocalTransport(actor))
         client.release(await client.acquire(), OK)  # kept, if allowed
         kept_after_ok = len(client._kept)
         client.release(await client.acquire(), limited(2.0))
@@ -847,17 +837,15 @@ def test_429s_timeouts_and_rate_limits_give_their_grant_back_at_once():
         return kept_after_ok, stats
 
     kept, stats = run_virtual(go(BudgetLimits(max_in_flight=8)))
-    assert kept == 1 and stats.rate_limited == 1 and stats.in_flight == 0 and stats.requests == 2
+    assert kept == 1 and stats.rate_limited_429 == 1 and stats.in_flight == 0 and stats.requests == 2
     kept, stats = run_virtual(go(BudgetLimits(max_in_flight=8, requests_per_s=100.0)))
     assert kept == 0 and stats.requests == 2
 
 
 def test_a_cancelled_remote_waiter_gives_its_grant_back():
-    from jobs.llm_budget import BudgetRef, LLMBudgetActor, RemoteBudget
-
     async def go():
-        actor = LLMBudgetActor(BudgetLimits(max_in_flight=1), None, "http://h/v1", "m")
-        client = RemoteBudget(BudgetRef("b"), FakeActorHandle(actor))
+        actor = BudgetService(BudgetLimits(max_in_flight=1), None, "http://h/v1", "m")
+        client = client_of(LocalTransport(actor))
         held = await client.acquire()
         waiter = asyncio.ensure_future(client.acquire())
         await asyncio.sleep(0.01)  # its batch waits in the budget for the held slot
@@ -878,17 +866,16 @@ def test_the_summary_and_the_progress_line_show_429s_pauses_and_the_window_over_
     summary table and the live line show the 429s and the seconds paused."""
     from datetime import datetime
 
-    from jobs.llm_budget import BudgetRef, JobBudget, LLMBudgetActor, RemoteBudget
+    from jobs.llm_budget import BudgetRef, JobBudget
     from vista.llm.prices import PriceTable
-    from vista.runs.budget_figures import LLMBudgetFigures
     from vista.runs.summary import RunSummary
 
     limits = BudgetLimits(max_in_flight=32)
 
     async def go():
-        actor = LLMBudgetActor(limits, None, "http://h/v1", "m")
+        actor = BudgetService(limits, None, "http://h/v1", "m")
         actor.budget = RequestBudget(limits, clock=LoopClock())  # (the same budget, on the loop's virtual time)
-        client = RemoteBudget(BudgetRef("b"), FakeActorHandle(actor))
+        client = client_of(LocalTransport(actor))
         await steady_load(client, lambda t: 0.10 if t < 150 else 0.0, callers=48, until_s=300, observed=actor.budget)
         burst = [await client.acquire() for _ in range(20)]
         for grant in burst:  # 20 of 32 refused at once: one job-wide pause
@@ -898,13 +885,13 @@ def test_the_summary_and_the_progress_line_show_429s_pauses_and_the_window_over_
         return actor.budget.stats()
 
     stats = run_virtual(go())
-    figures = LLMBudgetFigures.of(limits, stats)
+    figures = stats  # the summary's llm_budget is the budget's own figures
     assert figures.rate_limited_429 > 100 and figures.cooldowns >= 1 and figures.cooldown_s >= 3.0
     assert figures.in_flight_window_min < 32 and figures.in_flight_window_mean < 32 and figures.window_decreases > 10
     series = figures.in_flight_series
     assert 10 <= len(series) <= 120 and series[-1].t >= 250  # the whole run, bounded in length
     assert min(p.in_flight_limit for p in series if p.t < 150) < 32 and series[-2].in_flight_limit == 32
-    assert LLMBudgetFigures.model_validate_json(figures.model_dump_json()) == figures  # as summary.json keeps it
+    assert BudgetStats.model_validate_json(figures.model_dump_json()) == figures  # as summary.json keeps it
 
     now = datetime.now().astimezone()
     summary = RunSummary(job="predict", run_id="r", started_at=now, finished_at=now, wall_s=300.0, selected=1,
@@ -928,3 +915,28 @@ def test_the_summary_and_the_progress_line_show_429s_pauses_and_the_window_over_
     finally:
         ray.get = original
     assert f"{figures.rate_limited_429:,} × 429, {figures.cooldown_s:.1f} s paused" in line and "in flight of" in line
+
+
+def test_over_ray_a_lost_budget_actor_refuses_every_waiting_request_as_stopped():
+    """`jobs.llm_budget.RayBudgetTransport` turns the handle's `RayActorError` (the driver killed the budget) into
+    `BudgetGone`, and the client answers each waiting request with a stopped refusal naming the budget."""
+    import concurrent.futures
+
+    from ray.exceptions import RayActorError
+
+    from jobs.llm_budget import RayBudgetTransport
+
+    class GoneHandle:
+        class acquire_batch:
+            @staticmethod
+            def remote(*args):
+                future = concurrent.futures.Future()
+                future.set_exception(RayActorError())
+                return type("Ref", (), {"future": lambda _: future})()
+
+    async def go():
+        client = RemoteBudget(RayBudgetTransport(GoneHandle()), name="llm-budget-r1")
+        return await asyncio.gather(client.acquire(), client.acquire())
+
+    outcomes = run(go())
+    assert all(isinstance(o, Refusal) and o.stopped and "llm-budget-r1" in o.message for o in outcomes)

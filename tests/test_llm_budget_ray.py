@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from jobs.llm_budget import JobBudget, budget_limits
+from jobs.llm_budget import JobBudget
+from vista.llm.shared_budget import budget_limits
 from vista.testing.synthetic_server import RateLimitBurst, SyntheticLLMServer
 from vista.llm import LLMConfig
 
@@ -25,7 +26,7 @@ class Caller:
         self.concurrency = concurrency
 
     async def run(self, tag: str, n: int) -> list[str | None]:
-        from jobs.job_gateway import job_llm_gateway
+        from jobs.llm_budget import job_llm_gateway
         from vista.llm import user
         from vista.toa.ambiguity import SameEventVerdict
 
@@ -68,7 +69,7 @@ def test_the_job_budget_bounds_requests_in_flight_across_actors(ray_session):
                                  limits=budget_limits(llm_for(server), in_flight=3))
         try:
             outcomes = run_callers(start_callers(server.base_url, budget.ref, 3, concurrency=4), calls_each=8)
-            figures = budget.figures()
+            figures = budget.stats()
         finally:
             budget.shutdown()
         with_budget = server.stats.max_in_flight
@@ -94,7 +95,7 @@ def burst_run(shared: bool) -> tuple[list[str | None], list[tuple[float, int]], 
         try:
             callers = start_callers(server.base_url, budget.ref if shared else None, 3, concurrency=4)
             outcomes = run_callers(callers, calls_each=CALLS_EACH)
-            figures = budget.figures()
+            figures = budget.stats()
         finally:
             budget.shutdown()
         return outcomes, sorted(server.stats.arrivals), server.stats.burst_started, figures

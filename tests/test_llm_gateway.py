@@ -223,7 +223,7 @@ def test_retries_are_bounded_by_total_time():
 
 
 def test_a_hanging_backend_times_out(monkeypatch):
-    monkeypatch.setattr("vista.llm.gateway._TIMEOUT_GRACE_S", 0.0)
+    monkeypatch.setattr("vista.llm.gateway.TIMEOUT_GRACE_S", 0.0)
 
     class Hangs(ScriptedBackend):
         async def complete(self, request):

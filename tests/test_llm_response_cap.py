@@ -26,7 +26,7 @@ CLIENT = textwrap.dedent('''
     from datetime import datetime
     sys.path.insert(0, sys.argv[2])
     from test_agents_patients import CATALOG, lung_patient
-    from jobs.job_gateway import JobGateway
+    from vista.llm.remote import JobGateway
     from trajonco.pipeline import PipelineConfig, run_patient
     from trajonco.prediction_rows import RowContext, row_from_result
     from vista.llm import LLMConfig, LLMGateway

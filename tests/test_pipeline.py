@@ -134,14 +134,14 @@ def test_left_truncation_keeps_only_the_newest_tokens_of_the_timeline():
 
 def test_the_split_modules_stay_reachable_through_trajonco_pipeline():
     import trajonco.any_cancer
-    import trajonco.budgets
+    import trajonco.fitting
     import trajonco.pipeline as pipeline
     import trajonco.preparation
 
     for name in pipeline.__all__:
         assert getattr(pipeline, name) is not None
     assert pipeline.run_any_cancer is trajonco.any_cancer.run_any_cancer
-    assert pipeline.gateway_facts is trajonco.budgets.gateway_facts
+    assert pipeline.gateway_facts is trajonco.fitting.gateway_facts
     assert pipeline.prepare_patient is trajonco.preparation.prepare_patient
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         pipeline.nothing  # noqa: B018

@@ -25,7 +25,7 @@ from vista.llm.backend import ChatRequest
 from vista.query import answer_text, ask, load_state, load_timeline, timeline_text
 from vista.query.sources import version_tag
 from vista.records import Event, PatientRecord
-from vista.toa import ChunkBudget, TimelineStore, TOAConfig, pipeline
+from vista.toa import ChunkSize, TimelineStore, TOAConfig, pipeline
 from vista.toa.errors import StaleProvenanceError
 from vista.toa.refs import graph_version, ref_fingerprint
 
@@ -270,7 +270,7 @@ def test_an_incomplete_timeline_is_run_again_not_served(tmp_path):
 def test_an_answer_from_an_incomplete_timeline_says_so(tmp_path):
     root = tmp_path / "store"
     build_store(root)
-    small = CONFIG.model_copy(update={"budget": ChunkBudget(limit=400)})  # several chunks: the first one fails
+    small = CONFIG.model_copy(update={"budget": ChunkSize(limit=400)})  # several chunks: the first one fails
     timeline, _ = build_timeline_in(root, ScriptedBackend(failing_first(extractor)), small)
     gaps = f"1 of {timeline.stats.chunks} chunk extraction call(s) failed"
     assert timeline.stats.chunks > 1 and timeline.events

@@ -12,10 +12,10 @@ from toa_fixtures import toa_graph
 from vista.llm import LLMConfig, LLMGateway
 from vista.testing.scripted import ScriptedBackend
 from vista.llm.backend import ChatRequest
-from vista.toa import ChunkBudget, TOAConfig, build_timeline
+from vista.toa import ChunkSize, TOAConfig, build_timeline
 from vista.toa.unify import MERGE_WINDOW_DAYS
 
-ONE_CHUNK = TOAConfig(budget=ChunkBudget(limit=100_000), safety_net=False, resolve_ambiguous=False)
+ONE_CHUNK = TOAConfig(budget=ChunkSize(limit=100_000), safety_net=False, resolve_ambiguous=False)
 HISTOLOGY = {"date": "2020-03-10", "type": "histology", "subtype": "adenocarcinoma",
              "description": "Adenocarcinoma on biopsy", "source_event_refs": ["e11"]}
 LATE_DIAGNOSIS = {"date": "2024-07-15", "type": "diagnosis", "subtype": "initial",

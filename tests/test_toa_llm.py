@@ -15,7 +15,7 @@ import pytest
 from graph_fixtures import synth_records, synth_root
 from vista.graph import build_graph
 from vista.llm import LLMConfig, LLMGateway
-from vista.toa import ChunkBudget, TOAConfig, build_timeline, imaging_candidates, plan
+from vista.toa import ChunkSize, TOAConfig, build_timeline, imaging_candidates, plan
 
 pytestmark = pytest.mark.llm
 
@@ -37,7 +37,7 @@ def staging_visit_case():
 
 def test_real_model_builds_a_provenance_checked_timeline():
     graph, day = staging_visit_case()
-    config = TOAConfig(budget=ChunkBudget(limit=1200), start=day, end=day, max_tokens=200, max_events_per_chunk=2,
+    config = TOAConfig(budget=ChunkSize(limit=1200), start=day, end=day, max_tokens=200, max_events_per_chunk=2,
                        max_judged_pairs=1)
     chunks = plan(graph, config)
     assert 1 <= len(chunks) <= 3

@@ -14,7 +14,7 @@ from toa_fixtures import toa_graph
 from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
 from vista.testing.scripted import Delayed, ScriptedBackend
 from vista.llm.backend import ChatRequest
-from vista.toa import ChunkBudget, TimelineFileError, TimelineStore, TOAConfig, build_timeline, plan
+from vista.toa import ChunkSize, TimelineFileError, TimelineStore, TOAConfig, build_timeline, plan
 from vista.toa.model import EpisodeKind
 
 RULES = [  # (pattern in a line, type, subtype, description) the fake extractor applies line by line
@@ -70,7 +70,7 @@ def build(config: TOAConfig, backend, **overrides):
     return asyncio.run(go())
 
 
-SMALL = TOAConfig(budget=ChunkBudget(limit=400))
+SMALL = TOAConfig(budget=ChunkSize(limit=400))
 
 
 def test_every_timeline_event_has_valid_refs_and_bogus_ones_are_rejected():
@@ -109,7 +109,7 @@ def test_one_event_per_fact_and_types_stay_apart():
 
 
 def test_a_note_split_across_chunks_yields_one_merged_event():
-    config = TOAConfig(budget=ChunkBudget(limit=120), safety_net=False)
+    config = TOAConfig(budget=ChunkSize(limit=120), safety_net=False)
     chunks = plan(toa_graph(), config)
     holding = [c.index for c in chunks if "e11" in c.event_ids]
     assert len(holding) >= 2  # the pathology note does not fit one chunk
@@ -182,7 +182,7 @@ def test_a_failed_chunk_is_counted_and_contributes_nothing():
         if len(calls) == 1:
             return BackendError(ErrorKind.SERVER_ERROR, "boom", status=500)
         return inner(request)
-    timeline = build(TOAConfig(budget=ChunkBudget(limit=400), safety_net=False), ScriptedBackend(script))
+    timeline = build(TOAConfig(budget=ChunkSize(limit=400), safety_net=False), ScriptedBackend(script))
     assert timeline.stats.failed_chunks == 1 and timeline.stats.chunks > 1
 
 
@@ -198,7 +198,7 @@ def test_store_skips_an_unchanged_patient_and_rebuilds_when_config_changes(tmp_p
     n_calls = len(backend.requests)
     again, built = asyncio.run(go(SMALL))
     assert not built and again == first and len(backend.requests) == n_calls  # no call for an unchanged patient
-    _, built = asyncio.run(go(TOAConfig(budget=ChunkBudget(limit=500))))
+    _, built = asyncio.run(go(TOAConfig(budget=ChunkSize(limit=500))))
     assert built and len(backend.requests) > n_calls
 
 
@@ -261,7 +261,7 @@ def _two_ct_reports_script(judge_says: bool | None):
 @pytest.mark.parametrize("judge_says", [True, False, None])
 def test_ambiguous_residue_goes_to_the_judge(judge_says):
     backend = ScriptedBackend(_two_ct_reports_script(judge_says))
-    timeline = build(TOAConfig(budget=ChunkBudget(limit=400), safety_net=False), backend)
+    timeline = build(TOAConfig(budget=ChunkSize(limit=400), safety_net=False), backend)
     judged = [r for r in backend.requests if r.response_format["json_schema"]["name"] == "SameEventVerdict"]
     assert len(judged) == 1 and "[e7]" in judged[0].messages[-1].content and "[e17]" in judged[0].messages[-1].content
     if judge_says:
@@ -274,25 +274,25 @@ def test_ambiguous_residue_goes_to_the_judge(judge_says):
 
 def test_judge_can_be_switched_off_and_capped():
     backend = ScriptedBackend(_two_ct_reports_script(True))
-    timeline = build(TOAConfig(budget=ChunkBudget(limit=400), safety_net=False, resolve_ambiguous=False), backend)
+    timeline = build(TOAConfig(budget=ChunkSize(limit=400), safety_net=False, resolve_ambiguous=False), backend)
     assert len(timeline.events) == 2 and timeline.ambiguous_pairs == (("t0", "t1"),)
-    timeline = build(TOAConfig(budget=ChunkBudget(limit=400), safety_net=False, max_judged_pairs=0), backend)
+    timeline = build(TOAConfig(budget=ChunkSize(limit=400), safety_net=False, max_judged_pairs=0), backend)
     assert len(timeline.events) == 2 and timeline.ambiguous_pairs == (("t0", "t1"),)
     assert not any(r.response_format["json_schema"]["name"] == "SameEventVerdict" for r in backend.requests)
 
 
 def test_default_budget_fits_the_model_context():
-    from vista.toa import ChunkingError, fitted_budget
+    from vista.toa import ChunkingError, fitted_chunk_size
 
     gateway = gateway_for(ScriptedBackend([], context_window=3000))
     config = TOAConfig(max_tokens=300)
     chunks = plan(toa_graph(), config, gateway)
-    budget = fitted_budget(config, gateway.context_tokens, 300)
-    assert budget == ChunkBudget(limit=1500, unit="tokens") and all(budget.size(c.text) <= 1500 for c in chunks)
+    budget = fitted_chunk_size(config, gateway.context_tokens, 300)
+    assert budget == ChunkSize(limit=1500, unit="tokens") and all(budget.size(c.text) <= 1500 for c in chunks)
     with pytest.raises(ChunkingError, match="no room"):
-        fitted_budget(TOAConfig(), 2000, 1024)
-    explicit = TOAConfig(budget=ChunkBudget(limit=400))
-    assert fitted_budget(explicit, 3000, 300) == ChunkBudget(limit=400)
+        fitted_chunk_size(TOAConfig(), 2000, 1024)
+    explicit = TOAConfig(budget=ChunkSize(limit=400))
+    assert fitted_chunk_size(explicit, 3000, 300) == ChunkSize(limit=400)
 
 
 def test_a_failed_verifier_call_is_counted_apart_and_adds_nothing():

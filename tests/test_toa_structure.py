@@ -377,7 +377,7 @@ def test_study_clusters_span_at_most_the_window():
 def test_only_the_ambiguous_residue_reaches_the_judge_with_the_hub_shown_last():
     """e19 (a late progress note) plays the recap every event cites: the March and July CTs stay apart without a
     judge call; the two July reports of one CT (one citing only the recap) are the one pair judged."""
-    from vista.toa import ChunkBudget, TOAConfig, build_timeline
+    from vista.toa import ChunkSize, TOAConfig, build_timeline
 
     def script(request: ChatRequest) -> str:
         name = request.response_format["json_schema"]["name"]
@@ -391,7 +391,7 @@ def test_only_the_ambiguous_residue_reaches_the_judge_with_the_hub_shown_last():
     backend = ScriptedBackend(script)
     gateway = LLMGateway(LLMConfig(model="gpt-4.1-mini", max_retries=0), backend=backend)
     graph = _study_graph(report_day=0)
-    timeline = asyncio.run(build_timeline(graph, gateway, TOAConfig(budget=ChunkBudget(limit=100_000), safety_net=False)))
+    timeline = asyncio.run(build_timeline(graph, gateway, TOAConfig(budget=ChunkSize(limit=100_000), safety_net=False)))
     judged = [r.messages[-1].content for r in backend.requests
               if r.response_format["json_schema"]["name"] == "SameEventVerdict"]
     assert len(judged) == 1

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from toa_fixtures import CLINICAL_IDS, toa_graph
 from vista.toa import (
-    ChunkBudget,
+    ChunkSize,
     ChunkingError,
     EncounterBlock,
     ExtractedEvent,
@@ -92,7 +92,7 @@ def _blocks(sizes: list[list[int]]) -> list[EncounterBlock]:
 @given(st.lists(st.lists(st.integers(0, 120), min_size=0, max_size=6), min_size=1, max_size=8), st.integers(80, 400))
 def test_chunks_respect_budget_keep_order_and_split_only_oversize_encounters(sizes, limit):
     blocks = _blocks(sizes)
-    budget = ChunkBudget(limit=limit)
+    budget = ChunkSize(limit=limit)
     chunks = plan_chunks(blocks, budget)
     assert all(len(c.text) <= limit for c in chunks)
     # encounters appear in order; an encounter spans several chunks only if it alone exceeds the budget
@@ -111,12 +111,12 @@ def test_chunks_respect_budget_keep_order_and_split_only_oversize_encounters(siz
 def test_a_budget_too_small_for_a_header_is_a_clear_error():
     blocks = _blocks([[200]])
     with pytest.raises(ChunkingError, match="encounter v0"):
-        plan_chunks([EncounterBlock("v0", blocks[0].start, ("=" * 60, *blocks[0].lines[1:]), ())], ChunkBudget(limit=60))
+        plan_chunks([EncounterBlock("v0", blocks[0].start, ("=" * 60, *blocks[0].lines[1:]), ())], ChunkSize(limit=60))
 
 
 def test_token_budget():
     blocks = serialize_graph(toa_graph())
-    budget = ChunkBudget(limit=120, unit="tokens")
+    budget = ChunkSize(limit=120, unit="tokens")
     chunks = plan_chunks(blocks, budget)
     seen = [e for c in chunks for e in c.encounter_ids]
     assert len(chunks) > 1 and list(dict.fromkeys(seen)) == [b.encounter_id for b in blocks]

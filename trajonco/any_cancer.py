@@ -20,13 +20,14 @@ from datetime import datetime
 
 from trajonco.agents.prompts import ANY_CANCER
 from trajonco.agents.results import AnyCancerResult, CancerScore, PatientResult, Status
-from trajonco.budgets import GatewayFacts, gateway_facts
+from trajonco.fitting import GatewayFacts, gateway_facts
 from trajonco.cancers import CANCERS, applicable_cancers
 from trajonco.pipeline import assess
 from trajonco.pipeline_config import PipelineConfig
 from trajonco.preparation import PreparedPatient, prepare_patient
 from trajonco.sync_run import run_with_gateway
-from vista.llm import Backend, LLMConfig, LLMGateway
+from vista.llm import Backend, LLMConfig
+from vista.llm.caller import LLMCaller
 from vista.records import CodeCatalog, PatientRecord
 
 
@@ -55,7 +56,7 @@ def from_chain(result: PatientResult, skipped: tuple[str, ...], seconds: float) 
     )
 
 
-async def assess_any_cancer(prepared: PreparedPatient, gateway: LLMGateway, config: PipelineConfig, facts: GatewayFacts,
+async def assess_any_cancer(prepared: PreparedPatient, gateway: LLMCaller, config: PipelineConfig, facts: GatewayFacts,
                             *, started: float | None = None) -> AnyCancerResult:
     """The any-cancer assessment of a prepared patient, as ``config.any_cancer_mode`` says (``started``: the
     `time.perf_counter` the reported latency counts from; default now)."""
@@ -75,7 +76,7 @@ async def assess_any_cancer(prepared: PreparedPatient, gateway: LLMGateway, conf
 async def run_any_cancer(
     record: PatientRecord,
     catalog: CodeCatalog,
-    gateway: LLMGateway,
+    gateway: LLMCaller,
     config: PipelineConfig = PipelineConfig(),
     *,
     prediction_time: datetime | None = None,

@@ -4,7 +4,7 @@ The pieces live in one module per concept; this module assesses one patient and 
 so ``from trajonco.pipeline import ...`` keeps working:
 
 - `trajonco.pipeline_config`: `PipelineConfig`;
-- `trajonco.budgets`: the model's facts (`gateway_facts`), the chunk size, each agent's answer tokens, the prompt budget;
+- `trajonco.fitting`: the model's facts (`gateway_facts`), the chunk size, each agent's answer tokens, the room for the prompt;
 - `trajonco.preparation`: the patient's timeline and chunks (`prepare_patient`), shared by every cancer assessed;
 - `trajonco.variants`: the single agent, one-stage and two-stage chains (`run_variant`);
 - `trajonco.any_cancer`: the any-cancer assessment, one chain (the paper's) or max pooling over per-cancer chains.
@@ -26,19 +26,19 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
-from trajonco.agents.budget import BudgetError
+from trajonco.agents.context_fit import ContextFitError
 from trajonco.agents.evidence import RecordSpan, with_provenance
 from trajonco.agents.prompts import PromptContext
 from trajonco.agents.results import AgentError, AnyCancerResult, ChunkStats, Latency, PatientResult, Status, Variant
 from trajonco.agents.schemas import AnyCancerManagerOutput, output_models
-from trajonco.budgets import (
+from trajonco.fitting import (
     COMPACT_CONTEXT_BELOW,
     DEFAULT_CHUNK_TOKENS,
-    AnswerBudget,
+    AnswerFit,
     GatewayFacts,
-    answer_budget,
+    answer_fit,
     auto_chunk_tokens,
-    context_budget,
+    context_fit,
     gateway_facts,
     sized,
 )
@@ -47,12 +47,13 @@ from trajonco.pipeline_config import PipelineConfig
 from trajonco.preparation import PreparedPatient, default_prediction_time, prepare_patient
 from trajonco.sync_run import run_with_gateway
 from trajonco.variants import VariantOutcome, run_variant
-from vista.llm import Backend, LLMConfig, LLMGateway
+from vista.llm import Backend, LLMConfig
+from vista.llm.caller import LLMCaller
 from vista.records import CodeCatalog, PatientRecord
 
 __all__ = [
-    "COMPACT_CONTEXT_BELOW", "DEFAULT_CHUNK_TOKENS", "AnswerBudget", "AnyCancerResult", "BudgetError", "GatewayFacts",
-    "PatientResult", "PipelineConfig", "PreparedPatient", "Variant", "VariantOutcome", "answer_budget", "assess",
+    "COMPACT_CONTEXT_BELOW", "DEFAULT_CHUNK_TOKENS", "AnswerFit", "AnyCancerResult", "ContextFitError", "GatewayFacts",
+    "PatientResult", "PipelineConfig", "PreparedPatient", "Variant", "VariantOutcome", "answer_fit", "assess",
     "assess_any_cancer", "auto_chunk_tokens", "default_prediction_time", "gateway_facts", "max_pool", "prepare_patient",
     "run_any_cancer", "run_any_cancer_sync", "run_patient", "run_patient_sync",
 ]
@@ -76,7 +77,7 @@ def _status(score: int | None, errors: list[AgentError]) -> Status:
 
 
 async def assess(
-    prepared: PreparedPatient, cancer: CancerType, gateway: LLMGateway, config: PipelineConfig, facts: GatewayFacts,
+    prepared: PreparedPatient, cancer: CancerType, gateway: LLMCaller, config: PipelineConfig, facts: GatewayFacts,
     *, candidates: tuple[CancerType, ...] = (),
 ) -> PatientResult:
     """Run the configured variant for one prepared patient and one cancer.
@@ -85,17 +86,17 @@ async def assess(
     ask about any of those cancers and the manager (or single agent) also names the most likely one.
     """
     started = time.perf_counter()
-    answers = answer_budget(config, facts)
+    answers = answer_fit(config, facts)
     models = output_models(answers.limits)
     if candidates:
         models = models.for_any_cancer()
-    budget = context_budget(config, facts, answers)
+    fit = context_fit(config, facts, answers)
     ctx = PromptContext(cancer, prepared.prediction_time.date(), config.horizon_days, config.cancer_hints, config.memory_k,
                         part_numbers=config.part_numbers, candidates=candidates)
     timeline = prepared.timeline
     stats = ChunkStats(timeline_events=len(timeline.event_ids()), timeline_tokens=timeline.n_tokens(),
                        chunk_tokens=prepared.chunk_tokens, n_chunks=len(prepared.chunks))
-    out = await run_variant(config.variant, prepared, ctx, sized(gateway, answers), models, budget, stats)
+    out = await run_variant(config.variant, prepared, ctx, sized(gateway, answers), models, fit, stats)
 
     errors = out.tally.errors() + list(out.errors)
     answer = out.answer
@@ -120,7 +121,7 @@ async def assess(
 async def run_patient(
     record: PatientRecord,
     catalog: CodeCatalog,
-    gateway: LLMGateway,
+    gateway: LLMCaller,
     config: PipelineConfig = PipelineConfig(),
     *,
     prediction_time: datetime | None = None,

@@ -298,7 +298,7 @@ def row_from_result(
 
 def failure_kind(exc: BaseException) -> str:
     """The reason class of an exception that stopped a task (the summary counts failures by it)."""
-    from trajonco.agents.budget import BudgetError
+    from trajonco.agents.context_fit import ContextFitError
     from trajonco.chunking import ChunkingError
     from vista.llm import LLMCallFailed
     from vista.meds.errors import MedsDataError
@@ -310,7 +310,7 @@ def failure_kind(exc: BaseException) -> str:
         return "data"
     if isinstance(exc, (TimelineError, ChunkingError)):
         return "timeline"
-    if isinstance(exc, BudgetError):
+    if isinstance(exc, ContextFitError):
         return "context_budget"
     if isinstance(exc, TimeoutError):
         return "timeout"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from trajonco.agents.evidence import EventRules, SourceIndex
-from trajonco.budgets import GatewayFacts, auto_chunk_tokens
+from trajonco.fitting import GatewayFacts, auto_chunk_tokens
 from trajonco.chunking import Chunk, chunk_timeline
 from trajonco.pipeline_config import PipelineConfig
 from vista.records import CodeCatalog, PatientRecord

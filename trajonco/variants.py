@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trajonco.agents.budget import ContextBudget
+from trajonco.agents.context_fit import ContextFit
 from trajonco.agents.calls import UsageTally
 from trajonco.agents.chain import run_chain
 from trajonco.agents.evidence import CleanedEvents
@@ -17,9 +17,9 @@ from trajonco.agents.prompts import PromptContext
 from trajonco.agents.results import AgentError, ChunkRisk, ChunkStats, Variant
 from trajonco.agents.schemas import ManagerOutput, OutputModels
 from trajonco.agents.single_agent import run_single_agent
-from trajonco.budgets import check_worker_fits
+from trajonco.fitting import check_worker_fits
 from trajonco.preparation import PreparedPatient
-from vista.llm import LLMGateway
+from vista.llm.caller import LLMCaller
 
 
 @dataclass(slots=True)
@@ -39,20 +39,20 @@ class VariantOutcome:
     errors: tuple[AgentError, ...] = ()
 
 
-async def run_variant(variant: Variant, prepared: PreparedPatient, ctx: PromptContext, gateway: LLMGateway,
-                      models: OutputModels, budget: ContextBudget, stats: ChunkStats) -> VariantOutcome:
-    """Run ``variant`` (the chain variants first check that a full chunk fits the prompt budget)."""
+async def run_variant(variant: Variant, prepared: PreparedPatient, ctx: PromptContext, gateway: LLMCaller,
+                      models: OutputModels, fit: ContextFit, stats: ChunkStats) -> VariantOutcome:
+    """Run ``variant`` (the chain variants first check that a full chunk fits the room for the prompt)."""
     if variant is Variant.SINGLE_AGENT:
-        return await single_agent(prepared, ctx, gateway, models, budget, stats)
-    check_worker_fits(prepared.record.subject_id, prepared.chunk_tokens, ctx, models.limits, budget)
-    return await agent_chain(prepared, ctx, gateway, models, budget, stats, two_stage=variant is Variant.TWO_STAGE)
+        return await single_agent(prepared, ctx, gateway, models, fit, stats)
+    check_worker_fits(prepared.record.subject_id, prepared.chunk_tokens, ctx, models.limits, fit)
+    return await agent_chain(prepared, ctx, gateway, models, fit, stats, two_stage=variant is Variant.TWO_STAGE)
 
 
-async def single_agent(prepared: PreparedPatient, ctx: PromptContext, gateway: LLMGateway, models: OutputModels,
-                       budget: ContextBudget, stats: ChunkStats) -> VariantOutcome:
+async def single_agent(prepared: PreparedPatient, ctx: PromptContext, gateway: LLMCaller, models: OutputModels,
+                       fit: ContextFit, stats: ChunkStats) -> VariantOutcome:
     """The single-agent baseline: one call over the (possibly left-truncated) whole timeline."""
     single = await run_single_agent(gateway, ctx, prepared.timeline, response_model=models.manager,
-                                    patient_id=prepared.record.subject_id, budget=budget, rules=prepared.rules)
+                                    patient_id=prepared.record.subject_id, fit=fit, rules=prepared.rules)
     tally = UsageTally()
     tally.add(single.call)
     return VariantOutcome(tally, single.call.output, single.final, stats,
@@ -61,8 +61,8 @@ async def single_agent(prepared: PreparedPatient, ctx: PromptContext, gateway: L
                           truncation_note=single.truncation_note)
 
 
-async def agent_chain(prepared: PreparedPatient, ctx: PromptContext, gateway: LLMGateway, models: OutputModels,
-                      budget: ContextBudget, stats: ChunkStats, *, two_stage: bool) -> VariantOutcome:
+async def agent_chain(prepared: PreparedPatient, ctx: PromptContext, gateway: LLMCaller, models: OutputModels,
+                      fit: ContextFit, stats: ChunkStats, *, two_stage: bool) -> VariantOutcome:
     """The worker chain and manager, after the parallel relevance filters when ``two_stage``."""
     tally = UsageTally()
     latency: dict[str, float] = {}
@@ -78,7 +78,7 @@ async def agent_chain(prepared: PreparedPatient, ctx: PromptContext, gateway: LL
             "n_chunks_reduced": len(chunks), "reduced_events": sum(len(c.event_ids) for c in chunks),
             "reduced_tokens": sum(c.n_tokens for c in chunks),
         })
-    chain = await run_chain(gateway, ctx, chunks, models=models, patient_id=subject, budget=budget,
+    chain = await run_chain(gateway, ctx, chunks, models=models, patient_id=subject, fit=fit,
                             rules=prepared.rules)
     tally.extend(chain.calls)
     latency["workers"], latency["manager"] = chain.worker_seconds, chain.manager_seconds

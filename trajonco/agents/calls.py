@@ -15,7 +15,8 @@ from typing import Generic, TypeVar
 from pydantic import BaseModel
 
 from trajonco.agents.results import AgentError, AgentUsage
-from vista.llm import LLMGateway, LLMResult, Message
+from vista.llm import LLMResult, Message
+from vista.llm.caller import LLMCaller
 from vista.llm import system as system_message
 from vista.llm import user as user_message
 
@@ -60,7 +61,7 @@ def messages_for(system_prompt: str, user_prompt: str) -> list[Message]:
 
 
 async def call_agent(
-    gateway: LLMGateway,
+    gateway: LLMCaller,
     *,
     agent: str,
     system: str,

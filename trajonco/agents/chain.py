@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from trajonco.agents.budget import ContextBudget
+from trajonco.agents.context_fit import ContextFit
 from trajonco.agents.calls import AgentCall
 from trajonco.agents.evidence import EventRules
 from trajonco.agents.manager import ManagerStep, run_manager
@@ -21,7 +21,7 @@ from trajonco.agents.results import AgentError, ChunkRisk, Stage
 from trajonco.agents.schemas import OutputModels, WorkerOutput
 from trajonco.agents.worker import WorkerStep, run_worker
 from trajonco.chunking import Chunk
-from vista.llm import LLMGateway
+from vista.llm.caller import LLMCaller
 
 
 @dataclass(slots=True)
@@ -41,13 +41,13 @@ class ChainOutcome:
 
 
 async def run_chain(
-    gateway: LLMGateway,
+    gateway: LLMCaller,
     ctx: PromptContext,
     chunks: list[Chunk],
     *,
     models: OutputModels,
     patient_id: int,
-    budget: ContextBudget | None,
+    fit: ContextFit | None,
     rules: EventRules,
 ) -> ChainOutcome:
     """Run the workers over ``chunks`` in order, then the manager over the last answer and the memory.
@@ -85,7 +85,7 @@ async def run_chain(
     started = time.perf_counter()
     manager = await run_manager(
         gateway, ctx, previous, memory.events(), rules.with_ids(i for c in chunks for i in c.event_ids),
-        response_model=models.manager, patient_id=patient_id, budget=budget,
+        response_model=models.manager, patient_id=patient_id, fit=fit,
     )
     calls.append(manager.call)
     return ChainOutcome(

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trajonco.agents.budget import BudgetError, ContextBudget, oldest_to_drop
+from trajonco.agents.context_fit import ContextFitError, ContextFit, oldest_to_drop
 from trajonco.agents.calls import AgentCall, call_agent
 from trajonco.agents.evidence import CleanedEvents, EventRules, clean_events
 from trajonco.agents.memory import LongTermMemory, MemoryEvent, render_events
 from trajonco.agents.prompts import PromptContext, render_pair
 from trajonco.agents.results import Stage
 from trajonco.agents.schemas import ExtractedEvent, ManagerOutput, WorkerOutput
-from vista.llm import LLMGateway
+from vista.llm.caller import LLMCaller
 
 
 def consolidate(reported: list[ExtractedEvent], rules: EventRules) -> CleanedEvents:
@@ -37,21 +37,21 @@ class ManagerStep:
 
 
 def manager_prompts(
-    ctx: PromptContext, last_output: WorkerOutput, memory: list[MemoryEvent], budget: ContextBudget | None, *, subject_id: int
+    ctx: PromptContext, last_output: WorkerOutput, memory: list[MemoryEvent], fit: ContextFit | None, *, subject_id: int
 ) -> tuple[str, str, int]:
-    """The (system, user) prompts and the number of oldest memory events left out to fit ``budget``."""
+    """The (system, user) prompts and the number of oldest memory events left out so the prompt fits ``fit``."""
     lines = [e.render() + "\n" for e in memory]
     worker_json = last_output.model_dump_json()
     left_out = 0
-    if budget is not None:
+    if fit is not None:
         system, user = render_pair("manager", ctx, final_worker_output=worker_json, memory_events="", memory_note=" (older events left out)")
-        available = budget.input_tokens - budget.count(system) - budget.count(user)
+        available = fit.input_tokens - fit.count(system) - fit.count(user)
         if available < 0:
-            raise BudgetError(
-                f"subject {subject_id}: the manager prompt needs {budget.input_tokens - available} tokens without memory, "
-                f"more than the {budget.input_tokens} planned for a {budget.context_tokens}-token context"
+            raise ContextFitError(
+                f"subject {subject_id}: the manager prompt needs {fit.input_tokens - available} tokens without memory, "
+                f"more than the {fit.input_tokens} planned for a {fit.context_tokens}-token context"
             )
-        left_out = oldest_to_drop(lines, available, budget.encoding)
+        left_out = oldest_to_drop(lines, available, fit.encoding)
     note = f" (the {left_out} oldest events were left out to fit the context)" if left_out else ""
     system, user = render_pair(
         "manager", ctx, final_worker_output=worker_json, memory_events=render_events(memory[left_out:]), memory_note=note
@@ -60,7 +60,7 @@ def manager_prompts(
 
 
 async def run_manager(
-    gateway: LLMGateway,
+    gateway: LLMCaller,
     ctx: PromptContext,
     last_output: WorkerOutput,
     memory: list[MemoryEvent],
@@ -68,10 +68,10 @@ async def run_manager(
     *,
     response_model: type[ManagerOutput],
     patient_id: int,
-    budget: ContextBudget | None,
+    fit: ContextFit | None,
 ) -> ManagerStep:
     """Call the manager and consolidate its final events (checked against ``rules``: every id the chain read)."""
-    system, user, left_out = manager_prompts(ctx, last_output, memory, budget, subject_id=patient_id)
+    system, user, left_out = manager_prompts(ctx, last_output, memory, fit, subject_id=patient_id)
     call = await call_agent(
         gateway, agent=Stage.MANAGER.value, system=system, user=user, response_model=response_model, patient_id=patient_id
     )

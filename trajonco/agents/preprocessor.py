@@ -20,7 +20,7 @@ from trajonco.agents.results import Stage
 from trajonco.agents.schemas import PreprocessorOutput
 from trajonco.chunking import Chunk, rechunk
 from vista.timeline import parse_timeline
-from vista.llm import LLMGateway
+from vista.llm.caller import LLMCaller
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +35,7 @@ class FilterOutcome:
 
 
 async def _filter_one(
-    gateway: LLMGateway, ctx: PromptContext, chunk: Chunk, n_chunks: int,
+    gateway: LLMCaller, ctx: PromptContext, chunk: Chunk, n_chunks: int,
     response_model: type[PreprocessorOutput], patient_id: int,
 ) -> AgentCall[PreprocessorOutput]:
     system, user = render_pair(
@@ -53,7 +53,7 @@ def reduce_chunks(chunks: list[Chunk], keep: frozenset[str]) -> list[str]:
 
 
 async def filter_and_rechunk(
-    gateway: LLMGateway,
+    gateway: LLMCaller,
     ctx: PromptContext,
     chunks: list[Chunk],
     *,

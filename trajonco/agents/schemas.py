@@ -41,6 +41,7 @@ import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
 
 from trajonco.cancers import CANCERS
+from vista.llm.remote import ModelRef, ship_as
 
 EVENT_ID_PATTERN = r"^e[0-9]{1,9}$"
 EventId = Annotated[str, StringConstraints(pattern=EVENT_ID_PATTERN, max_length=10)]
@@ -169,9 +170,19 @@ _LIMITS_OF: dict[type[BaseModel], OutputLimits] = {}
 def output_models(limits: OutputLimits) -> OutputModels:
     """The agents' response models bounded by ``limits`` (the same classes for the same limits)."""
     models = _build_models(limits)
-    for model in (models.worker, models.manager, models.preprocessor, models.any_manager):
+    for role in _ROLES:
+        model = getattr(models, role)
         _LIMITS_OF.setdefault(model, limits)
+        ship_as(model, ModelRef(__name__, "agent_model", (role, limits.name)))  # how another process rebuilds it
     return models
+
+
+_ROLES = tuple(f.name for f in fields(OutputModels) if f.name != "limits")
+
+
+def agent_model(role: str, limits: str) -> type[BaseModel]:
+    """The response model of agent ``role`` under the limits named ``limits`` (`vista.llm.remote.ModelRef`'s factory)."""
+    return getattr(output_models(resolve_limits(limits)), role)
 
 
 def _build_models(limits: OutputLimits) -> OutputModels:

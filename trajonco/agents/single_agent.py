@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trajonco.agents.budget import BudgetError, ContextBudget
+from trajonco.agents.context_fit import ContextFitError, ContextFit
 from trajonco.agents.calls import AgentCall, call_agent
 from trajonco.agents.evidence import CleanedEvents, EventRules
 from trajonco.agents.manager import consolidate
@@ -16,7 +16,7 @@ from trajonco.agents.prompts import PromptContext, render_pair
 from trajonco.agents.results import Stage
 from trajonco.agents.schemas import ManagerOutput
 from vista.timeline import Timeline, TimelineError, truncate_left
-from vista.llm import LLMGateway
+from vista.llm.caller import LLMCaller
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,37 +38,37 @@ def _truncation_note(original: Timeline, kept: Timeline) -> str | None:
     return f"left-truncated to fit the context: the {dropped} oldest events (before {since}) are not shown"
 
 
-def fit_timeline(ctx: PromptContext, timeline: Timeline, budget: ContextBudget | None) -> tuple[Timeline, str | None]:
-    """``timeline`` or its newest part that fits the prompt budget, with a note when something was cut."""
-    if budget is None:
+def fit_timeline(ctx: PromptContext, timeline: Timeline, fit: ContextFit | None) -> tuple[Timeline, str | None]:
+    """``timeline`` or its newest part that fits the room for the prompt, with a note when something was cut."""
+    if fit is None:
         return timeline, None
     note = " (left-truncated: its oldest events are not shown)"
     system, user = render_pair("single_agent", ctx, timeline_xml="", truncation_note=note)
-    available = budget.input_tokens - budget.count(system) - budget.count(user)
+    available = fit.input_tokens - fit.count(system) - fit.count(user)
     try:
         kept = truncate_left(timeline, available) if available > 0 else None
     except TimelineError:
         kept = None
     if kept is None:
-        raise BudgetError(
-            f"subject {timeline.root.subject_id}: a {budget.context_tokens}-token context leaves {available} tokens "
+        raise ContextFitError(
+            f"subject {timeline.root.subject_id}: a {fit.context_tokens}-token context leaves {available} tokens "
             "for the timeline, not enough for the patient root"
         )
     return kept, _truncation_note(timeline, kept)
 
 
 async def run_single_agent(
-    gateway: LLMGateway,
+    gateway: LLMCaller,
     ctx: PromptContext,
     timeline: Timeline,
     *,
     response_model: type[ManagerOutput],
     patient_id: int,
-    budget: ContextBudget | None,
+    fit: ContextFit | None,
     rules: EventRules,
 ) -> SingleAgentOutcome:
     """One call over the (possibly left-truncated) timeline; its events are checked against ``rules`` plus its ids."""
-    kept, note = fit_timeline(ctx, timeline, budget)
+    kept, note = fit_timeline(ctx, timeline, fit)
     system, user = render_pair(
         "single_agent", ctx, timeline_xml=kept.to_xml().rstrip("\n"),
         truncation_note=" (left-truncated: its oldest events are not shown)" if note else "",

@@ -15,7 +15,7 @@ from trajonco.agents.prompts import PromptContext, render_pair
 from trajonco.agents.results import Stage
 from trajonco.agents.schemas import WorkerOutput
 from trajonco.chunking import Chunk
-from vista.llm import LLMGateway
+from vista.llm.caller import LLMCaller
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +40,7 @@ def worker_prompts(
 
 
 async def run_worker(
-    gateway: LLMGateway,
+    gateway: LLMCaller,
     ctx: PromptContext,
     chunk: Chunk,
     n_chunks: int,

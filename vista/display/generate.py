@@ -3,7 +3,7 @@
 Structured variables (demographics, height/weight, medications) are computed from the graph; every other variable
 is asked of the model a group at a time (groups run concurrently; the gateway bounds how many are in flight) over
 the rendered timeline and episodes, cut to what the model's context window holds next to the prompt and the answer
-(`view_budget`; tumor-board facts are kept first, see `vista.toa.timeline_view`). Each cited ``t<k>`` is checked:
+(`view_size`; tumor-board facts are kept first, see `vista.toa.timeline_view`). Each cited ``t<k>`` is checked:
 ids the timeline lacks, or that the call was not shown, are dropped and counted; a value's ``source_refs`` are the
 union of its cited events' ``source_event_refs`` (graph ``e<k>`` ids), so every value traces to MEDS rows. A value
 left with no cited id is shown as "Not found" (origin "uncited", counted; `vista.display.citations`). A
@@ -33,9 +33,9 @@ from vista.display.model import DisplayError, TumorBoardDisplay, VariableSpec, V
 from vista.display.structured import STRUCTURED_VARIABLES
 from vista.graph import PatientGraph
 from vista.llm import LLMCallFailed, LLMGateway, LLMResult, Message
-from vista.toa.chunks import ChunkBudget
+from vista.toa.chunks import ChunkSize
 from vista.toa.model import PatientTimeline, TimelineEvent
-from vista.toa.timeline_view import TimelineView, fitted_view_budget, timeline_view
+from vista.toa.timeline_view import TimelineView, fitted_view_size, timeline_view
 from vista.tokens import count_tokens
 
 log = logging.getLogger(__name__)
@@ -141,18 +141,18 @@ def _prompt_tokens(gateway: LLMGateway, messages: list[Message], answer_model) -
     return used
 
 
-def view_budget(gateway: LLMGateway, config: DisplayConfig, prompt_tokens: int) -> ChunkBudget | None:
+def view_size(gateway: LLMGateway, config: DisplayConfig, prompt_tokens: int) -> ChunkSize | None:
     """How much timeline one call may show: ``config.max_chars`` when set, else the model's context window minus
     the prompt and the answer, in counted tokens (None: the whole timeline — unknown or very large window)."""
     if config.max_chars is not None:
-        return ChunkBudget(limit=config.max_chars, unit="chars")
+        return ChunkSize(limit=config.max_chars, unit="chars")
     ratio = config.token_ratio or (EMBEDDED_TOKEN_RATIO if gateway.config.backend == "embedded" else 1.0)
     context = gateway.context_tokens
     answer = config.max_tokens or gateway.config.max_tokens
-    budget = fitted_view_budget(context, answer_tokens=answer, prompt_tokens=prompt_tokens)
+    budget = fitted_view_size(context, answer_tokens=answer, prompt_tokens=prompt_tokens)
     if budget is None or ratio == 1.0:
         return budget
-    return ChunkBudget(limit=max(1, int(budget.limit / ratio)), unit="tokens")
+    return ChunkSize(limit=max(1, int(budget.limit / ratio)), unit="tokens")
 
 
 def variables_view(timeline: PatientTimeline, groups: list[tuple[VariableSpec, ...]], gateway: LLMGateway,
@@ -161,7 +161,7 @@ def variables_view(timeline: PatientTimeline, groups: list[tuple[VariableSpec, .
     largest group's prompt."""
     prompt = max((_prompt_tokens(gateway, variables_messages(g, ""), group_answer_model(
         g, value_max_chars=config.value_max_chars, max_cited=config.max_cited)) for g in groups), default=0)
-    return timeline_view(timeline, config.max_events, budget=view_budget(gateway, config, prompt))
+    return timeline_view(timeline, config.max_events, budget=view_size(gateway, config, prompt))
 
 
 async def generate_display(graph: PatientGraph, timeline: PatientTimeline, gateway: LLMGateway,
@@ -187,7 +187,7 @@ async def generate_display(graph: PatientGraph, timeline: PatientTimeline, gatew
     if config.summary_note:
         summary_model = summary_answer_model(config.summary_max_chars)
         prompt = _prompt_tokens(gateway, summary_messages(specs, values, ""), summary_model)
-        view = timeline_view(timeline, config.max_events, budget=view_budget(gateway, config, prompt))
+        view = timeline_view(timeline, config.max_events, budget=view_size(gateway, config, prompt))
         result, summary_error = await _call(gateway, summary_messages(specs, values, view.text),
                                             summary_model, agent=SUMMARY_AGENT,
                                             subject_id=graph.subject_id, max_tokens=config.max_tokens)

@@ -1,7 +1,8 @@
 """The LLM gateway: one typed, validated, retried, cached and costed way to call a model.
 
 Every agent (TrajOnco workers/manager/preprocessors, VISTA extraction) calls a model through
-`LLMGateway.complete` (or `SyncLLMGateway.complete` from synchronous code)::
+`LLMGateway.complete` (or `SyncLLMGateway.complete` from synchronous code); the pipelines take any `LLMCaller`
+(`vista.llm.caller`: the gateway, or a wrapper of it such as a job's `vista.llm.remote.JobGateway`)::
 
     from pydantic import BaseModel, Field
     from typing import Literal
@@ -51,6 +52,7 @@ on when ``cache_dir`` is set. The test doubles (a scripted backend, the syntheti
 
 from vista.llm.backend import Backend, ChatReply, ChatRequest
 from vista.llm.cache import ResponseCache, cache_key
+from vista.llm.caller import LLMCaller
 from vista.llm.config import LLMConfig
 from vista.llm.errors import (
     BackendError,
@@ -77,6 +79,7 @@ __all__ = [
     "ChatRequest",
     "ErrorKind",
     "LLMCallError",
+    "LLMCaller",
     "LLMCallFailed",
     "LLMConfig",
     "LLMConfigError",

@@ -3,7 +3,7 @@ budget), requests/s, tokens/min and a shared cool-down — with the figures of w
 breaker.
 
 The same logic serves two scopes. Each `LLMGateway` holds one for its own limits (``max_concurrency``, ``qps``);
-a job holds one in a named Ray actor (`jobs.llm_budget`) that every actor and preprocessor of the job asks before
+a job holds one in a named Ray actor (`vista.llm.shared_budget`, wired by `jobs.llm_budget`) that every actor and preprocessor of the job asks before
 each request, so the limits, the window, the cool-down and the breaker hold for the whole job, across nodes.
 
 429s are back-pressure, not a stop (`vista.llm.window` has the whole policy): the request that got one sleeps its
@@ -36,7 +36,7 @@ gets its slot reclaimed when the lease expires, so a lost actor never shrinks th
 ...     waiting = not third.done()
 ...     budget.release(first, AttemptReport(answer_valid=True))
 ...     granted = await third
-...     return waiting, isinstance(granted, Grant), budget.stats().peak_in_flight
+...     return waiting, isinstance(granted, Grant), budget.stats().in_flight_peak
 >>> asyncio.run(demo())
 (True, True, 2)
 """
@@ -47,6 +47,8 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from vista.llm.breaker import AttemptReport, CircuitBreaker
 from vista.llm.errors import ErrorKind
@@ -104,33 +106,44 @@ class Refusal:
     pause_s: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class BudgetStats:
-    """What a budget allowed so far (the job's LLM figures when the budget is job-wide)."""
+class BudgetStats(BaseModel):
+    """A budget's limits and what it allowed so far: the job's LLM figures when the budget is job-wide (the run
+    summary's ``llm_budget``, whose names these are)."""
 
-    requests: int  # grants handed out
-    in_flight: int  # grants not yet released
-    peak_in_flight: int
-    mean_in_flight: float  # time-weighted mean of in_flight from the first grant to the last release (or now)
-    waited_s: float  # total time callers waited for their grant
-    answers: int  # requests that got an answer (valid or not)
-    invalid_answers: int  # answers that did not validate
-    failures: int  # requests without an answer (transport errors, HTTP errors, timeouts)
-    rate_limited: int  # HTTP 429 answers
-    cooldowns: int  # job-wide pauses (a burst's overlapping Retry-Afters merged into one)
-    cooldown_s: float  # seconds during which nobody was allowed to send (overlapping pauses counted once)
-    quota_stops: int  # 1 when the budget stopped because the quota was exhausted
-    expired_leases: int  # grants reclaimed because their holder never released them
-    tokens_reserved: int  # tokens reserved up front (tokens/min limit only)
-    tokens_used: int  # tokens the answers reported
-    completion_tokens_used: int  # of which completion tokens (for a live cost estimate)
-    stopped: str | None  # why the budget stopped (the breaker's line), None while it runs
-    cached_prompt_tokens_used: int = 0  # prompt tokens the endpoint served from its own prompt cache (not cache hits)
-    in_flight_limit: int | None = None  # the adaptive window now (None: no in-flight limit)
-    in_flight_limit_min: int | None = None
-    in_flight_limit_mean: float | None = None  # time-weighted from the first grant
-    window_decreases: int = 0  # 429/timeout episodes that shrank the window
-    in_flight_series: tuple[WindowSample, ...] = ()  # (t, window, in flight) every few seconds, bounded in length
+    model_config = ConfigDict(frozen=True)
+
+    in_flight_limit: int | None = Field(description="requests in flight allowed (--in-flight for a job's budget)")
+    requests_per_s_limit: float | None = Field(description="--requests-per-second (None: no limit)")
+    tokens_per_min_limit: int | None = Field(description="--tokens-per-minute (None: no limit)")
+    requests: int = Field(description="requests the budget let through (attempts, retries and re-asks included)")
+    in_flight_mean: float = Field(description="achieved concurrency: time-weighted mean of requests in flight from "
+                                  "the first grant to the last release (or now)")
+    in_flight_peak: int = Field(description="most requests in flight at once")
+    waited_s: float = Field(description="total seconds requests waited for their turn")
+    rate_limited_429: int = Field(description="HTTP 429 answers")
+    cooldowns: int = Field(description="job-wide pauses: bursts of 429s that refused half the window (or asked for "
+                           "30 s or more), each one pause until the burst's latest Retry-After")
+    cooldown_s: float = Field(description="seconds during which nobody was allowed to send (overlapping pauses "
+                              "counted once)")
+    in_flight_window_min: int | None = Field(None, description="the adaptive in-flight window's lowest value (429s "
+                                             "and timeouts shrink it, answers grow it back up to the limit)")
+    in_flight_window_mean: float | None = Field(None, description="the window's time-weighted mean")
+    in_flight_window_final: int | None = Field(None, description="the window now (at the end, in a summary)")
+    window_decreases: int = Field(0, description="429/timeout episodes that shrank the window (once per burst)")
+    in_flight_series: tuple[WindowSample, ...] = Field((), description="(t, window, in flight) every few seconds "
+                                                       "over the run (at most 120 points)")
+    quota_stops: int = Field(description="1 when the budget stopped because the quota was exhausted")
+    stopped: str | None = Field(description="why the circuit breaker stopped the budget (None: it did not)")
+    invalid_answers: int = Field(description="answers that did not validate")
+    failures: int = Field(description="requests without an answer (transport errors, HTTP errors, timeouts)")
+    tokens_used: int = Field(description="prompt + completion tokens the answers reported")
+    expired_leases: int = Field(description="grants reclaimed because their holder never gave them back")
+    in_flight: int = Field(0, description="grants not yet released")
+    answers: int = Field(0, description="requests that got an answer (valid or not)")
+    tokens_reserved: int = Field(0, description="tokens reserved up front (tokens/min limit only)")
+    completion_tokens_used: int = Field(0, description="of the tokens used, completion tokens (for a live cost)")
+    cached_prompt_tokens_used: int = Field(0, description="prompt tokens the endpoint served from its own prompt "
+                                           "cache (not response-cache hits)")
 
     @property
     def prompt_tokens_used(self) -> int:
@@ -207,7 +220,7 @@ class RequestBudget:
     async def acquire_many(self, requests: Sequence[tuple[int, float | None]]) -> list[Grant | Refusal]:
         """Outcomes for a prefix (at least one) of ``requests`` — ``(tokens, max_wait_s)`` each: the first waits its
         turn like `acquire`; the following are granted while the limits allow it right away. One call thus serves
-        a whole batch of a remote caller's requests (see `jobs.llm_budget`)."""
+        a whole batch of a remote caller's requests (see `vista.llm.shared_budget`)."""
         if not requests:
             raise ValueError("acquire_many needs at least one request")
         asked = self._clock.monotonic()
@@ -325,15 +338,17 @@ class RequestBudget:
         span = (end - self._first) if self._first is not None else 0.0
         window = self._window.figures(now)
         return BudgetStats(
-            requests=self._requests, in_flight=in_flight, peak_in_flight=self._peak,
-            mean_in_flight=round(area / span, 3) if span > 0 else float(self._peak),
+            in_flight_limit=self.limits.max_in_flight, requests_per_s_limit=self.limits.requests_per_s,
+            tokens_per_min_limit=self.limits.tokens_per_min,
+            requests=self._requests, in_flight=in_flight, in_flight_peak=self._peak,
+            in_flight_mean=round(area / span, 3) if span > 0 else float(self._peak),
             waited_s=round(self._waited, 3), answers=self._answers, invalid_answers=self._invalid,
-            failures=self._failures, rate_limited=self._rate_limited, cooldowns=self._cooldowns,
+            failures=self._failures, rate_limited_429=self._rate_limited, cooldowns=self._cooldowns,
             cooldown_s=round(self._cooldown_total - self._cooldown.remaining(), 3), quota_stops=self._quota_stops,
             expired_leases=self._expired, tokens_reserved=self._tokens_reserved, tokens_used=self._tokens_used,
             completion_tokens_used=self._completion_used, cached_prompt_tokens_used=self._cached_used,
-            stopped=self.stopped, in_flight_limit=window.limit, in_flight_limit_min=window.limit_min,
-            in_flight_limit_mean=window.limit_mean, window_decreases=window.decreases,
+            stopped=self.stopped, in_flight_window_final=window.limit, in_flight_window_min=window.limit_min,
+            in_flight_window_mean=window.limit_mean, window_decreases=window.decreases,
             in_flight_series=window.samples,
         )
 

@@ -187,6 +187,7 @@ class LLMConfig(BaseModel):
         prefix: str = ENV_PREFIX,
         base: LLMConfig | None = None,
         flag: str = "--llm",
+        cache_home: str | Path | None = None,
     ) -> LLMConfig:
         """THE way every command and job builds its LLM settings: ``base`` (defaults if None) < ``<prefix><FIELD>``
         variables of ``env`` (os.environ if None) < the deprecated ``TRAJONCO_LLM_*`` (default prefix only) <
@@ -195,6 +196,9 @@ class LLMConfig(BaseModel):
 
         Then the one rule: a base URL named anywhere selects backend ``openai`` unless a backend is named too;
         ``backend=embedded`` with a base URL raises `LLMConfigError` naming both sources.
+
+        ``cache_home`` (a job's output directory): the response cache defaults to ``cache_home/llm_cache`` unless an
+        option or item names ``cache_dir``, and a local cache path is made absolute (the job's actors run elsewhere).
         """
         env = os.environ if env is None else env
         values: dict[str, object] = {}
@@ -218,16 +222,49 @@ class LLMConfig(BaseModel):
             field, value = _split_pair(item)
             values[field], labels[field] = value, f"{flag} {item}"
         config = (base or cls()).with_overrides(values, labels=labels)
-        if config.base_url is None:
-            return config
-        if "backend" not in values:
-            return config.with_overrides({"backend": "openai"})
-        if config.backend == "embedded":
+        if config.base_url is not None and "backend" not in values:
+            config = config.with_overrides({"backend": "openai"})
+        elif config.base_url is not None and config.backend == "embedded":
             where = redact_url(labels.get("base_url", "setting base_url"))
             raise LLMConfigError(
                 f"{labels['backend']} contradicts {where} (an endpoint means backend openai; the embedded model runs "
                 "only when no base URL is set): drop one of them")
+        if cache_home is None:
+            return config
+        from vista.storage import is_remote, join
+
+        named = "cache_dir" in (options or {}) and (options or {})["cache_dir"] is not None or any(
+            _split_pair(item)[0] == "cache_dir" for item in items)
+        if config.cache_dir is None and not named:
+            config = config.with_overrides({"cache_dir": join(cache_home, "llm_cache")})
+        if config.cache_dir is not None and not is_remote(config.cache_dir):
+            config = config.with_overrides({"cache_dir": Path(config.cache_dir).resolve()})
         return config
+
+    @staticmethod
+    def model_chosen(*, env: Mapping[str, str] | None = None, options: Mapping[str, object | None] | None = None,
+                     items: Iterable[str] = ()) -> bool:
+        """Whether the user chose a model (``options``, ``items`` or a variable of ``env`` name the backend, the base
+        URL or the model) rather than leaving the default.
+
+        >>> LLMConfig.model_chosen(env={}), LLMConfig.model_chosen(env={"VISTA_LLM_MODEL": "m"})
+        (False, True)
+        """
+        env = os.environ if env is None else env
+        named = [ENV_PREFIX + field.upper() for field in MODEL_CHOICE_FIELDS] + list(DEPRECATED_ENV)
+        given = {field for field, value in (options or {}).items() if value is not None}
+        given |= {item.partition("=")[0].strip() for item in items}
+        return bool(given & set(MODEL_CHOICE_FIELDS)) or any(env.get(var) for var in named)
+
+    def answer_fields(self) -> dict[str, object]:
+        """The settings that decide the answers (`ANSWER_FIELDS`, for a job's manifest): the endpoint URL, timeouts,
+        concurrency and cache only change where and how fast answers come.
+
+        >>> sorted(LLMConfig().answer_fields()) == sorted(ANSWER_FIELDS)
+        True
+        """
+        dumped = self.model_dump(mode="json")
+        return {name: dumped[name] for name in ANSWER_FIELDS}
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, prefix: str = ENV_PREFIX, base: LLMConfig | None = None) -> LLMConfig:

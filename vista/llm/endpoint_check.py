@@ -8,11 +8,14 @@ line and no patient.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from vista.llm.config import LLMConfig
 from vista.llm.errors import LLMConfigError, LLMEndpointFailure
+
+log = logging.getLogger(__name__)
 
 
 def endpoint_of(llm: LLMConfig) -> str:
@@ -50,6 +53,15 @@ class EndpointFacts:
     endpoint: str  # base URL (or "embedded model ...")
     models: tuple[str, ...] | None  # what GET /models lists (None: the server does not list models)
     context_tokens: int | None  # the context window the job will budget prompts against
+
+
+def warn_if_unpriced(llm: LLMConfig) -> None:
+    """One warning, on the driver, when the model has no price in the price table (its cost is then counted as
+    unpriced calls, never as $0); its actors' gateways say nothing (``warn_unpriced=False``)."""
+    from vista.llm.prices import PriceTable
+
+    if PriceTable.load(llm.prices_path).get(llm.model) is None:
+        log.warning("model %r has no price in the price table: its calls are counted as unpriced (no cost)", llm.model)
 
 
 def check_endpoint(llm: LLMConfig, *, context_tokens: int | None = None, needs_context: bool = False,

@@ -130,6 +130,24 @@ class LLMEndpointFailure(RuntimeError):
     def __reduce__(self):
         return (LLMEndpointFailure, (self.message,))
 
+    @classmethod
+    def found_in(cls, exc: BaseException) -> LLMEndpointFailure | None:
+        """An `LLMEndpointFailure` somewhere in ``exc``'s causes (a job's framework wraps an actor's exception in its
+        own, keeping it as ``cause``), as a fresh one-line error.
+
+        >>> wrapped = RuntimeError("task failed"); wrapped.cause = LLMEndpointFailure("quota exhausted")
+        >>> LLMEndpointFailure.found_in(wrapped).message, LLMEndpointFailure.found_in(ValueError("x"))
+        ('quota exhausted', None)
+        """
+        seen: list[BaseException] = []
+        cause: BaseException | None = exc
+        while cause is not None and cause not in seen:
+            if isinstance(cause, cls):
+                return cls(cause.message)
+            seen.append(cause)
+            cause = cause.__cause__ or cause.__context__ or getattr(cause, "cause", None)
+        return None
+
 
 class LLMConfigError(ValueError, UserError):
     """A gateway setting is missing or invalid; the message names the setting (and its source)."""

@@ -54,8 +54,8 @@ log = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=BaseModel)
 
-# Extra time a backend gets beyond timeout_s before the gateway gives up on it (backends time out themselves).
-_TIMEOUT_GRACE_S = 5.0
+TIMEOUT_GRACE_S = 5.0
+"""Extra time a backend gets beyond timeout_s before the gateway gives up on it (backends time out themselves)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +132,7 @@ class LLMGateway:
     """Typed structured-output calls to one model endpoint, with retries, re-asks, cache, pacing and usage accounting.
 
     Create it inside the event loop that will use it (or use `SyncLLMGateway` from synchronous code).
-    ``limiter``: a budget shared with other gateways (e.g. `jobs.llm_budget.RemoteBudget`, one per job), asked
+    ``limiter``: a budget shared with other gateways (e.g. `vista.llm.shared_budget.RemoteBudget`, one per job), asked
     before every request after the gateway's own limits; when it refuses because the job is stopped, `complete`
     raises `LLMEndpointFailure`.
     """
@@ -409,7 +409,7 @@ class LLMGateway:
             report: AttemptReport | None = None
             try:
                 try:
-                    reply = await asyncio.wait_for(self.backend.complete(request), request.timeout_s + _TIMEOUT_GRACE_S)
+                    reply = await asyncio.wait_for(self.backend.complete(request), request.timeout_s + TIMEOUT_GRACE_S)
                 except TimeoutError:
                     failure = BackendError(ErrorKind.TIMEOUT, f"{self.backend.name}: no answer within {request.timeout_s:g} s")
                 except BackendError as exc:

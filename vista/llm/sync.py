@@ -1,4 +1,5 @@
-"""`SyncLLMGateway`: the gateway for synchronous code (e.g. plain Ray actors), on a private event-loop thread.
+"""`SyncLLMGateway`: the gateway for synchronous code (e.g. plain Ray actors), on a private event-loop thread: the
+blocking face of `vista.llm.caller.LLMCaller` (`complete` takes the same arguments), and `run` for an async pipeline.
 
 The async gateway and its HTTP client live on one background loop for the gateway's lifetime, so
 blocking calls from any thread reuse one connection pool instead of starting a loop per call.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -16,6 +17,7 @@ from pydantic import BaseModel
 from vista.llm.config import LLMConfig
 from vista.llm.gateway import LLMGateway, LLMResult
 from vista.llm.messages import Message
+from vista.llm.schema import JSONSchema
 from vista.llm.usage import UsageLedger
 
 M = TypeVar("M", bound=BaseModel)
@@ -66,6 +68,22 @@ class SyncLLMGateway:
                 messages, response_model, agent=agent, patient_id=patient_id, max_tokens=max_tokens, use_cache=use_cache
             )
         )
+
+    def run(self, work: Callable[[LLMGateway], Awaitable[T]]) -> T:
+        """``work(gateway)`` awaited on the gateway's loop: an async pipeline (`vista.llm.caller.LLMCaller`'s user)
+        run from synchronous code on this gateway."""
+
+        async def go() -> T:
+            return await work(self.gateway)
+
+        return self._run(go())
+
+    @property
+    def endpoint(self) -> str:
+        return self.gateway.endpoint
+
+    def schema_for(self, response_model: type[BaseModel]) -> JSONSchema:
+        return self.gateway.schema_for(response_model)
 
     @property
     def context_tokens(self) -> int | None:

@@ -41,7 +41,7 @@ from pathlib import Path
 from vista.graph import GraphInputError, GraphSource
 from vista.graph.store import GraphOutcome, write_index_part
 from vista.graph.task_graphs import meds_source, persist_task_graph, task_folder, xml_source
-from vista.llm import LLMGateway
+from vista.llm.caller import LLMCaller
 from vista.llm.errors import LLMEndpointFailure
 from vista.llm.task_usage import TaskUsage
 from vista.meds.task_key import TaskKey
@@ -144,7 +144,7 @@ class TaskPipeline:
         for run in built:
             run.row = run.row.model_copy(update={"index_file": part})
 
-    async def run_llm_stages(self, run: PatientRun, gateway: LLMGateway) -> None:
+    async def run_llm_stages(self, run: PatientRun, gateway: LLMCaller) -> None:
         """The timeline, then (when chosen, and the timeline is complete) the display, into the run's row."""
         folder = task_folder(self.out, run.key)
         graph = run.outcome.graph

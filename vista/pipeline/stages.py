@@ -18,7 +18,7 @@ from pathlib import Path
 from vista.display import DisplayConfig, DisplayStore, TumorBoardDisplay
 from vista.display.store import display_gaps
 from vista.graph import PatientGraph
-from vista.llm import LLMGateway
+from vista.llm.caller import LLMCaller
 from vista.llm.task_usage import TaskUsage, usage_scope
 from vista.toa import PatientTimeline, TimelineStore, TOAConfig
 
@@ -34,7 +34,7 @@ class StageOutcome:
     problem: str | None  # set when some of its calls failed (the output is incomplete)
 
 
-async def timeline_stage(folder: str | Path, graph: PatientGraph, gateway: LLMGateway,
+async def timeline_stage(folder: str | Path, graph: PatientGraph, gateway: LLMCaller,
                          config: TOAConfig = TOAConfig()) -> tuple[PatientTimeline, StageOutcome]:
     """The task's TOA (built, or read back when current), with this run's usage of it."""
     store = TimelineStore(folder)
@@ -48,7 +48,7 @@ async def timeline_stage(folder: str | Path, graph: PatientGraph, gateway: LLMGa
     return timeline, StageOutcome(rebuilt, usage, time.perf_counter() - started, path, problem)
 
 
-async def display_stage(folder: str | Path, graph: PatientGraph, timeline: PatientTimeline, gateway: LLMGateway,
+async def display_stage(folder: str | Path, graph: PatientGraph, timeline: PatientTimeline, gateway: LLMCaller,
                         config: DisplayConfig = DisplayConfig()) -> tuple[TumorBoardDisplay, StageOutcome]:
     """The task's tumor-board display (built, or read back when current), with this run's usage of it."""
     store = DisplayStore(folder)

@@ -13,7 +13,7 @@ from vista.rag.generate import (
     RagBuild,
     RagStats,
     build_rag_display,
-    context_budget,
+    context_room,
     generate_rag_display,
     query_text,
     rag_hash,
@@ -24,6 +24,6 @@ from vista.rag.index import Hit, RagIndex, build_index
 
 __all__ = [
     "DEFAULT_GROUP_SIZE", "Hit", "RagBuild", "RagConfig", "RagError", "RagIndex", "RagStats", "RecordChunk",
-    "build_index", "build_rag_display", "chunk_record", "context_budget", "generate_rag_display", "query_text",
+    "build_index", "build_rag_display", "chunk_record", "context_room", "generate_rag_display", "query_text",
     "rag_hash", "rag_messages", "record_lines", "select_passages", "window_lines",
 ]

@@ -5,9 +5,9 @@ the same answer bounds (value length, cited ids), and about the same amount of t
 250-token chunks = at most 3,000 tokens of excerpts, near the display's 12,000-character timeline view), so the two
 methods differ only in what the model reads.
 
->>> RagConfig().chunk_budget
-ChunkBudget(limit=250, unit='tokens')
->>> RagConfig(chunk_size=2000, chunk_unit="chars", overlap=200).chunk_budget.unit
+>>> RagConfig().chunk_limit
+ChunkSize(limit=250, unit='tokens')
+>>> RagConfig(chunk_size=2000, chunk_unit="chars", overlap=200).chunk_limit.unit
 'chars'
 """
 
@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vista.toa.chunks import ChunkBudget
+from vista.toa.chunks import ChunkSize
 
 DEFAULT_GROUP_SIZE = 3
 """Variables per LLM call; the same as `vista.display.DEFAULT_GROUP_SIZE` (checked by the tests) so calls match."""
@@ -55,6 +55,6 @@ class RagConfig(BaseModel):
         return self
 
     @property
-    def chunk_budget(self) -> ChunkBudget:
-        """The chunk size as the TOA layer's `ChunkBudget` (same units, same token counter)."""
-        return ChunkBudget(limit=self.chunk_size, unit=self.chunk_unit)
+    def chunk_limit(self) -> ChunkSize:
+        """The chunk size as the TOA layer's `ChunkSize` (same units, same token counter)."""
+        return ChunkSize(limit=self.chunk_size, unit=self.chunk_unit)

@@ -73,7 +73,7 @@ class RagBuild:
     stats: RagStats
 
 
-def context_budget(config: RagConfig, gateway: LLMGateway) -> int | None:
+def context_room(config: RagConfig, gateway: LLMGateway) -> int | None:
     """Tokens of retrieved text one call may carry: the config's, else the model's window minus answer and prompt
     room (None when the window is unknown: every retrieved chunk is sent)."""
     if config.max_context_tokens is not None:
@@ -171,7 +171,7 @@ class _RagRun:
     def __init__(self, graph: PatientGraph, index: RagIndex, gateway: LLMGateway, config: RagConfig):
         self.graph, self.index, self.gateway, self.config = graph, index, gateway, config
         self.sizes = count_tokens_batch([c.text for c in index.chunks]).tolist()
-        self.budget = context_budget(config, gateway)
+        self.budget = context_room(config, gateway)
         self.retrieval_seconds = 0.0
         self.queries = 0
 

@@ -12,8 +12,8 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
+from vista.llm.budget import BudgetStats
 from vista.runs.accounting import LLMAccounting
-from vista.runs.budget_figures import LLMBudgetFigures
 from vista.runs.progress import STATUS_ORDER, USAGE_FIGURES, ProgressTracker, cost_text
 from vista.runs.retry import by_class
 from vista.storage import join, resolve
@@ -79,7 +79,7 @@ class RunSummary(BaseModel):
                                         "name (predict: predictions = the scored tasks, prediction_details = every "
                                         "task with a row)")
     consolidation_s: float | None = Field(None, description="seconds spent building the consolidated file")
-    llm_budget: LLMBudgetFigures | None = Field(None, description="the job-wide LLM budget and what it allowed "
+    llm_budget: BudgetStats | None = Field(None, description="the job-wide LLM budget and what it allowed "
                                                 "(achieved concurrency, 429s, cool-downs); None: no shared budget")
     llm: AnsweringLLM | None = Field(None, description="which LLM answered this run (None: the job ran no LLM stage)")
     complete: bool = Field(description="every selected task has an output")
@@ -152,7 +152,18 @@ class RunSummary(BaseModel):
         if self.repair_passes:
             rows.append(("repair passes (rows lost with an actor)", f"{self.repair_passes}"))
         if self.llm_budget is not None:
-            rows += self.llm_budget.rows()
+            b = self.llm_budget
+            rows.append(("LLM in flight: limit / mean / peak", f"{b.in_flight_limit or '-'} / {b.in_flight_mean:.1f} / "
+                                                                 f"{b.in_flight_peak}"))
+            if b.in_flight_window_min is not None and (b.window_decreases or b.in_flight_window_min != b.in_flight_limit):
+                rows.append(("LLM in-flight window: min / mean / final", f"{b.in_flight_window_min} / "
+                             f"{b.in_flight_window_mean or 0:.1f} / {b.in_flight_window_final} "
+                             f"({b.window_decreases:,} decreases)"))
+            if b.rate_limited_429 or b.cooldowns:
+                rows.append(("429s · job-wide pauses", f"{b.rate_limited_429:,} · {b.cooldowns:,} "
+                                                       f"({b.cooldown_s:.1f} s paused)"))
+            if b.stopped:
+                rows.append(("stopped by the circuit breaker", b.stopped))
         if self.consolidation_s is not None:
             rows.append(("consolidation", f"{self.consolidated_rows or 0:,} tasks in {self.consolidation_s:.1f} s"))
         rows += [(f"  rows in {name}", f"{count:,}") for name, count in self.output_rows.items()]

@@ -13,7 +13,7 @@ Event types come from a TOML profile (`load_profile`, thoracic oncology by defau
 """
 
 from vista.toa.ambiguity import SameEventVerdict, resolve_ambiguous
-from vista.toa.chunks import Chunk, ChunkBudget, plan_chunks
+from vista.toa.chunks import Chunk, ChunkSize, plan_chunks
 from vista.toa.episodes import synthesize_episodes
 from vista.toa.errors import ChunkingError, ProfileError, StaleProvenanceError, TimelineFileError, TOAError
 from vista.toa.extract import ChunkExtraction, extract_all, extract_chunk
@@ -29,7 +29,7 @@ from vista.toa.model import (
     TimelineEvent,
     extraction_answer_model,
 )
-from vista.toa.pipeline import TOAConfig, build_timeline, fitted_budget, plan, timeline_hash
+from vista.toa.pipeline import TOAConfig, build_timeline, fitted_chunk_size, plan, timeline_hash
 from vista.toa.profile import EventProfile, EventType, load_profile
 from vista.toa.refs import CheckedEvent, check_event, check_provenance, graph_version, ref_fingerprint
 from vista.toa.safety_net import SafetyNetResult, imaging_candidates, is_imaging_code, missing_dates, radiology_safety_net
@@ -38,11 +38,11 @@ from vista.toa.store import TimelineStore
 from vista.toa.unify import ambiguous_pairs, ref_groups, unify
 
 __all__ = [
-    "CheckedEvent", "Chunk", "ChunkingError", "ChunkBudget", "ChunkExtraction", "EncounterBlock", "Episode", "EpisodeKind",
+    "CheckedEvent", "Chunk", "ChunkingError", "ChunkSize", "ChunkExtraction", "EncounterBlock", "Episode", "EpisodeKind",
     "EventProfile", "EventType", "ExtractedEvent", "ExtractionAnswer", "ExtractionStats", "ImagingVerdict",
     "PatientTimeline", "ProfileError", "RejectedEvent", "SameEventVerdict", "resolve_ambiguous", "SafetyNetResult", "TOAConfig", "TOAError",
     "TimelineEvent", "TimelineFileError", "TimelineStore", "ambiguous_pairs", "build_timeline", "check_event",
-    "extract_all", "extract_chunk", "fitted_budget", "extraction_answer_model", "imaging_candidates", "is_imaging_code",
+    "extract_all", "extract_chunk", "fitted_chunk_size", "extraction_answer_model", "imaging_candidates", "is_imaging_code",
     "load_profile", "missing_dates", "plan", "plan_chunks", "radiology_safety_net", "ref_groups", "serialize_graph",
     "serialize_text", "synthesize_episodes", "timeline_hash", "unify",
     "StaleProvenanceError", "check_provenance", "graph_version", "ref_fingerprint",

@@ -7,9 +7,9 @@ the line's ``[e<k>]`` prefix (so no text ever loses its provenance).
 >>> from vista.toa.serialize import EncounterBlock
 >>> import datetime as dt
 >>> b = lambda i, n: EncounterBlock(f"e{i}", dt.date(2020, 1, i + 1), (f"=== encounter e{i} ===",) + tuple(f"[e{i}{k}] x" for k in range(n)), ())
->>> [c.encounter_ids for c in plan_chunks([b(1, 2), b(2, 2), b(3, 9)], ChunkBudget(limit=60))]
+>>> [c.encounter_ids for c in plan_chunks([b(1, 2), b(2, 2), b(3, 9)], ChunkSize(limit=60))]
 [('e1',), ('e2',), ('e3',), ('e3',), ('e3',)]
->>> [c.encounter_ids for c in plan_chunks([b(1, 2), b(2, 2)], ChunkBudget(limit=100))]
+>>> [c.encounter_ids for c in plan_chunks([b(1, 2), b(2, 2)], ChunkSize(limit=100))]
 [('e1', 'e2')]
 """
 
@@ -30,7 +30,7 @@ _REF = re.compile(r"^\[(e\d+)\]")
 _REFS = re.compile(r"\[(e\d+)\]")
 
 
-class ChunkBudget(BaseModel):
+class ChunkSize(BaseModel):
     """How big a chunk may be: ``limit`` characters (the paper's default unit, ~120k) or tiktoken tokens."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -61,7 +61,7 @@ class _Piece:
     text: str
 
 
-def _cut_line(line: str, budget: ChunkBudget, room: int) -> list[str]:
+def _cut_line(line: str, budget: ChunkSize, room: int) -> list[str]:
     """Cut an over-long line into pieces of at most ``room`` units, each keeping the line's ``[e<k>]`` prefix."""
     match = _REF.match(line)
     prefix = f"[{match.group(1)}] " if match else ""
@@ -86,12 +86,12 @@ def _cut_line(line: str, budget: ChunkBudget, room: int) -> list[str]:
     return out
 
 
-def _split_block(block: EncounterBlock, budget: ChunkBudget) -> list[_Piece]:
+def _split_block(block: EncounterBlock, budget: ChunkSize) -> list[_Piece]:
     header, *body = block.lines
     room = budget.limit - budget.size(header + "\n")
     if room < 20:
         raise ChunkingError(f"chunk budget {budget.limit} {budget.unit} cannot hold encounter {block.encounter_id}'s "
-                            "header plus text; raise ChunkBudget.limit")
+                            "header plus text; raise ChunkSize.limit")
     lines = [part for line in body for part in (_cut_line(line, budget, room) if budget.size(line + "\n") > room else [line])]
     pieces, current = [], []
     for line in lines:
@@ -104,7 +104,7 @@ def _split_block(block: EncounterBlock, budget: ChunkBudget) -> list[_Piece]:
     return [_Piece(block.encounter_id, block.start, "\n".join([header, *p]) + "\n") for p in pieces]
 
 
-def plan_chunks(blocks: list[EncounterBlock], budget: ChunkBudget = ChunkBudget()) -> list[Chunk]:
+def plan_chunks(blocks: list[EncounterBlock], budget: ChunkSize = ChunkSize()) -> list[Chunk]:
     """Greedy packing of encounter blocks (in order) into chunks of at most ``budget.limit``."""
     pieces: list[_Piece] = []
     for block in blocks:

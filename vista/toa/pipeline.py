@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from vista.graph import PatientGraph
 from vista.llm import LLMGateway
 from vista.llm.config import ANSWER_FIELDS
-from vista.toa.chunks import Chunk, ChunkBudget, plan_chunks
+from vista.toa.chunks import Chunk, ChunkSize, plan_chunks
 from vista.toa.errors import ChunkingError
 from vista.toa.episodes import synthesize_episodes
 from vista.toa.extract import extract_all
@@ -44,7 +44,7 @@ class TOAConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     profile: str = Field(default=DEFAULT_PROFILE, description="Packaged profile name or path to a profile TOML.")
-    budget: ChunkBudget | None = Field(
+    budget: ChunkSize | None = Field(
         default=None, description="Chunk size limit (chars or tokens); None fits the model: the paper's 120k characters "
         "when the context window is unknown or large enough, else the window minus prompt and answer room, in tokens.")
     start: dt.date | None = Field(default=None, description="Only encounters (and imaging dates) on/after this date.")
@@ -62,24 +62,24 @@ PROMPT_ROOM_TOKENS = 1200
 """Tokens kept free in the context window for the system prompt, the message framing and the profile's types."""
 
 
-def fitted_budget(config: TOAConfig, context_tokens: int | None, answer_tokens: int) -> ChunkBudget:
+def fitted_chunk_size(config: TOAConfig, context_tokens: int | None, answer_tokens: int) -> ChunkSize:
     """``config.budget``, or (when None) the largest chunk the model's context window can take with its answer.
 
-    >>> fitted_budget(TOAConfig(), 8192, 1024)
-    ChunkBudget(limit=5968, unit='tokens')
-    >>> fitted_budget(TOAConfig(), None, 1024)
-    ChunkBudget(limit=120000, unit='chars')
+    >>> fitted_chunk_size(TOAConfig(), 8192, 1024)
+    ChunkSize(limit=5968, unit='tokens')
+    >>> fitted_chunk_size(TOAConfig(), None, 1024)
+    ChunkSize(limit=120000, unit='chars')
     """
     if config.budget is not None:
         return config.budget
-    paper_default = ChunkBudget()
+    paper_default = ChunkSize()
     if context_tokens is None or context_tokens >= 64_000:
         return paper_default
     room = context_tokens - answer_tokens - PROMPT_ROOM_TOKENS
     if room < 200:
         raise ChunkingError(f"a {context_tokens}-token context leaves no room for a chunk after a {answer_tokens}-token "
                             "answer; set TOAConfig.budget or a smaller max_tokens")
-    return ChunkBudget(limit=room, unit="tokens")
+    return ChunkSize(limit=room, unit="tokens")
 
 
 def plan(graph: PatientGraph, config: TOAConfig, gateway: LLMGateway | None = None) -> list[Chunk]:
@@ -87,7 +87,7 @@ def plan(graph: PatientGraph, config: TOAConfig, gateway: LLMGateway | None = No
     fitted to ``gateway``'s model when ``config.budget`` is None)."""
     context = gateway.context_tokens if gateway is not None else None
     answer = config.max_tokens or (gateway.config.max_tokens if gateway is not None else 0)
-    return plan_chunks(serialize_graph(graph, start=config.start, end=config.end), fitted_budget(config, context, answer))
+    return plan_chunks(serialize_graph(graph, start=config.start, end=config.end), fitted_chunk_size(config, context, answer))
 
 
 def endpoint_identity(gateway: LLMGateway) -> str:

@@ -1,7 +1,7 @@
 """The timeline as a model reads it: compact lines ``[t<k>] date type/subtype: description`` grouped by episode.
 
-A view holds at most ``max_events`` events and fits a `ChunkBudget` (characters, or tiktoken tokens when the
-caller sizes it from the model's context window, as `fitted_view_budget` does — the same arithmetic the TOA uses
+A view holds at most ``max_events`` events and fits a `ChunkSize` (characters, or tiktoken tokens when the
+caller sizes it from the model's context window, as `fitted_view_size` does — the same arithmetic the TOA uses
 for its chunks). When the whole timeline does not fit, events are kept in this order:
 
 1. the facts a tumor board needs first (``ESSENTIAL_TYPES``: diagnosis, histology, staging, biomarkers), each type's
@@ -34,9 +34,9 @@ Episode ep1: treatment line 1, 2020-01-09 to 2020-01-09
 >>> view = timeline_view(tl, max_events=1)
 >>> view.shown_ids, view.omitted
 (frozenset({'t0'}), 1)
->>> fitted_view_budget(8192, answer_tokens=1024, prompt_tokens=900)
-ChunkBudget(limit=6268, unit='tokens')
->>> fitted_view_budget(None, answer_tokens=1024, prompt_tokens=900) is None
+>>> fitted_view_size(8192, answer_tokens=1024, prompt_tokens=900)
+ChunkSize(limit=6268, unit='tokens')
+>>> fitted_view_size(None, answer_tokens=1024, prompt_tokens=900) is None
 True
 """
 
@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from vista.toa.chunks import ChunkBudget
+from vista.toa.chunks import ChunkSize
 from vista.toa.errors import ChunkingError
 from vista.toa.model import Episode, EpisodeKind, PatientTimeline, TimelineEvent
 from vista.tokens import count_tokens_batch
@@ -89,7 +89,7 @@ def episode_header(episode: Episode) -> str:
     return f"Episode {episode.episode_id}: {kind}, {episode.start.isoformat()} to {episode.end.isoformat()}"
 
 
-def fitted_view_budget(context_tokens: int | None, *, answer_tokens: int, prompt_tokens: int) -> ChunkBudget | None:
+def fitted_view_size(context_tokens: int | None, *, answer_tokens: int, prompt_tokens: int) -> ChunkSize | None:
     """The token budget of a view that fits a ``context_tokens`` window next to the prompt and the answer; None
     (no cut) when the window is unknown or large enough for any timeline (`WHOLE_TIMELINE_CONTEXT`).
 
@@ -101,7 +101,7 @@ def fitted_view_budget(context_tokens: int | None, *, answer_tokens: int, prompt
         raise ChunkingError(f"a {context_tokens}-token context leaves {room} tokens for the timeline after a "
                             f"{prompt_tokens}-token prompt and a {answer_tokens}-token answer; lower max_tokens or "
                             "use a model with a longer context")
-    return ChunkBudget(limit=room, unit="tokens")
+    return ChunkSize(limit=room, unit="tokens")
 
 
 def _round_robin(groups: Sequence[list[TimelineEvent]]) -> list[TimelineEvent]:
@@ -127,12 +127,12 @@ def priority(timeline: PatientTimeline, essential_types: Sequence[str] = ESSENTI
 
 
 def timeline_view(timeline: PatientTimeline, max_events: int | None = None, max_chars: int | None = None, *,
-                  budget: ChunkBudget | None = None, essential_types: Sequence[str] = ESSENTIAL_TYPES,
+                  budget: ChunkSize | None = None, essential_types: Sequence[str] = ESSENTIAL_TYPES,
                   context_types: Sequence[str] = CONTEXT_TYPES) -> TimelineView:
     """The timeline rendered for a prompt within ``max_events`` events and ``budget`` (or ``max_chars`` characters;
     neither: the whole timeline). A token budget is checked on the rendered text, so the view never exceeds it."""
     if budget is None and max_chars is not None:
-        budget = ChunkBudget(limit=max_chars, unit="chars")
+        budget = ChunkSize(limit=max_chars, unit="chars")
     lines = {e.event_id: event_line(e) for e in timeline.events}
     keep = priority(timeline, essential_types, context_types)
     if max_events is not None:
@@ -155,7 +155,7 @@ def timeline_view(timeline: PatientTimeline, max_events: int | None = None, max_
     return view
 
 
-def _sizer(budget: ChunkBudget) -> Callable[[list[str]], list[int]]:
+def _sizer(budget: ChunkSize) -> Callable[[list[str]], list[int]]:
     if budget.unit == "chars":
         return lambda texts: [len(t) + 1 for t in texts]
     return lambda texts: [int(n) + 1 for n in count_tokens_batch(texts)] if texts else []

@@ -1,10 +1,10 @@
-"""Prompt budgets: how many input tokens a call may use, and fitting a list of lines into what is left.
+"""Context fit: how many input tokens a call may use, and fitting a list of lines into what is left.
 
-Counts use the budget's ``encoding`` (`vista.tokens`: o200k_base for GPT-4o/4.1-class models, cl100k_base
+Counts use the fit's ``encoding`` (`vista.tokens`: o200k_base for GPT-4o/4.1-class models, cl100k_base
 otherwise); a model with another tokenizer may count more, so only a share (``safety``) of the context window
 is planned for, minus the tokens reserved for the answer.
 
->>> b = ContextBudget(context_tokens=8192, output_tokens=1024, safety=0.85)
+>>> b = ContextFit(context_tokens=8192, output_tokens=1024, safety=0.85)
 >>> b.input_tokens
 5939
 >>> lines = ["a\\n", "bb bb\\n", "ccc ccc ccc\\n"]  # 2, 3 and 6 tokens
@@ -21,12 +21,12 @@ from vista.errors import UserError
 from vista.tokens import DEFAULT_ENCODING, count_tokens, count_tokens_batch
 
 
-class BudgetError(ValueError, UserError):
+class ContextFitError(ValueError, UserError):
     """The model's context cannot hold even the fixed part of a prompt."""
 
 
 @dataclass(frozen=True, slots=True)
-class ContextBudget:
+class ContextFit:
     """A model's context window, the tokens reserved for its answer, and the share of the window planned for."""
 
     context_tokens: int
@@ -40,7 +40,7 @@ class ContextBudget:
         return int(self.context_tokens * self.safety) - self.output_tokens
 
     def count(self, text: str) -> int:
-        """Tokens of ``text`` in the budget's encoding."""
+        """Tokens of ``text`` in the fit's encoding."""
         return count_tokens(text, self.encoding)
 
 

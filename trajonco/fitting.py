@@ -1,4 +1,4 @@
-"""Budgets of one assessment: the model's facts, the chunk size, each agent's answer tokens and the prompt budget.
+"""How one assessment fits the model: the model's facts, the chunk size, each agent's answer tokens and the room for the prompt.
 
 Answers are sized from the agents' schemas (`trajonco.agents.schemas`): every string has a maxLength and every
 list a maxItems, so the longest valid answer of each agent is known (`worst_case_chars`).
@@ -17,24 +17,23 @@ list a maxItems, so the longest valid answer of each agent is known (`worst_case
 >>> model_output_tokens("gpt-4o-2024-08-06"), model_output_tokens("gpt-4.1-mini"), model_output_tokens("my-llama")
 (16384, 32768, None)
 >>> facts = GatewayFacts("gpt-4.1", context_tokens=1_047_576, output_tokens=1024, encoding="o200k_base")
->>> plan = answer_budget(PipelineConfig(), facts)
+>>> plan = answer_fit(PipelineConfig(), facts)
 >>> plan.limits.name, plan.tokens_for("manager"), plan.tokens_for("worker"), plan.tokens_for("preprocessor")
 ('standard', 17202, 12460, 2537)
->>> answer_budget(PipelineConfig(), GatewayFacts("gpt-4o", 128_000, 1024)).limits.name  # 16,384 output tokens
+>>> answer_fit(PipelineConfig(), GatewayFacts("gpt-4o", 128_000, 1024)).limits.name  # 16,384 output tokens
 'standard-28672'
->>> answer_budget(PipelineConfig(), GatewayFacts("smollm2", 8192, 1024)).tokens  # compact: the settings' max_tokens
+>>> answer_fit(PipelineConfig(), GatewayFacts("smollm2", 8192, 1024)).tokens  # compact: the settings' max_tokens
 ()
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from trajonco.agents.budget import BudgetError, ContextBudget
+from trajonco.agents.context_fit import ContextFitError, ContextFit
 from trajonco.agents.prompts import PromptContext, render_pair
 from trajonco.agents.schemas import (
     COMPACT_LIMITS,
@@ -46,7 +45,7 @@ from trajonco.agents.schemas import (
     worst_case_chars,
 )
 from trajonco.pipeline_config import PipelineConfig
-from vista.llm import LLMGateway, LLMResult, Message
+from vista.llm.caller import AnswerTokens, LLMCaller
 from vista.tokens import DEFAULT_ENCODING, model_encoding
 
 DEFAULT_CHUNK_TOKENS = 16_000
@@ -94,12 +93,12 @@ class GatewayFacts:
     reasoning: bool = False  # max_tokens also pays for hidden reasoning (max_completion_tokens)
 
 
-async def gateway_facts(gateway: LLMGateway, config: PipelineConfig) -> GatewayFacts:
-    """The model name, context window, answer budget and token encoding of ``gateway`` (``config.context_tokens``
+async def gateway_facts(gateway: LLMCaller, config: PipelineConfig) -> GatewayFacts:
+    """The model name, context window, answer tokens and token encoding of ``gateway`` (``config.context_tokens``
     overrides the window)."""
     context = config.context_tokens or gateway.context_tokens or await gateway.discover_context_tokens()
     if not context:
-        raise BudgetError(
+        raise ContextFitError(
             f"model {gateway.config.model!r}: the gateway cannot tell its context window; "
             "pass --context-tokens N (PipelineConfig.context_tokens, or --llm context_tokens=N)"
         )
@@ -109,7 +108,7 @@ async def gateway_facts(gateway: LLMGateway, config: PipelineConfig) -> GatewayF
 
 
 @dataclass(frozen=True, slots=True)
-class AnswerBudget:
+class AnswerFit:
     """The agents' answer bounds and the ``max_tokens`` each role asks for (empty: the LLM settings' for all)."""
 
     limits: OutputLimits
@@ -120,7 +119,7 @@ class AnswerBudget:
         return dict(self.tokens).get(role)
 
     def per_model(self) -> dict[type[BaseModel], int]:
-        """``max_tokens`` keyed by response model (what `SizedGateway` looks up)."""
+        """``max_tokens`` keyed by response model (what `vista.llm.caller.AnswerTokens` looks up)."""
         models = output_models(self.limits)
         return {getattr(models, role): n for role, n in self.tokens}
 
@@ -138,12 +137,12 @@ def answer_cap(config: PipelineConfig, facts: GatewayFacts) -> int:
     return min(half, known) if known is not None else half
 
 
-def answer_budget(config: PipelineConfig, facts: GatewayFacts) -> AnswerBudget:
+def answer_fit(config: PipelineConfig, facts: GatewayFacts) -> AnswerFit:
     """The bounds and per-role ``max_tokens`` of one assessment (see the module docstring)."""
     if _compact(config, facts):
-        return AnswerBudget(fit_limits(COMPACT_LIMITS, facts.output_tokens), (), facts.output_tokens)
+        return AnswerFit(fit_limits(COMPACT_LIMITS, facts.output_tokens), (), facts.output_tokens)
     if config.answer_tokens == "fixed":
-        return AnswerBudget(STANDARD_LIMITS, (), facts.output_tokens)
+        return AnswerFit(STANDARD_LIMITS, (), facts.output_tokens)
     cap = answer_cap(config, facts)
     limits = STANDARD_LIMITS
     models = output_models(limits)
@@ -151,56 +150,39 @@ def answer_budget(config: PipelineConfig, facts: GatewayFacts) -> AnswerBudget:
         limits = fit_limits(STANDARD_LIMITS, int(cap * STANDARD_CHARS_PER_TOKEN))
         models = output_models(limits)
     tokens = tuple((role, cap if facts.reasoning else min(cap, _worst_tokens(models, role))) for role in ROLES)
-    return AnswerBudget(limits, tokens, max(n for _, n in tokens))
+    return AnswerFit(limits, tokens, max(n for _, n in tokens))
 
 
 def _worst_tokens(models: OutputModels, role: str) -> int:
     return math.ceil(worst_case_chars(getattr(models, role)) / STANDARD_CHARS_PER_TOKEN)
 
 
-def context_budget(config: PipelineConfig, facts: GatewayFacts, answers: AnswerBudget) -> ContextBudget:
-    """The prompt budget: the planned share of the context minus the largest answer, counted in the model's encoding."""
-    return ContextBudget(facts.context_tokens, answers.reserve, config.context_safety, facts.encoding)
+def context_fit(config: PipelineConfig, facts: GatewayFacts, answers: AnswerFit) -> ContextFit:
+    """The room for the prompt: the planned share of the context minus the largest answer, counted in the model's encoding."""
+    return ContextFit(facts.context_tokens, answers.reserve, config.context_safety, facts.encoding)
 
 
-def worker_overhead(ctx: PromptContext, limits: OutputLimits, budget: ContextBudget) -> int:
+def worker_overhead(ctx: PromptContext, limits: OutputLimits, fit: ContextFit) -> int:
     """Worst-case tokens of a worker prompt without its chunk (previous answer and memory at their bounds)."""
     system, user = render_pair("worker_next", ctx, previous_output="", memory_events="", chunk_xml="", chunk_number=1, n_chunks=1)
     previous = limits.summary_chars + limits.temporal_chars + limits.reasoning_chars + limits.worker_events * (limits.event_chars + 80)
     memory = ctx.memory_k * (limits.event_chars + 60)
-    return budget.count(system) + budget.count(user) + (previous + memory) // 3  # ≥ 3 characters per token in practice
+    return fit.count(system) + fit.count(user) + (previous + memory) // 3  # ≥ 3 characters per token in practice
 
 
 def check_worker_fits(subject_id: int, chunk_tokens: int, ctx: PromptContext, limits: OutputLimits,
-                      budget: ContextBudget) -> None:
-    """Raise `BudgetError` when a worker prompt with a full chunk would not fit the prompt budget."""
-    need = chunk_tokens + worker_overhead(ctx, limits, budget)
-    if need > budget.input_tokens:
-        raise BudgetError(
+                      fit: ContextFit) -> None:
+    """Raise `ContextFitError` when a worker prompt with a full chunk would not fit the room for the prompt."""
+    need = chunk_tokens + worker_overhead(ctx, limits, fit)
+    if need > fit.input_tokens:
+        raise ContextFitError(
             f"subject {subject_id}: chunk_tokens={chunk_tokens} makes worker prompts of up to {need} "
-            f"tokens, more than the {budget.input_tokens} planned for a {budget.context_tokens}-token context with "
-            f"{budget.output_tokens} tokens of answer; lower chunk_tokens"
+            f"tokens, more than the {fit.input_tokens} planned for a {fit.context_tokens}-token context with "
+            f"{fit.output_tokens} tokens of answer; lower chunk_tokens"
         )
 
 
-class SizedGateway:
-    """A gateway whose calls ask for the ``max_tokens`` of their response model (`AnswerBudget.per_model`); every
-    other attribute is the wrapped gateway's. The agents call it like the gateway itself."""
-
-    def __init__(self, gateway: LLMGateway, tokens: Mapping[type[BaseModel], int]):
-        self.gateway = gateway
-        self.tokens = dict(tokens)
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.gateway, name)
-
-    async def complete(self, messages: Sequence[Message | Mapping[str, str]], response_model: type[BaseModel], *,
-                       agent: str, patient_id: str | int | None = None, max_tokens: int | None = None,
-                       use_cache: bool = True) -> LLMResult:
-        return await self.gateway.complete(messages, response_model, agent=agent, patient_id=patient_id,
-                                           max_tokens=max_tokens or self.tokens.get(response_model), use_cache=use_cache)
-
-
-def sized(gateway: LLMGateway, answers: AnswerBudget) -> LLMGateway:
-    """``gateway`` itself when every call uses the settings' max_tokens, else a `SizedGateway`."""
-    return SizedGateway(gateway, answers.per_model()) if answers.tokens else gateway  # type: ignore[return-value]
+def sized(gateway: LLMCaller, answers: AnswerFit) -> LLMCaller:
+    """``gateway`` itself when every call uses the settings' max_tokens, else one whose calls ask for their response
+    model's own (`vista.llm.caller.AnswerTokens`)."""
+    return AnswerTokens(gateway, answers.per_model()) if answers.tokens else gateway
