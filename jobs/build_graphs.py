@@ -80,7 +80,8 @@ from jobs.runner import (
 from jobs.summary import RunSummary
 from jobs.tasks import TaskKey
 from jobs.vista_actor import VistaActor, VistaSettings
-from jobs.vista_tasks import XmlTask, dataset_task_keys, list_xml_tasks, xml_dataset
+from jobs.vista_tasks import dataset_task_keys, xml_dataset
+from vista.graph.xml_files import XmlDirectoryError, XmlFile, list_xml_patients
 from vista.meds.patient_loader import coding_profile_for
 from vista.meds.subjects import check_listable, unusable_shards
 from vista.meds.tasks import keys_table, read_label_tasks, task_keys
@@ -177,7 +178,7 @@ class GraphsJob(CohortJob):
     def __init__(self, args: argparse.Namespace, run_id: str):
         super().__init__(args, run_id)
         self.settings: VistaSettings
-        self.xml_tasks: list[XmlTask] | None = None
+        self.xml_tasks: list[XmlFile] | None = None
 
     def check(self) -> None:
         args = self.args
@@ -189,7 +190,13 @@ class GraphsJob(CohortJob):
             for problem in unusable_shards(settings.dataset):  # their label rows get error rows naming the shard
                 log.warning("%s", problem)
         self.label_tasks = read_label_tasks(args.labels) if args.labels is not None else None
-        self.xml_tasks = list_xml_tasks(settings.xml_dir, args.on_duplicate) if settings.xml_dir is not None else None
+        if settings.xml_dir is not None:
+            try:
+                self.xml_tasks, skipped = list_xml_patients(settings.xml_dir, args.on_duplicate)
+            except XmlDirectoryError as exc:
+                raise JobInputError(f"--xml-dir {exc}") from None
+            for line in skipped:
+                log.warning("%s", line)
 
     def fingerprint(self) -> dict[str, object]:
         return fingerprint(self.settings, self.args.labels)

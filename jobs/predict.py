@@ -41,7 +41,7 @@ One pass, two systems. With ``--graphs STORE`` each actor also builds every pati
 from the record it read for the agents and persists it into the graph store STORE, the layout `vista build` writes
 (`jobs.predict_actor`: unchanged graphs are skipped by their content hash); each row says how (``graph_*`` columns of
 ``prediction_details.parquet``; a graph that fails is recorded there, the prediction kept). At the end the driver
-registers the run's graphs in the store's manifest (`register_graphs`), so ``vista source/ask/similar --store STORE``
+registers the run's graphs in the store's manifest (`vista.graph.record_graphs`), so ``vista source/ask/similar --store STORE``
 open them. The store is locked for the run like ``--out`` and is part of the manifest's settings.
 """
 
@@ -51,18 +51,17 @@ import argparse
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 from rich.console import Console
 
 from jobs.driver import JobStalled, job_main, new_run_id, task_dataset
-from jobs.errors import JobError, JobInputError
+from jobs.errors import JobInputError
 from jobs.llm_budget import BudgetRef
 from jobs.llm_options import answer_fields, llm_config
 from jobs.outputs import OutputLock
-from jobs.predict_actor import GRAPH_SCHEMA, PredictActor, PredictSettings
+from jobs.predict_actor import PredictActor, PredictSettings
 from jobs.predict_options import build_parser
 from jobs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
@@ -84,43 +83,25 @@ from vista.cli_kit import check_output_dir
 from vista.meds.labels import PREDICTION_TIME, SUBJECT_ID
 from vista.meds.patient_loader import coding_profile_for
 from vista.meds.tasks import estimate_lengths, keys_table, read_label_tasks, task_keys
-from vista.graph.store import RegisterReport
+from vista.graph.record_graphs import GRAPH_SCHEMA, check_graph_store, register_record_graphs
 from vista.storage import is_remote, join, normalize
 
 log = logging.getLogger("jobs.predict")
 
 
-def horizon_days(args: argparse.Namespace) -> int:
-    """The prediction horizon: ``--horizon-days``, else the gap of the cohort the labels come from, else 365; a
-    horizon that differs from the cohort's gap is said (the agents would be asked about another window)."""
-    from trajonco.cohorts.manifest import cohort_gap_days
-    from trajonco.pipeline import PipelineConfig
-
-    gap = cohort_gap_days(args.labels)
-    if args.horizon_days is None:
-        return gap if gap is not None else PipelineConfig().horizon_days
-    if gap is not None and gap != args.horizon_days:
-        log.warning("--horizon-days %d differs from the gap of the cohort of %s (%d days): the agents are asked about "
-                    "another window than the labels describe", args.horizon_days, args.labels, gap)
-    return args.horizon_days
-
-
 def build_settings(args: argparse.Namespace, run_id: str) -> PredictSettings:
-    from trajonco.pipeline import PipelineConfig
+    from trajonco.cohorts.manifest import label_horizon
+    from trajonco.pipeline_config import config_from_options
 
-    pipeline = PipelineConfig(
-        variant=args.variant, cancer=args.cancer, horizon_days=horizon_days(args), chunk_tokens=args.chunk_tokens,
-        memory_k=args.memory_k, cancer_hints=args.cancer_hints, output_limits=args.output_limits,
-        context_tokens=args.context_tokens, truncate_tokens=args.truncate_tokens, part_numbers=args.part_numbers,
-        any_cancer_mode=args.any_cancer_mode, answer_tokens=args.answer_budget,
-    )
-    return PredictSettings(
-        dataset=normalize(args.dataset), coding_profile=coding_profile_for(args.dataset, args.coding_profile),
-        out=normalize(args.out), pipeline=pipeline, any_cancer=args.any_cancer,
-        llm=llm_config(args), threshold=args.threshold, patient_timeout_s=args.patient_timeout,
-        patients_per_actor=args.patients_per_actor or 1, flush_rows=args.flush_rows, flush_s=args.flush_seconds,
-        run_id=run_id, graphs=args.graphs.resolve() if args.graphs is not None else None,
-    )
+    pipeline = config_from_options(
+        variant=args.variant, cancer=args.cancer, horizon_days=label_horizon(args.labels, args.horizon_days),
+        chunk_tokens=args.chunk_tokens, memory_k=args.memory_k, cancer_hints=args.cancer_hints,
+        output_limits=args.output_limits, context_tokens=args.context_tokens, truncate_tokens=args.truncate_tokens,
+        part_numbers=args.part_numbers, any_cancer_mode=args.any_cancer_mode, answer_tokens=args.answer_budget)
+    return PredictSettings.for_run(
+        args, run_id, dataset=normalize(args.dataset), coding_profile=coding_profile_for(args.dataset, args.coding_profile),
+        out=normalize(args.out), pipeline=pipeline, any_cancer=args.any_cancer, llm=llm_config(args),
+        threshold=args.threshold, graphs=args.graphs.resolve() if args.graphs is not None else None)
 
 
 def prediction_outputs(out: Path | str, *, labelled: bool, graphs: bool = False) -> list[OutputFile]:
@@ -149,39 +130,6 @@ def fingerprint(settings: PredictSettings, labels: Path | str) -> dict[str, obje
     }
 
 
-@dataclass(frozen=True, slots=True)
-class GraphRegistration:
-    """What `register_graphs` did: the manifest's side (`vista.graph.store.RegisterReport`) and the tasks without a graph."""
-
-    index: RegisterReport
-    failed: int
-
-
-def register_graphs(store: Path, details: Path | str) -> GraphRegistration:
-    """Register in the manifest of the graph store at ``store`` the graph of every subject whose newest row in
-    ``details`` (a ``prediction_details.parquet``, local or remote) has one."""
-    import polars as pl
-
-    from vista.graph.store import INDEX_DIR, GraphStore, StoreEntry
-    from vista.storage import resolve, scan_parquet
-
-    rows = scan_parquet([resolve(details)]).select("subject_id", "finished_at", *GRAPH_SCHEMA.names).collect()
-    newest = (rows.filter(pl.col("graph_status") == "ok").sort("finished_at").unique("subject_id", keep="last")
-              .sort("subject_id").to_dicts())
-    entries = [StoreEntry(task=str(r["subject_id"]), subject_id=r["subject_id"], prediction_time=None,
-                          content_hash=r["graph_hash"], file=r["graph_file"], nodes=r["graph_nodes"],
-                          edges=r["graph_edges"], source=r["graph_source"] or "",
-                          built_at=r["finished_at"].replace(tzinfo=None, microsecond=0), index_part=r["graph_index_file"])
-               for r in newest]
-    missing = [e for e in entries if not (store / e.index_part).is_file()]
-    if missing:
-        raise JobError(f"{store / missing[0].index_part}: graph index part of subject {missing[0].subject_id} is "
-                       f"missing ({len(missing)} subject(s)); rerun with another --out to write them again")
-    changed = GraphStore(store).register(entries)
-    index = RegisterReport(store / INDEX_DIR, len(entries), sum(e.nodes for e in entries), changed)
-    return GraphRegistration(index, rows.filter(pl.col("graph_status") != "ok").height)
-
-
 class PredictJob(CohortJob):
     """The predict job's parts of the shared driver (`jobs.runner`)."""
 
@@ -207,7 +155,7 @@ class PredictJob(CohortJob):
             raise JobInputError(f"--threshold must be between 0 and 1, not {args.threshold}")
         check_output_dir(args.out, resumable=True)  # a file, or a directory nobody may write, fails before any work
         if args.graphs is not None:
-            _check_store(args.graphs)
+            check_graph_store(args.graphs)
         MedsDataset(args.dataset)  # a missing or empty dataset fails here, naming the path
         self.label_tasks = read_label_tasks(args.labels)
         self.tasks = self.label_tasks.table
@@ -228,7 +176,7 @@ class PredictJob(CohortJob):
         if store is None:
             return {}
         details = report.paths[Path(DETAILS_FILE).stem]
-        registered = register_graphs(store, details)
+        registered = register_record_graphs(store, details)
         index = registered.index
         log.info("%s: %d graph(s) of this job's patients registered (%d changed)", store, index.graphs, index.changed)
         if registered.failed:
@@ -240,7 +188,7 @@ class PredictJob(CohortJob):
         """The graph store's lock for the run (``--out``'s own lock covers a store inside it)."""
         store, out = self.args.graphs, self.args.out
         if store is not None:
-            _check_store(store)  # before the lock makes the directory
+            check_graph_store(store)  # before the lock makes the directory
         if store is None or (not is_remote(out) and Path(store).resolve() == Path(out).resolve()):
             return contextlib.nullcontext()
         return OutputLock(store.resolve())
@@ -308,18 +256,6 @@ def _work_table(tasks: pa.Table, ordered: list[TaskKey]) -> pa.Table:
     order = keys_table(ordered).append_column("_order", pa.array(range(len(ordered)), pa.int64()))
     joined = tasks.join(order, keys=[SUBJECT_ID, PREDICTION_TIME], join_type="inner")
     return joined.sort_by("_order").drop_columns(["_order"])
-
-
-def _check_store(store: Path) -> None:
-    """``--graphs`` names a directory this run may write, whose manifest (if any) is readable: else one line."""
-    from vista.graph.errors import GraphFileError
-    from vista.graph.store import read_manifest
-
-    check_output_dir(store, resumable=True)
-    try:
-        read_manifest(store)
-    except GraphFileError as exc:
-        raise JobInputError(f"--graphs {store}: {exc}") from None
 
 
 def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:

@@ -227,10 +227,7 @@ PREDICTION_FAILED = 3
 
 
 def _cmd_predict_one(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
     from trajonco.agents.display import print_result
-    from trajonco.pipeline import PipelineConfig
     from vista.llm import LLMConfig
     from vista.meds.reader import MedsDataset
 
@@ -245,20 +242,14 @@ def _cmd_predict_one(args: argparse.Namespace) -> int:
     if when is None and not args.all_history:
         raise CommandLineError("predict-one needs a prediction time: --prediction-time DATE, --labels FILE (the "
                                "subject's label row), or --all-history to let the agents read the whole record")
-    horizon = args.horizon_days
-    if horizon is None and args.labels:  # a cohort's label file: its gap is the horizon the labels describe
-        from trajonco.cohorts.manifest import cohort_gap_days
+    from trajonco.cohorts.manifest import label_horizon
+    from trajonco.pipeline_config import config_from_options
 
-        horizon = cohort_gap_days(args.labels)
-    settings = {"variant": args.variant, "horizon_days": horizon, "chunk_tokens": args.chunk_tokens,
-                "memory_k": args.memory_k, "cancer": "lung" if args.cancer == "any" else args.cancer,
-                "truncate_tokens": args.truncate_tokens, "part_numbers": args.part_numbers or None,
-                "any_cancer_mode": args.any_cancer_mode, "answer_tokens": args.answer_budget}
-    try:  # every option is checked before the patient is read
-        config = PipelineConfig(**{k: v for k, v in settings.items() if v is not None})
-    except ValidationError as exc:
-        problems = "; ".join(f"--{'-'.join(map(str, e['loc'])).replace('_', '-')}: {e['msg']}" for e in exc.errors())
-        raise CommandLineError(problems) from None
+    config = config_from_options(  # every option is checked before the patient is read
+        variant=args.variant, horizon_days=label_horizon(args.labels, args.horizon_days),
+        chunk_tokens=args.chunk_tokens, memory_k=args.memory_k, cancer="lung" if args.cancer == "any" else args.cancer,
+        truncate_tokens=args.truncate_tokens, part_numbers=args.part_numbers or None,
+        any_cancer_mode=args.any_cancer_mode, answer_tokens=args.answer_budget)
     llm = LLMConfig.from_cli(args.llm)
     dataset = MedsDataset(Path(args.dataset), profile=args.coding_profile)
     record = dataset.load_patients([args.subject])[args.subject]
