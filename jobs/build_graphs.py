@@ -93,40 +93,6 @@ GRAPH_ACTOR_CPUS = 0.5
 
 
 # ---------------------------------------------------------------------------------------------- settings
-def _toa_config(args: argparse.Namespace):
-    from vista.toa import ChunkBudget, TOAConfig
-
-    fields: dict[str, object] = {"safety_net": not args.no_safety_net, "resolve_ambiguous": not args.no_judge}
-    if args.profile is not None:
-        fields["profile"] = args.profile
-    if args.chunk_limit is not None:
-        log.warning("--chunk-limit/--chunk-unit are deprecated (kept for one release): use --chunk-tokens N or "
-                    "--chunk-chars N")
-        fields["budget"] = ChunkBudget(limit=args.chunk_limit, unit=args.chunk_unit)
-    elif args.chunk_tokens is not None:
-        fields["budget"] = ChunkBudget(limit=args.chunk_tokens, unit="tokens")
-    elif args.chunk_chars is not None:
-        fields["budget"] = ChunkBudget(limit=args.chunk_chars, unit="chars")
-    if args.max_events_per_chunk is not None:
-        fields["max_events_per_chunk"] = args.max_events_per_chunk
-    if args.answer_tokens is not None:
-        fields["max_tokens"] = args.answer_tokens
-    return TOAConfig(**fields)
-
-
-def _display_config(args: argparse.Namespace):
-    from vista.display import DisplayConfig
-
-    fields: dict[str, object] = {"summary_note": not args.no_summary_note}
-    if args.variables is not None:
-        fields["variables"] = args.variables.resolve()
-    if args.group_size is not None:
-        fields["group_size"] = args.group_size
-    if args.answer_tokens is not None:
-        fields["max_tokens"] = args.answer_tokens
-    return DisplayConfig(**fields)
-
-
 def build_settings(args: argparse.Namespace, run_id: str) -> VistaSettings:
     """The actors' settings from the command line (`JobInputError` for unusable values)."""
     from pydantic import ValidationError
@@ -139,20 +105,25 @@ def build_settings(args: argparse.Namespace, run_id: str) -> VistaSettings:
         stages = resolve_stages(args.stages, model_configured=llm_configured(args))
     except StageChoiceError as exc:
         raise JobInputError(f"--stages: {exc}") from None
+    chunks = {"chunk_tokens": args.chunk_tokens, "chunk_chars": args.chunk_chars}
+    if args.chunk_limit is not None:
+        log.warning("--chunk-limit/--chunk-unit are deprecated (kept for one release): use --chunk-tokens N or "
+                    "--chunk-chars N")
+        chunks = {f"chunk_{args.chunk_unit}": args.chunk_limit}
     try:
-        pipeline = PipelineConfig(stages=stages, toa=_toa_config(args), display=_display_config(args))
+        pipeline = PipelineConfig.from_choices(
+            stages, profile=args.profile, **chunks, max_events_per_chunk=args.max_events_per_chunk,
+            answer_tokens=args.answer_tokens, safety_net=not args.no_safety_net, judge_ambiguous=not args.no_judge,
+            variables=args.variables, group_size=args.group_size, summary_note=not args.no_summary_note)
     except ValidationError as exc:
         first = exc.errors(include_input=False)[0]
         raise JobInputError(f"stage option {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     llm = llm_config(args) if pipeline.llm_stages else None
     pipeline.check_files()  # a bad variables file or event profile fails here, naming the file
-    return VistaSettings(
-        out=args.out.resolve(), dataset=args.dataset.resolve() if args.dataset else None,
+    return VistaSettings.for_run(
+        args, run_id, out=args.out.resolve(), dataset=args.dataset.resolve() if args.dataset else None,
         coding_profile=coding_profile_for(args.dataset, args.coding_profile) if args.dataset else args.coding_profile,
-        xml_dir=args.xml_dir.resolve() if args.xml_dir else None, pipeline=pipeline, llm=llm,
-        patients_per_actor=args.patients_per_actor or 1, patient_timeout_s=args.patient_timeout,
-        flush_rows=args.flush_rows, flush_s=args.flush_seconds, run_id=run_id,
-    )
+        xml_dir=args.xml_dir.resolve() if args.xml_dir else None, pipeline=pipeline, llm=llm)
 
 
 def fingerprint(settings: VistaSettings, labels: Path | None) -> dict[str, object]:

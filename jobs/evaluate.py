@@ -117,12 +117,10 @@ class EvaluateJob(CohortJob):
         truths = load_truth_sources(args.truth, args.references)
         self.subjects = select_subjects(args.store, args.subjects, truths, displays)
         judge = judge_settings(args)
-        self.settings = EvaluateSettings(
-            store=args.store.resolve(), truth=args.truth.resolve() if args.truth else None,
+        self.settings = EvaluateSettings.for_run(
+            args, self.run_id, store=args.store.resolve(), truth=args.truth.resolve() if args.truth else None,
             references=args.references.resolve() if args.references else None, out=args.out.resolve(), llm=judge,
-            threshold=args.threshold, patients_per_actor=args.patients_per_actor or 1,
-            patient_timeout_s=args.patient_timeout, flush_rows=args.flush_rows, flush_s=args.flush_seconds,
-            run_id=self.run_id)
+            threshold=args.threshold)
 
     def fingerprint(self) -> dict[str, object]:
         from vista.display.hashing import ANSWER_FIELDS

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from vista.evaluation.cohort import StoredCase, load_stored_case, score_stored_case
 from vista.evaluation.cohort_rows import COHORT_SCHEMA, error_row, part_record, scored_row
@@ -29,15 +29,13 @@ from vista.llm.errors import LLMEndpointFailure
 from vista.llm.task_usage import usage_scope
 
 from jobs.actor_base import TaskActor
-from jobs.llm_budget import BudgetRef
+from jobs.actor_settings import ActorRunSettings
 from jobs.progress import StatusRow
 from jobs.tasks import TaskKey
 
 
-class EvaluateSettings(BaseModel):
-    """Everything an evaluation actor needs (shipped to every actor; small and picklable)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class EvaluateSettings(ActorRunSettings):
+    """Everything an evaluation actor needs: the store, the truth, the judge and the run."""
 
     store: Path = Field(description="the store holding display/<subject>.json (and the graphs)")
     truth: Path | None = Field(None, description="synthetic dataset root holding ground_truth/oncology.jsonl")
@@ -47,12 +45,6 @@ class EvaluateSettings(BaseModel):
     threshold: int = Field(8, ge=0, le=10, description="judge score counted as correct, of 10")
     judge_max_tokens: int | None = 256
     variables: Path | None = Field(None, description="display variable definitions (default: the packaged list)")
-    patients_per_actor: int = Field(1, ge=1, description="patients an actor scores at once")
-    patient_timeout_s: float = Field(3600.0, gt=0, description="a patient still being scored after this: an error row")
-    flush_rows: int = Field(256, ge=1)
-    flush_s: float = Field(10.0, gt=0)
-    run_id: str
-    llm_budget: BudgetRef | None = Field(None, description="the job's shared LLM budget (jobs.llm_budget)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,12 +11,10 @@ from __future__ import annotations
 import argparse
 
 from vista.cli import add_profile_option
-from vista.cli_kit import ArgumentParser, HelpFormatter, local_path
+from vista.cli_kit import local_path
 
-from jobs.job_options import add_run_arguments, add_selection_arguments, add_verbose_argument
+from jobs.job_options import add_job_arguments, add_selection_arguments, job_parser
 from jobs.llm_options import add_llm_arguments
-from jobs.ray_runtime import add_ray_arguments
-from jobs.resources import add_resource_arguments
 
 DESCRIPTION = """\
 Run the TrajOnco agents over a cohort on Ray: one prediction row per patient, resumable without paying twice.
@@ -53,8 +51,7 @@ def cancer_key(text: str) -> str:
 
 def build_parser(prog: str = "python -m jobs.predict") -> argparse.ArgumentParser:
     """The job's options (light imports only: ``--help`` answers at once; `jobs.predict` holds the job)."""
-    parser = ArgumentParser(prog=prog, usage="%(prog)s --labels LABELS --dataset DATASET --out OUT [options]",
-                            description=DESCRIPTION, epilog=EPILOG, formatter_class=HelpFormatter)
+    parser = job_parser(prog, DESCRIPTION, EPILOG, "%(prog)s --labels LABELS --dataset DATASET --out OUT [options]")
     io = parser.add_argument_group("inputs and outputs")
     io.add_argument("--labels", required=True, type=str, help="MEDS label parquet (subject_id, prediction_time, "
                     "boolean_value), e.g. COHORT/labels/test.parquet; a path or an s3://… URI (vista.storage)")
@@ -108,11 +105,7 @@ def build_parser(prog: str = "python -m jobs.predict") -> argparse.ArgumentParse
                        "agent (off by default: n grows with the record's length, a signal the paper's prompts don't give)")
 
     add_llm_arguments(parser)
-
-    add_resource_arguments(parser)
-    run = add_run_arguments(parser, task="patient")
+    run = add_job_arguments(parser, task="patient", two_stage_options=True)
     run.add_argument("--stage-timeout", type=float, help="two-stage: seconds to wait for one preprocessor call from "
                      "the pool (default: the LLM retry budget + request timeout + 30)")
-    add_ray_arguments(parser)
-    add_verbose_argument(parser)
     return parser

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from vista.graph import GraphSource
 from vista.graph.task_graphs import meds_source, xml_source
@@ -27,16 +27,14 @@ from vista.pipeline import VISTA_PART_SCHEMA, PatientRun, PipelineConfig, TaskPi
 from vista.records import PatientRecord
 
 from jobs.actor_base import TaskActor
-from jobs.llm_budget import BudgetRef
+from jobs.actor_settings import ActorRunSettings
 from jobs.progress import StatusRow
 from jobs.tasks import TaskKey
 from jobs.vista_tasks import XML_FILE
 
 
-class VistaSettings(BaseModel):
-    """Everything a VISTA actor needs (shipped to every actor; small and picklable)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class VistaSettings(ActorRunSettings):
+    """Everything a VISTA actor needs: where its tasks come from, VISTA's `PipelineConfig`, the LLM and the run."""
 
     out: Path = Field(description="output directory (shared by every node)")
     dataset: Path | None = Field(None, description="MEDS dataset root, for MEDS tasks")
@@ -45,13 +43,6 @@ class VistaSettings(BaseModel):
     xml_dir: Path | None = Field(None, description="directory of patient XML files, for XML tasks")
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="the stages and their settings")
     llm: LLMConfig | None = Field(None, description="the LLM of the LLM stages (None: graph only)")
-    patients_per_actor: int = Field(1, ge=1, description="tasks whose LLM stages an actor runs at once")
-    patient_timeout_s: float = Field(3600.0, gt=0, description="LLM stages still running after this: an error row")
-    flush_rows: int = Field(256, ge=1, description="rows an actor buffers before writing a part file")
-    flush_s: float = Field(10.0, gt=0, description="longest a finished row waits in an actor's buffer, in seconds")
-    run_id: str
-    llm_budget: BudgetRef | None = Field(None, description="the job's shared LLM budget (jobs.llm_budget); None: "
-                                         "only the actor's own gateway limits")
 
 
 class VistaActor(TaskActor[PatientRun]):
