@@ -35,8 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-import os
 import sys
 from pathlib import Path
 
@@ -54,13 +52,9 @@ from jobs.runner import CohortJob, LazyRay, check_common_options, exit_status, r
 from jobs.summary import RunSummary
 from jobs.tasks import TaskKey
 from vista.meds.tasks import keys_table
-from vista.atomic import atomic_write_text
 from vista.cli_kit import check_output_dir
 from vista.evaluation.cohort_rows import COHORT_SCHEMA, CohortRow
 from vista.evaluation.report import EvaluationReport
-from vista.llm import LLMConfig
-
-log = logging.getLogger(__name__)
 
 EVALUATED_FILE = "evaluated.parquet"
 OLD_MARKERS = "evaluated"
@@ -68,21 +62,6 @@ OLD_MARKERS = "evaluated"
 SHOWN_UNSCORED = 20
 
 __all__ = ["EvaluateJob", "build_parser", "exit_status", "main", "run"]
-
-
-def judge_settings(args: argparse.Namespace) -> LLMConfig:
-    """The judge's settings (`vista.evaluation.options.judge_config`), its response cache under ``OUT`` unless one
-    is named; one warning line when the judge is the display model."""
-    from vista.evaluation.options import JUDGE_ENV_PREFIX, SAME_JUDGE_WARNING, judge_config
-
-    config, same = judge_config(args.judge_llm, LLMConfig.from_env())
-    if same:
-        log.warning(SAME_JUDGE_WARNING.format(model=config.model))
-    named = any(item.partition("=")[0].strip() == "cache_dir" for item in args.judge_llm) or any(
-        os.environ.get(prefix + "CACHE_DIR") for prefix in (JUDGE_ENV_PREFIX, "VISTA_LLM_"))
-    if config.cache_dir is None and not named:
-        config = config.with_overrides({"cache_dir": (args.out / "llm_cache").resolve()})
-    return config
 
 
 class EvaluateJob(CohortJob):
@@ -101,7 +80,7 @@ class EvaluateJob(CohortJob):
 
     def check(self) -> None:
         from vista.evaluation.cohort import select_subjects, stored_display_subjects
-        from vista.evaluation.options import load_truth_sources
+        from vista.evaluation.options import load_truth_sources, run_judge_config
 
         args = self.args
         check_common_options(args)
@@ -116,7 +95,7 @@ class EvaluateJob(CohortJob):
         displays = stored_display_subjects(args.store)
         truths = load_truth_sources(args.truth, args.references)
         self.subjects = select_subjects(args.store, args.subjects, truths, displays)
-        judge = judge_settings(args)
+        judge = run_judge_config(args.judge_llm, args.out)
         self.settings = EvaluateSettings.for_run(
             args, self.run_id, store=args.store.resolve(), truth=args.truth.resolve() if args.truth else None,
             references=args.references.resolve() if args.references else None, out=args.out.resolve(), llm=judge,
@@ -156,10 +135,7 @@ class EvaluateJob(CohortJob):
                                     threshold=settings.threshold, n_resamples=self.args.resamples)
         if self.report is None:
             return {}
-        paths = {"evaluation": settings.out / "evaluation.json", "evaluation_md": settings.out / "evaluation.md"}
-        atomic_write_text(paths["evaluation"], self.report.model_dump_json(indent=1), fsync=True)
-        atomic_write_text(paths["evaluation_md"], self.report.to_markdown(), fsync=True)
-        return {name: str(path) for name, path in paths.items()}
+        return {name: str(path) for name, path in self.report.write(settings.out).items()}
 
 
 def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
