@@ -1,53 +1,11 @@
 """build-graphs: the VISTA cohort job — per patient, the MEDS Graph, its TOA timeline and its tumor-board display, on Ray.
 
-    python -m jobs.build_graphs --dataset MEDS --out out/vista [--labels LABELS.parquet] [--limit N | --sample N]
+    python -m jobs.build_graphs --dataset MEDS --out out/vista [--labels LABELS.parquet] [--stages graph,toa,display]
     python -m jobs.build_graphs --xml-dir PATIENT_XML_DIR --out out/vista
-    python -m jobs.build_graphs --dataset MEDS --out out/vista --stages graph,toa,display \\
-        --backend openai --base-url http://HOST:8000/v1 --model NAME
 
-Inputs. A MEDS dataset (one task per subject, the whole record; with ``--labels`` one per label row, only events
-strictly before its prediction time), or ``--xml-dir``: every ``*.xml`` patient file under it, in any XML shape
-`vista.graph` reads — the project's ``<patient>`` documents or the VISTA team's ``<eventstream>`` files (one task per
-file; found as `vista graph` finds them, `vista.graph.xml_files`: two files of one patient stop the job naming both
-unless ``--on-duplicate first``). MEDS subjects are listed by Ray Data tasks reading only the ``subject_id`` column of each shard; patients'
-rows are read inside the actors by the targeted MEDS reader (no shuffle, nothing collected on the driver).
-
-Stages (``--stages``, in order). ``graph``: the MEDS Graph, persisted as GraphML plus a node index per task.
-``toa``: the Timeline Object Architecture (`vista.toa`: encounter chunks, extraction sub-agents, unifier, radiology
-safety net, episodes). ``display``: the tumor-board variables and summary note (`vista.display`). The default,
-``auto``, is ``graph,toa,display`` when a model is chosen (``--backend``/``--base-url``/``--model``, the
-``VISTA_LLM_BACKEND``/``_BASE_URL``/``_MODEL`` variables or the ``TRAJONCO_LLM_*`` ones cluster.yaml sets) and
-``graph`` alone otherwise: the embedded SmolLM2 default runs at ≈50 tokens/s on two cores, so a whole record's TOA
-costs it minutes per patient — ask for it explicitly (``--stages graph,toa,display``) for a handful of patients.
-The LLM options are those of ``jobs.predict`` (same flags, same environment, cache under ``OUT/llm_cache``, usage
-recorded per task and stage).
-
-Outputs: ``--out`` is a graph store (`vista.graph.GraphStore`), so ``vista ask/source/display/evaluate --store OUT``
-open it: per task ``graphs/<bucket>/<task>.graphml`` and its columnar copy (``.nodes.arrow``/``.edges.arrow``),
-``toa/<subject>.json`` and ``display/<subject>.json`` (a label task's under ``tasks/<bucket>/<task>/``); one node-index
-part per actor block under ``index/``; per task its row (status, error with the stage, file, patient and field;
-counts of nodes, events, timeline events; calls, tokens and seconds per stage), written last, by the actors, into
-parquet part files under ``rows/`` (`jobs.row_parts`); at the end ``patients.parquet`` (the newest row of every task,
-a polars scan over the part files), the store's manifest (one part appended with the graphs this run changed) and
-``summary.json``.
-
-How it runs: the driver of every cohort job (`jobs.runner`: lock, manifest, plan, LLM budget, repair passes,
-consolidation, summary) with the streaming actor of `jobs.actor_base` (`jobs.vista_actor`); the options that size
-the actors are those of ``jobs.predict`` (``--in-flight``, ``--max-concurrency``, ``--actors``, ...).
-
-Resume. Rerunning the same command skips tasks that have a row and runs the rest; inside a task the graph is
-rewritten only when its content hash changed and the TOA/display stores make no call for an unchanged patient, so a
-task cut short by a kill costs nothing twice. Rows that are not ok are retried by the policy of ``--retry``
-(default transient: timeouts and LLM calls that failed; ``--retry all`` also bad input; ``--retry-failed`` is
-``--retry all``).
-The stages, their settings and the model's answer-determining settings are recorded in ``OUT/job.json``; a rerun
-with others stops with the list of differences (choose another ``--out``; graphs rebuild in milliseconds).
-Bad input — a malformed XML file, a patient without events, an event dated 2300, a subject whose rows are corrupt —
-becomes that task's error row (naming the file, patient, field and row) and the job goes on; a MEDS shard whose
-subjects cannot be listed (truncated, not parquet, a column missing) stops a whole-dataset run before it starts,
-naming the file (with ``--labels`` its subjects' rows say why instead). The summary counts failures by reason; the
-exit status is 3 when any selected task ended in error (0 when all are ok, 1 when some have no row yet, 2 for
-unusable options or inputs).
+The VISTA job's parts of the shared driver (`jobs.runner`): its tasks (MEDS subjects, label rows or XML files), the
+stages' settings (`vista.pipeline`), a graph-only pool sized by CPUs, and the graphs registered in the output store
+at the end. Inputs, stages, outputs, resume, bad input and exit statuses: docs/jobs.md.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ example:
 """
 
 EPILOG = """\
-Stages, outputs, resume and bad input: the module docstring of jobs.build_graphs and docs/cluster.md.
+Stages, outputs, resume and bad input: docs/jobs.md and docs/cluster.md.
 """
 
 

@@ -1,34 +1,11 @@
 """evaluate: score a cohort's stored tumor-board displays against the truth with an LLM judge, on Ray, resumable.
 
-    python -m jobs.evaluate --store OUT/vista --truth MEDS --out OUT/eval --judge-llm backend=openai \\
-        --judge-llm base_url=http://HOST:8000/v1 --judge-llm model=NAME
+    python -m jobs.evaluate --store OUT/vista --truth MEDS --out OUT/eval --judge-llm model=NAME
     python -m jobs.evaluate --store OUT/vista --references refs.csv --out OUT/eval
 
-Inputs. ``--store``: a store holding ``display/<subject>.json`` (what ``vista build --stages graph,toa,display``
-and ``vista display`` write) and, for demographics, the patients' graphs. The truth: the generator's ``--truth
-DATASET`` (``ground_truth/oncology.jsonl``) and/or a clinician's ``--references CSV|JSON``
-(`vista.evaluation.references`; a patient's clinician answers replace the generator's record). Patients evaluated:
-``--subjects``, else every stored display whose patient has a truth (``--limit``/``--sample`` pick among them).
-The judge should not be the display model: its settings come from ``--judge-llm`` or ``VISTA_JUDGE_LLM_*`` (one
-warning line when it is the same model); its answers are cached in ``OUT/llm_cache`` unless a ``cache_dir`` is named.
-
-Work. The cohort jobs' driver (`jobs.runner`: output lock, manifest, plan, retry policy, the job's LLM budget,
-repair passes, consolidation, summary) with one task per patient on a pool of `jobs.evaluate_actor` actors sized
-from the judge's budget (``--in-flight``, ``--max-concurrency``, ``--actors``, ...). Each actor has one judge
-gateway (the embedded model loads once per actor), whose requests all count against the job's budget
-(``--requests-per-second``, ``--tokens-per-minute``). A patient is scored by `vista.evaluation.cohort` (rule
-scorers; judge calls, a failed one counted as wrong) and its row written to the part files under ``OUT/rows/``.
-
-Resume. A rerun skips patients with a row and, by the retry policy (``--retry transient``, the default), scores
-again those whose judge calls failed or that timed out; patients that could not be scored (an unreadable or stale
-display) are kept until ``--retry all`` (``--retry-failed``). The judge, truth and store settings and the code are
-recorded in ``OUT/job.json``: a rerun with other settings, or other code (``--resume-with-changed-code``), stops
-naming the differences. At the end: ``evaluated.parquet`` (each patient's newest row: status, counts, error, usage,
-and the scored items and display as JSON, `vista.evaluation.cohort_rows`), ``evaluation.json`` and
-``evaluation.md`` (`EvaluationReport` over the selected patients that were scored: headline accuracy over the
-tumor-board variables, patient information apart, judge failures counted, display and judge models named) and
-``summary.json``. Exit status 0 when every patient was scored, 3 when some were not or some judge calls failed, 1
-when some have no row yet, 2 for unusable options or inputs, 4 when the job stalled.
+The evaluation's parts of the shared driver (`jobs.runner`): the patients with a display and a truth, the judge's
+settings (`vista.evaluation.options`), and at the end the report over those scored (`vista.evaluation.cohort`).
+Inputs, resume, outputs and exit statuses: docs/jobs.md.
 """
 
 from __future__ import annotations

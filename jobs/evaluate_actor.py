@@ -1,13 +1,9 @@
 """The cohort evaluation's stateful Ray Data UDF: `jobs.actor_base.TaskActor` whose work item is one patient's stored
-display and truth, and whose run is the judge scoring it.
+display and truth, and whose run is the judge scoring it (`vista.evaluation.cohort`).
 
-Preparing a block: the truth sources are read once per actor (the generator's records and/or the clinician answers),
-then each patient's display (and graph, for demographics) is read in a worker thread (`vista.evaluation.cohort`).
-Running a patient: its variables scored on the actor's event loop, judge calls through the actor's one gateway (made
-on the first call: the embedded model loads once per actor, not per patient; the job's LLM budget, the response
-cache), within the per-patient time limit; its row (`vista.evaluation.cohort_rows.CohortRow`) to the actor's part
-files. A patient that cannot be scored gets an error row and the others go on; `LLMEndpointFailure` (the job's
-budget stopped the job) stops the actor and the job.
+The truth sources are read once per actor, each block's displays in a worker thread; judge calls go through the
+actor's one gateway (the embedded model loads once per actor), within the per-patient time limit. A patient that
+cannot be scored gets an error row; `LLMEndpointFailure` (the job's budget stopped the job) stops the actor.
 """
 
 from __future__ import annotations
@@ -22,7 +18,6 @@ from pydantic import Field
 
 from vista.evaluation.cohort import StoredCase, load_stored_case, score_stored_case
 from vista.evaluation.cohort_rows import COHORT_SCHEMA, error_row, part_record, scored_row
-from vista.evaluation.errors import EvaluationError
 from vista.llm import LLMConfig
 from vista.llm.config import redact_url
 from vista.llm.errors import LLMEndpointFailure
@@ -79,10 +74,7 @@ class EvaluateActor(TaskActor[_Work]):
         for key in keys:
             started = time.perf_counter()
             try:
-                if key.subject_id not in self.truths:
-                    raise EvaluationError(f"subject {key.subject_id}: no truth in --truth/--references")
-                case: StoredCase | Exception = load_stored_case(settings.store, key.subject_id,
-                                                                self.truths[key.subject_id])
+                case: StoredCase | Exception = load_stored_case(settings.store, key.subject_id, self.truths)
             except Exception as exc:  # noqa: BLE001 - failure isolation: the patient gets an error row
                 case = exc
             work.append(_Work(key, case, started))

@@ -23,7 +23,7 @@ example:
 """
 
 EPILOG = """\
-Outputs, resume and retries: the module docstring of jobs.evaluate.
+Outputs, resume and retries: docs/jobs.md.
 """
 
 

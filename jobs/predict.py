@@ -1,48 +1,12 @@
 """predict: cohort labels + a MEDS dataset -> one prediction per patient, on Ray, restartable without paying twice.
 
     python -m jobs.predict --labels COHORT/labels/test.parquet --dataset MEDS --out out/predict-lung \\
-        [--variant one_stage|two_stage|single_agent] [--cancer lung | --any-cancer] \\
-        [--backend openai --base-url http://HOST:8000/v1 --model NAME] [--in-flight 64] [--limit N | --sample N]
+        [--variant one_stage|two_stage|single_agent] [--cancer lung | --any-cancer] [--graphs STORE]
 
-How it runs. The driver reads the task keys of the label file (subject_id, prediction_time: a few MB for 100,000
-patients), reads which tasks already have a row in ``--out`` (four columns of the part files) and plans the rest,
-longest first (`jobs.tasks.schedule`: the chain length is estimated from each subject's MEDS rows before its
-prediction time, so the longest chains never start last). Ray Data hands the planned tasks, in that order and in
-small blocks, to an autoscaling pool of patient actors sized from the job's LLM budget (`jobs.resources`:
-``--in-flight`` requests at once over the job, ``--max-concurrency`` per actor). Each actor reads its patients' rows
-itself with the targeted MEDS reader (parquet statistics pick the shards and row groups; patients of one block are
-neighbours in subject order), so no MEDS row goes through the driver or a shuffle. An actor starts a patient as
-soon as one of its slots frees (`jobs.predict_actor`: an async generator UDF, several blocks in flight per actor,
-no per-block barrier), writes finished rows to parquet part files under ``OUT/rows/`` and returns one status row
-per patient, from which the driver prints progress. A watchdog stops the job with one line (exit 4) when no
-patient finishes for ``--stall-timeout`` seconds; Ray Data fails fast when the first actors cannot start within
-``--startup-timeout``.
-
-Two-stage: the preprocessor agents run in their own actor pool (``--preprocess-actors``); a
-patient actor sends its chunks' filter calls there and awaits them (no blocking ``ray.get``), so one patient's
-chunks are filtered in parallel across the cluster and its chain starts as soon as they are back — without the
-dataset-wide barrier an "explode chunks -> groupby patient" pipeline would impose. ``--preprocess-actors 0`` runs
-the filters in the patient actors.
-
-Resume and retries. A task's newest row in the part files is its output. Restarting the same command after any
-interruption skips tasks that have a row and runs the rest; with the LLM response cache (``<out>/llm_cache`` by
-default) calls already answered cost nothing, so rows an actor had not written when it was killed are redone for
-free. Rows that are not ok carry a retry class (`trajonco.prediction_rows.retry_class`): by default the next run runs
-again the tasks whose failure was transient (rate limit, timeout, server error, connection) and keeps those whose
-failure is permanent (bad input, answers that never validated); ``--retry all`` or ``--retry none`` change that.
-Each run ends with two files built by a polars scan over the part files (covering every task with a row — of this
-run's selection and of earlier runs: a smaller ``--limit`` never drops rows), and ``summary.json`` (``output_rows``
-says how many rows each holds): ``predictions.parquet``, exactly MEDS-DEV's five columns for the scored tasks (what
-``meds-evaluation`` reads as it is), and ``prediction_details.parquet``, every task's row with the project's
-columns (risk, trajectory, evidence with provenance, usage, latency, status, error, retry class).
-`trajonco.prediction_files.read_predictions` joins them back.
-
-One pass, two systems. With ``--graphs STORE`` each actor also builds every patient's MEDS Graph (the whole record)
-from the record it read for the agents and persists it into the graph store STORE, the layout `vista build` writes
-(`jobs.predict_actor`: unchanged graphs are skipped by their content hash); each row says how (``graph_*`` columns of
-``prediction_details.parquet``; a graph that fails is recorded there, the prediction kept). At the end the driver
-registers the run's graphs in the store's manifest (`vista.graph.record_graphs`), so ``vista source/ask/similar --store STORE``
-open them. The store is locked for the run like ``--out`` and is part of the manifest's settings.
+The predict job's parts of the shared driver (`jobs.runner`): the label tasks, longest first; the two-stage
+preprocessor pool; the consolidated files (`trajonco.prediction_files`); with ``--graphs`` the store's lock and the
+registration of the graphs its actors persisted (`vista.graph.record_graphs`). How it runs, resumes, retries and
+what it writes: docs/jobs.md.
 """
 
 from __future__ import annotations

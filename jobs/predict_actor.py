@@ -1,19 +1,11 @@
 """The predict job's stateful Ray Data UDF: `jobs.actor_base.TaskActor` whose work item is one label row and its
-patient's record, and whose run is the TrajOnco chain.
+patient's record, and whose run is the TrajOnco chain (`trajonco.pipeline`) to its row (`trajonco.prediction_rows`).
 
-A block's patients are read with one targeted MEDS read (`vista.meds.patient_loader`); each patient then runs the
-configured variant (or the any-cancer assessment) within the per-patient time limit, its LLM calls counted in a
-usage scope. The row (`trajonco.prediction_rows`: the prediction columns, plus the whole result and usage as JSON)
-goes to the actor's part files. A task that raises (bad data, a timeout, a bug) gets an error row and the others go
-on; an `LLMEndpointFailure` (the job's budget stopped the job) stops the actor and the job.
-
-With ``graphs`` (``--graphs STORE``) the same read also serves VISTA: each patient's MEDS Graph (the whole record, as
-``vista build --dataset`` writes it) is built from the loaded record and persisted into that graph store
-(`vista.graph.record_graphs`: a graph the store's manifest holds with the same content hash is neither rebuilt
-nor indexed again), one node-index part per block, in a worker thread while the block's chains run on the event
-loop. Each row carries its graph's columns (`GRAPH_SCHEMA`); a graph that fails is that row's ``graph_status`` and
-``graph_error``, and the prediction is kept. The driver registers the graphs in the store's manifest at the end
-(`jobs.predict`).
+A block's patients are read with one targeted MEDS read; each task runs within the per-patient time limit, its LLM
+calls counted in a usage scope; one that raises gets an error row, `LLMEndpointFailure` (the job's budget stopped the
+job) stops the actor. With ``graphs`` (``--graphs STORE``) the same read also serves VISTA: the block's MEDS Graphs
+are persisted into the store in a worker thread while its chains run (`vista.graph.record_graphs`), each row
+carrying its graph's columns; a graph that fails is said in its row, the prediction kept.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ example:
 
 EPILOG = """\
 Rerun the same command to resume: patients with a row are skipped, calls already answered come from the cache.
-How the job runs (actors, LLM budget, retries, outputs): docs/cluster.md and the module docstring of jobs.predict.
+How the job runs (actors, LLM budget, retries, outputs): docs/jobs.md and docs/cluster.md.
 """
 
 
