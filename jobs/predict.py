@@ -54,14 +54,10 @@ log = logging.getLogger("jobs.predict")
 
 
 def build_settings(args: argparse.Namespace, run_id: str) -> PredictSettings:
-    from trajonco.cohorts.manifest import label_horizon
-    from trajonco.pipeline_config import config_from_options
+    from trajonco.assessment_options import assessment_config
 
-    pipeline = config_from_options(
-        variant=args.variant, cancer=args.cancer, horizon_days=label_horizon(args.labels, args.horizon_days),
-        chunk_tokens=args.chunk_tokens, memory_k=args.memory_k, cancer_hints=args.cancer_hints,
-        output_limits=args.output_limits, context_tokens=args.context_tokens, truncate_tokens=args.truncate_tokens,
-        part_numbers=args.part_numbers, any_cancer_mode=args.any_cancer_mode, answer_tokens=args.answer_budget)
+    pipeline = assessment_config(args, cancer=args.cancer, cancer_hints=args.cancer_hints,
+                                 output_limits=args.output_limits, context_tokens=args.context_tokens)
     return PredictSettings.for_run(
         args, run_id, dataset=normalize(args.dataset), coding_profile=coding_profile_for(args.dataset, args.coding_profile),
         out=normalize(args.out), pipeline=pipeline, any_cancer=args.any_cancer, llm=llm_config(args),
