@@ -38,7 +38,7 @@ from baselines import BaselineError
 from benchmarks.report import AgentRequest, AgentRun, PredictionSource, ReportError, reproduce
 from benchmarks.report.options import agent_output_sections, check_options, option_problems, settings_from_args
 from jobs.errors import job_user_errors
-from jobs.report_options import build_parser
+from benchmarks.report_arguments import build_parser
 
 log = logging.getLogger("jobs.report")
 

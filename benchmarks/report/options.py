@@ -1,4 +1,4 @@
-"""The report's command-line options (`jobs.report_options` parses them) as its `ReportSettings`, checked before any
+"""The report's command-line options (`benchmarks.report_arguments` parses them) as its `ReportSettings`, checked before any
 work: cohort names, prediction files and the output folder up front, settings errors as one line naming the options.
 """
 
