@@ -1,23 +1,8 @@
-"""report: the TrajOnco benchmark reproduction report, in one command.
+"""report: the TrajOnco benchmark reproduction report, in one command (``python -m jobs.report --quick --out DIR``).
 
-    python -m jobs.report --out out/report            # the whole report on the synthetic cohorts (< 30 min, 2 cores)
-    python -m jobs.report --out out/quick --quick     # the small CI configuration (a few minutes)
-    python -m jobs.report --dataset MEDS --cohorts lung,breast --predictions lung=runs/gpt/predictions.parquet
-
-What it does. Generates (or reuses) the synthetic MEDS dataset, builds every cohort, describes it (Table 1),
-fits and scores LR, KNN and XGBoost, runs the sensitivity analyses (trajectory length, time gap) and the
-stratified results, then runs the agents with ``jobs.predict`` (one process per variant) on a small subset of
-the focus cohort (and the first variant on a few of those patients per truncation budget and per gap,
-``--agent-sensitivity``) (the embedded model by default; any OpenAI-compatible endpoint with --backend openai), scores
-every prediction file (given or produced), profiles latency and cost, and writes OUT/report.html (one
-self-contained file), OUT/results.json (every number) and OUT/figures/*.png. The domain logic lives in
-`benchmarks.report` (the options become `ReportSettings` in `benchmarks.report.options`); this module only runs
-``jobs.predict`` for the agents.
-
-Rerunning the same command reuses the dataset and the agents' finished patients (jobs.predict resumes).
-
-Exit status: 0 when the report is written; 2 for a mistake in the options or inputs (one line, before any work when it
-can be found then); 3 when the report is written but holds no scored result (every cohort skipped: one line why).
+The report is `benchmarks.report` (its options: `benchmarks.report_arguments`, their settings:
+`benchmarks.report.options`); this module runs ``jobs.predict`` for the agents, one process per variant. What it
+does, reruns and exit statuses: docs/jobs.md.
 """
 
 from __future__ import annotations
