@@ -13,7 +13,7 @@ import argparse
 from vista.cli import add_profile_option
 from vista.cli_kit import local_path
 
-from trajonco.assessment_options import add_assessment_arguments
+from trajonco.assessment_options import add_assessment_arguments, cancer_key, cancer_keys
 
 from jobs.job_options import add_job_arguments, add_selection_arguments, job_parser
 from jobs.llm_options import add_llm_arguments
@@ -32,23 +32,6 @@ EPILOG = """\
 Rerun the same command to resume: patients with a row are skipped, calls already answered come from the cache.
 How the job runs (actors, LLM budget, retries, outputs): docs/jobs.md and docs/cluster.md.
 """
-
-
-def cancer_keys() -> str:
-    from trajonco.cancers import CANCERS
-
-    return ", ".join(CANCERS)
-
-
-def cancer_key(text: str) -> str:
-    """A cancer key for ``--cancer`` (display names and spellings such as 'Lung cancer' accepted), or a usage error
-    that lists the keys."""
-    from trajonco.cancers import UnknownCancerError, get_cancer
-
-    try:
-        return get_cancer(text).key
-    except UnknownCancerError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser(prog: str = "python -m jobs.predict") -> argparse.ArgumentParser:

@@ -18,6 +18,24 @@ if TYPE_CHECKING:
     from trajonco.pipeline_config import PipelineConfig
 
 
+def cancer_keys() -> str:
+    """Every cancer key, in the catalog's order (for help texts; the catalog module is light)."""
+    from trajonco.cancers import CANCERS
+
+    return ", ".join(CANCERS)
+
+
+def cancer_key(text: str) -> str:
+    """A cancer key for ``--cancer`` (display names and spellings such as 'Lung cancer' accepted), or a usage error
+    that lists the keys."""
+    from trajonco.cancers import UnknownCancerError, get_cancer
+
+    try:
+        return get_cancer(text).key
+    except UnknownCancerError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_assessment_arguments(group: argparse._ActionsContainer) -> None:
     """How a patient is assessed: variant, any-cancer mode, horizon, chunks, memory, truncation, answers."""
     group.add_argument("--variant", choices=["one_stage", "two_stage", "single_agent"],

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from trajonco.assessment_options import add_assessment_arguments
+from trajonco.assessment_options import add_assessment_arguments, cancer_keys
 from vista.cli import add_llm_option, add_profile_option
 from vista.cli_kit import ArgumentParser, HelpFormatter, add_overwrite, add_version, check_output_dir, parse_when, subcommand
 from vista.errors import CommandLineError, run_command, user_errors
@@ -290,13 +290,6 @@ async def _predict_with_progress(record, catalog, config, llm, when, *, any_canc
                 status.update(f"{len(gateway.ledger)} LLM call(s) done")
                 await asyncio.wait({task}, timeout=0.5)
         return task.result()
-
-
-def cancer_keys() -> str:
-    """Every cancer key, in the catalog's order (for help texts; the catalog module is light)."""
-    from trajonco.cancers import CANCERS
-
-    return ", ".join(CANCERS)
 
 
 def build_parser(extra: Callable[[argparse._SubParsersAction], None] | None = None) -> argparse.ArgumentParser:
