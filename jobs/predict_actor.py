@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
@@ -22,11 +20,9 @@ from pydantic import Field, field_validator
 
 from trajonco.agents.results import AnyCancerResult, PatientResult
 from trajonco.pipeline import PipelineConfig, run_any_cancer, run_patient
-from trajonco.prediction_rows import PART_SCHEMA, PredictionRow, RowContext, part_record, row_from_failure, row_from_result
+from trajonco.prediction_rows import PART_SCHEMA, RowContext, assessed_record
 from vista.graph.record_graphs import GRAPH_SCHEMA, RecordGraph, RecordGraphs
 from vista.llm import LLMConfig
-from vista.llm.errors import LLMEndpointFailure
-from vista.llm.task_usage import TaskUsage, usage_scope
 from vista.meds.labels import BOOLEAN_VALUE
 from vista.meds.patient_loader import Loaded
 from vista.records import PatientRecord
@@ -99,26 +95,10 @@ class PredictActor(TaskActor[_Work]):
         return [_Work(key, label, records[key.subject_id], graphs) for key, label in zip(keys, labels)]
 
     async def run(self, work: _Work) -> tuple[dict[str, object], StatusRow]:
-        key, label = work.key, work.label
-        started = time.perf_counter()
-        started_at = datetime.now(timezone.utc)
-        result: PatientResult | AnyCancerResult | None = None
-        with usage_scope() as usage:
-            try:
-                if not isinstance(work.loaded, PatientRecord):
-                    raise work.loaded
-                result = await self._assess(work.loaded, key)
-                row = row_from_result(key, label, result, usage, self.context, wall_s=time.perf_counter() - started,
-                                      started_at=started_at)
-            except LLMEndpointFailure:  # the job's budget stopped the job: no row, the actor and the job stop
-                raise
-            except Exception as exc:  # noqa: BLE001 - failure isolation: any problem becomes this task's error row
-                result = None
-                row = self._error_row(key, label, exc, usage, started, started_at)
-        record = part_record(row, result, usage)
+        record, row = await assessed_record(work.key, work.label, self.context, lambda: self._assess(work))
         if work.graphs is not None:
             record |= (await self._graph_of(work)).columns()
-        return record, StatusRow.of(key, row, started_at)
+        return record, StatusRow.of(work.key, row, row.started_at)
 
     async def _graph_of(self, work: _Work) -> RecordGraph:
         try:
@@ -127,16 +107,10 @@ class PredictActor(TaskActor[_Work]):
             log.warning("subject %s: no graph (%s)", work.key.subject_id, type(exc).__name__, exc_info=True)
             return RecordGraph.failed(exc)
 
-    async def _assess(self, record: PatientRecord, key: TaskKey) -> PatientResult | AnyCancerResult:
+    async def _assess(self, work: _Work) -> PatientResult | AnyCancerResult:
+        if not isinstance(work.loaded, PatientRecord):
+            raise work.loaded
         runner = run_any_cancer if self.settings.any_cancer else run_patient
-        coro = runner(record, self.catalog, self.gateway, self.settings.pipeline, prediction_time=key.prediction_time)
-        return await self.within_time_limit(coro, f"subject {key.subject_id}")
-
-    def _error_row(self, key: TaskKey, label: bool | None, exc: Exception, usage: TaskUsage, started: float,
-                   started_at: datetime) -> PredictionRow:
-        row = row_from_failure(key, label, exc, usage, self.context, wall_s=time.perf_counter() - started,
-                               started_at=started_at)
-        log.warning("subject %s: error row (%s, %s)", key.subject_id, row.error_kind, type(exc).__name__)
-        log.debug("subject %s failed", key.subject_id, exc_info=exc)
-        return row
-
+        coro = runner(work.loaded, self.catalog, self.gateway, self.settings.pipeline,
+                      prediction_time=work.key.prediction_time)
+        return await self.within_time_limit(coro, f"subject {work.key.subject_id}")
