@@ -15,7 +15,6 @@ import json
 import sys
 from pathlib import Path
 
-import pyarrow.parquet as pq
 from rich.console import Console
 
 from jobs.driver import job_main, new_run_id, task_dataset
@@ -30,7 +29,7 @@ from jobs.summary import RunSummary
 from jobs.tasks import TaskKey
 from vista.meds.tasks import keys_table
 from vista.cli_kit import check_output_dir
-from vista.evaluation.cohort_rows import COHORT_SCHEMA, CohortRow
+from vista.evaluation.cohort_rows import COHORT_SCHEMA, read_rows
 from vista.evaluation.report import EvaluationReport
 
 EVALUATED_FILE = "evaluated.parquet"
@@ -103,8 +102,7 @@ class EvaluateJob(CohortJob):
         from vista.display import load_variables
         from vista.evaluation.cohort import cohort_report
 
-        table = pq.read_table(report.path, filters=[("subject_id", "in", [key.subject_id for key in selected])])
-        rows = [CohortRow.model_validate(record) for record in table.to_pylist()]
+        rows = read_rows(report.path, (key.subject_id for key in selected))
         self.unscored = {row.subject_id: row.error or "unknown error" for row in rows if row.status == "error"}
         settings = self.settings
         self.report = cohort_report([p for row in rows if (p := row.patient()) is not None],

@@ -44,9 +44,8 @@ from trajonco.prediction_files import (
 )
 from trajonco.prediction_rows import PREDICTION_SCHEMA
 from vista.cli_kit import check_output_dir
-from vista.meds.labels import PREDICTION_TIME, SUBJECT_ID
 from vista.meds.patient_loader import coding_profile_for
-from vista.meds.tasks import estimate_lengths, keys_table, read_label_tasks, task_keys
+from vista.meds.tasks import estimate_lengths, read_label_tasks, rows_in_order, task_keys
 from vista.graph.record_graphs import GRAPH_SCHEMA, check_graph_store, register_record_graphs
 from vista.storage import is_remote, join, normalize
 
@@ -190,7 +189,7 @@ class PredictJob(CohortJob):
         head = 2 * resources.patients_per_actor * resources.actors_max  # the longest tasks, in small blocks
         # made before any actor holds a CPU: `ray.data.from_arrow` runs a 1-CPU metadata task per block, which would
         # wait forever behind a preprocessor pool that holds all but a fraction of a small cluster's CPUs
-        work = task_dataset(_work_table(self.tasks, pending), resources.block_rows, head_rows=head)
+        work = task_dataset(rows_in_order(self.tasks, pending), resources.block_rows, head_rows=head)
         pool = None
         try:
             if resources.preprocess_actors:
@@ -209,13 +208,6 @@ class PredictJob(CohortJob):
         finally:
             if pool is not None:
                 pool.shutdown()
-
-
-def _work_table(tasks: pa.Table, ordered: list[TaskKey]) -> pa.Table:
-    """The label rows of ``ordered`` (with their labels), in that order."""
-    order = keys_table(ordered).append_column("_order", pa.array(range(len(ordered)), pa.int64()))
-    joined = tasks.join(order, keys=[SUBJECT_ID, PREDICTION_TIME], join_type="inner")
-    return joined.sort_by("_order").drop_columns(["_order"])
 
 
 def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
