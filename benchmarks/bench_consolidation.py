@@ -4,7 +4,7 @@ consolidate the outputs, add up the run's LLM accounting — with wall time, CPU
 ``--patients`` rows are simulated as the actors write them: a seeded `PatientResult` per patient with realistically
 sized text (a 600-2,000 character summary, 300-1,200 characters of reasoning, 2-30 evidence events with 1-4 MEDS
 source rows each, one risk step per chunk, chains of 1 to ~90 chunks), turned into its row by the job's own
-`trajonco.prediction_rows.row_from_result`/`part_record` and written by the job's own `jobs.row_parts.PartWriter`
+`trajonco.prediction_rows.row_from_result`/`part_record` and written by the job's own `vista.runs.parts.PartWriter`
 (``--rows-per-part`` rows a part file; the job's default is 256, an actor whose ``--flush-seconds`` fires first
 writes smaller ones). A share of the patients (``--retry-share``) first gets a transient failure row in run ``r1``
 and its ``ok`` row in run ``r2`` (newest row wins), and some keep a transient failure (the rerun's work).
@@ -13,11 +13,11 @@ Each measured step runs in a fresh process (the driver), which reports its wall 
 RSS after imports, then ``VmHWM`` reset to it before the step, so the peak is the step's own):
 
 * plan a rerun: read the label file (`vista.meds.tasks.read_label_tasks`), the newest state of every task
-  (`jobs.row_parts.latest_states`, four small columns) and `jobs.tasks.plan_tasks` with the retry policy;
-* consolidate: `jobs.row_parts.consolidate_parts` into the job's own outputs (`jobs.predict.prediction_outputs`:
+  (`vista.runs.parts.latest_states`, four small columns) and `jobs.tasks.plan_tasks` with the retry policy;
+* consolidate: `vista.runs.parts.consolidate_parts` into the job's own outputs (`jobs.predict.prediction_outputs`:
   ``prediction_details.parquet`` and ``predictions.parquet``), read back by `trajonco.prediction_files.read_predictions`
   and checked (one row per task, the retried tasks ``ok``);
-* the run's LLM accounting: `jobs.row_parts.run_llm_rows` (who answered run ``r2``, what its kept rows spent).
+* the run's LLM accounting: `vista.runs.parts.run_llm_rows` (who answered run ``r2``, what its kept rows spent).
 
     python -m benchmarks.bench_consolidation [--patients 100000] [--rows-per-part 256 16] [--work DIR] [--keep]
 

@@ -13,7 +13,7 @@ patient holds its slot only, never its block's other slots. (Ray Data 2.60 gathe
 call before passing them downstream, for deterministic output order; small blocks keep that wait short, and it
 delays only the driver's progress count, not the next patient nor the row's write.)
 
-Outputs. A finished task's record goes to the actor's `jobs.row_parts.PartWriter`, which writes a part file when it
+Outputs. A finished task's record goes to the actor's `vista.runs.parts.PartWriter`, which writes a part file when it
 holds ``flush_rows`` records, when the oldest has waited ``flush_s`` seconds (a background task on the actor's event
 loop), and whenever the actor has no task left running — so the last call to finish on an actor has written every
 row before its own status reaches the driver, and a job that ends has every row on disk. An actor killed mid-run

@@ -1,53 +1,11 @@
 """build-graphs: the VISTA cohort job — per patient, the MEDS Graph, its TOA timeline and its tumor-board display, on Ray.
 
-    python -m jobs.build_graphs --dataset MEDS --out out/vista [--labels LABELS.parquet] [--limit N | --sample N]
+    python -m jobs.build_graphs --dataset MEDS --out out/vista [--labels LABELS.parquet] [--stages graph,toa,display]
     python -m jobs.build_graphs --xml-dir PATIENT_XML_DIR --out out/vista
-    python -m jobs.build_graphs --dataset MEDS --out out/vista --stages graph,toa,display \\
-        --backend openai --base-url http://HOST:8000/v1 --model NAME
 
-Inputs. A MEDS dataset (one task per subject, the whole record; with ``--labels`` one per label row, only events
-strictly before its prediction time), or ``--xml-dir``: every ``*.xml`` patient file under it, in any XML shape
-`vista.graph` reads — the project's ``<patient>`` documents or the VISTA team's ``<eventstream>`` files (one task per
-file; found as `vista graph` finds them, `vista.graph.xml_files`: two files of one patient stop the job naming both
-unless ``--on-duplicate first``). MEDS subjects are listed by Ray Data tasks reading only the ``subject_id`` column of each shard; patients'
-rows are read inside the actors by the targeted MEDS reader (no shuffle, nothing collected on the driver).
-
-Stages (``--stages``, in order). ``graph``: the MEDS Graph, persisted as GraphML plus a node index per task.
-``toa``: the Timeline Object Architecture (`vista.toa`: encounter chunks, extraction sub-agents, unifier, radiology
-safety net, episodes). ``display``: the tumor-board variables and summary note (`vista.display`). The default,
-``auto``, is ``graph,toa,display`` when a model is chosen (``--backend``/``--base-url``/``--model``, the
-``VISTA_LLM_BACKEND``/``_BASE_URL``/``_MODEL`` variables or the ``TRAJONCO_LLM_*`` ones cluster.yaml sets) and
-``graph`` alone otherwise: the embedded SmolLM2 default runs at ≈50 tokens/s on two cores, so a whole record's TOA
-costs it minutes per patient — ask for it explicitly (``--stages graph,toa,display``) for a handful of patients.
-The LLM options are those of ``jobs.predict`` (same flags, same environment, cache under ``OUT/llm_cache``, usage
-recorded per task and stage).
-
-Outputs: ``--out`` is a graph store (`vista.graph.GraphStore`), so ``vista ask/source/display/evaluate --store OUT``
-open it: per task ``graphs/<bucket>/<task>.graphml`` and its columnar copy (``.nodes.arrow``/``.edges.arrow``),
-``toa/<subject>.json`` and ``display/<subject>.json`` (a label task's under ``tasks/<bucket>/<task>/``); one node-index
-part per actor block under ``index/``; per task its row (status, error with the stage, file, patient and field;
-counts of nodes, events, timeline events; calls, tokens and seconds per stage), written last, by the actors, into
-parquet part files under ``rows/`` (`jobs.row_parts`); at the end ``patients.parquet`` (the newest row of every task,
-a polars scan over the part files), the store's manifest (one part appended with the graphs this run changed) and
-``summary.json``.
-
-How it runs: the driver of every cohort job (`jobs.runner`: lock, manifest, plan, LLM budget, repair passes,
-consolidation, summary) with the streaming actor of `jobs.actor_base` (`jobs.vista_actor`); the options that size
-the actors are those of ``jobs.predict`` (``--in-flight``, ``--max-concurrency``, ``--actors``, ...).
-
-Resume. Rerunning the same command skips tasks that have a row and runs the rest; inside a task the graph is
-rewritten only when its content hash changed and the TOA/display stores make no call for an unchanged patient, so a
-task cut short by a kill costs nothing twice. Rows that are not ok are retried by the policy of ``--retry``
-(default transient: timeouts and LLM calls that failed; ``--retry all`` also bad input; ``--retry-failed`` is
-``--retry all``).
-The stages, their settings and the model's answer-determining settings are recorded in ``OUT/job.json``; a rerun
-with others stops with the list of differences (choose another ``--out``; graphs rebuild in milliseconds).
-Bad input — a malformed XML file, a patient without events, an event dated 2300, a subject whose rows are corrupt —
-becomes that task's error row (naming the file, patient, field and row) and the job goes on; a MEDS shard whose
-subjects cannot be listed (truncated, not parquet, a column missing) stops a whole-dataset run before it starts,
-naming the file (with ``--labels`` its subjects' rows say why instead). The summary counts failures by reason; the
-exit status is 3 when any selected task ended in error (0 when all are ok, 1 when some have no row yet, 2 for
-unusable options or inputs).
+The VISTA job's parts of the shared driver (`jobs.runner`): its tasks (MEDS subjects, label rows or XML files), the
+stages' settings (`vista.pipeline`), a graph-only pool sized by CPUs, and the graphs registered in the output store
+at the end. Inputs, stages, outputs, resume, bad input and exit statuses: docs/jobs.md.
 """
 
 from __future__ import annotations
@@ -80,7 +38,8 @@ from jobs.runner import (
 from vista.runs.summary import RunSummary
 from jobs.tasks import TaskKey
 from jobs.vista_actor import VistaActor, VistaSettings
-from jobs.vista_tasks import XmlTask, dataset_task_keys, list_xml_tasks, xml_dataset
+from jobs.vista_tasks import dataset_task_keys, xml_dataset
+from vista.graph.xml_files import XmlDirectoryError, XmlFile, list_xml_patients
 from vista.meds.patient_loader import coding_profile_for
 from vista.meds.subjects import check_listable, unusable_shards
 from vista.meds.tasks import keys_table, read_label_tasks, task_keys
@@ -92,40 +51,6 @@ GRAPH_ACTOR_CPUS = 0.5
 
 
 # ---------------------------------------------------------------------------------------------- settings
-def _toa_config(args: argparse.Namespace):
-    from vista.toa import ChunkSize, TOAConfig
-
-    fields: dict[str, object] = {"safety_net": not args.no_safety_net, "resolve_ambiguous": not args.no_judge}
-    if args.profile is not None:
-        fields["profile"] = args.profile
-    if args.chunk_limit is not None:
-        log.warning("--chunk-limit/--chunk-unit are deprecated (kept for one release): use --chunk-tokens N or "
-                    "--chunk-chars N")
-        fields["budget"] = ChunkSize(limit=args.chunk_limit, unit=args.chunk_unit)
-    elif args.chunk_tokens is not None:
-        fields["budget"] = ChunkSize(limit=args.chunk_tokens, unit="tokens")
-    elif args.chunk_chars is not None:
-        fields["budget"] = ChunkSize(limit=args.chunk_chars, unit="chars")
-    if args.max_events_per_chunk is not None:
-        fields["max_events_per_chunk"] = args.max_events_per_chunk
-    if args.answer_tokens is not None:
-        fields["max_tokens"] = args.answer_tokens
-    return TOAConfig(**fields)
-
-
-def _display_config(args: argparse.Namespace):
-    from vista.display import DisplayConfig
-
-    fields: dict[str, object] = {"summary_note": not args.no_summary_note}
-    if args.variables is not None:
-        fields["variables"] = args.variables.resolve()
-    if args.group_size is not None:
-        fields["group_size"] = args.group_size
-    if args.answer_tokens is not None:
-        fields["max_tokens"] = args.answer_tokens
-    return DisplayConfig(**fields)
-
-
 def build_settings(args: argparse.Namespace, run_id: str) -> VistaSettings:
     """The actors' settings from the command line (`JobInputError` for unusable values)."""
     from pydantic import ValidationError
@@ -138,20 +63,25 @@ def build_settings(args: argparse.Namespace, run_id: str) -> VistaSettings:
         stages = resolve_stages(args.stages, model_configured=llm_configured(args))
     except StageChoiceError as exc:
         raise JobInputError(f"--stages: {exc}") from None
+    chunks = {"chunk_tokens": args.chunk_tokens, "chunk_chars": args.chunk_chars}
+    if args.chunk_limit is not None:
+        log.warning("--chunk-limit/--chunk-unit are deprecated (kept for one release): use --chunk-tokens N or "
+                    "--chunk-chars N")
+        chunks = {f"chunk_{args.chunk_unit}": args.chunk_limit}
     try:
-        pipeline = PipelineConfig(stages=stages, toa=_toa_config(args), display=_display_config(args))
+        pipeline = PipelineConfig.from_choices(
+            stages, profile=args.profile, **chunks, max_events_per_chunk=args.max_events_per_chunk,
+            answer_tokens=args.answer_tokens, safety_net=not args.no_safety_net, judge_ambiguous=not args.no_judge,
+            variables=args.variables, group_size=args.group_size, summary_note=not args.no_summary_note)
     except ValidationError as exc:
         first = exc.errors(include_input=False)[0]
         raise JobInputError(f"stage option {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     llm = llm_config(args) if pipeline.llm_stages else None
     pipeline.check_files()  # a bad variables file or event profile fails here, naming the file
-    return VistaSettings(
-        out=args.out.resolve(), dataset=args.dataset.resolve() if args.dataset else None,
+    return VistaSettings.for_run(
+        args, run_id, out=args.out.resolve(), dataset=args.dataset.resolve() if args.dataset else None,
         coding_profile=coding_profile_for(args.dataset, args.coding_profile) if args.dataset else args.coding_profile,
-        xml_dir=args.xml_dir.resolve() if args.xml_dir else None, pipeline=pipeline, llm=llm,
-        patients_per_actor=args.patients_per_actor or 1, patient_timeout_s=args.patient_timeout,
-        flush_rows=args.flush_rows, flush_s=args.flush_seconds, run_id=run_id,
-    )
+        xml_dir=args.xml_dir.resolve() if args.xml_dir else None, pipeline=pipeline, llm=llm)
 
 
 def fingerprint(settings: VistaSettings, labels: Path | None) -> dict[str, object]:
@@ -177,7 +107,7 @@ class GraphsJob(CohortJob):
     def __init__(self, args: argparse.Namespace, run_id: str):
         super().__init__(args, run_id)
         self.settings: VistaSettings
-        self.xml_tasks: list[XmlTask] | None = None
+        self.xml_tasks: list[XmlFile] | None = None
 
     def check(self) -> None:
         args = self.args
@@ -189,7 +119,13 @@ class GraphsJob(CohortJob):
             for problem in unusable_shards(settings.dataset):  # their label rows get error rows naming the shard
                 log.warning("%s", problem)
         self.label_tasks = read_label_tasks(args.labels) if args.labels is not None else None
-        self.xml_tasks = list_xml_tasks(settings.xml_dir, args.on_duplicate) if settings.xml_dir is not None else None
+        if settings.xml_dir is not None:
+            try:
+                self.xml_tasks, skipped = list_xml_patients(settings.xml_dir, args.on_duplicate)
+            except XmlDirectoryError as exc:
+                raise JobInputError(f"--xml-dir {exc}") from None
+            for line in skipped:
+                log.warning("%s", line)
 
     def fingerprint(self) -> dict[str, object]:
         return fingerprint(self.settings, self.args.labels)

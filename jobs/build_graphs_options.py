@@ -12,12 +12,10 @@ import argparse
 from pathlib import Path
 
 from vista.cli import add_on_duplicate_option, add_profile_option
-from vista.cli_kit import ArgumentParser, HelpFormatter, local_path
+from vista.cli_kit import local_path
 
-from jobs.job_options import add_run_arguments, add_selection_arguments, add_verbose_argument
+from jobs.job_options import add_job_arguments, add_selection_arguments, job_parser
 from jobs.llm_options import add_llm_arguments
-from jobs.ray_runtime import add_ray_arguments
-from jobs.resources import add_resource_arguments
 
 DESCRIPTION = """\
 Build a cohort's MEDS Graphs, TOA timelines and tumor-board displays on Ray, into a graph store that `vista ask`,
@@ -30,14 +28,13 @@ example:
 """
 
 EPILOG = """\
-Stages, outputs, resume and bad input: the module docstring of jobs.build_graphs and docs/cluster.md.
+Stages, outputs, resume and bad input: docs/jobs.md and docs/cluster.md.
 """
 
 
 def build_parser(prog: str = "python -m jobs.build_graphs") -> argparse.ArgumentParser:
     """The job's options (light imports only: ``--help`` and option mistakes answer at once)."""
-    parser = ArgumentParser(prog=prog, usage="%(prog)s (--dataset MEDS | --xml-dir DIR) --out OUT [options]",
-                            description=DESCRIPTION, epilog=EPILOG, formatter_class=HelpFormatter)
+    parser = job_parser(prog, DESCRIPTION, EPILOG, "%(prog)s (--dataset MEDS | --xml-dir DIR) --out OUT [options]")
     io = parser.add_argument_group("inputs and outputs")
     source = io.add_mutually_exclusive_group(required=True)
     source.add_argument("--dataset", type=local_path, help="MEDS dataset root (data/**/*.parquet, metadata/)")
@@ -73,10 +70,6 @@ def build_parser(prog: str = "python -m jobs.build_graphs") -> argparse.Argument
     stages.add_argument("--no-summary-note", action="store_true", help="display without the summary note call")
 
     add_llm_arguments(parser)
-
-    add_resource_arguments(parser, two_stage_options=False,
-                           note="with the graph stage only: one actor per CPU, 0.5 CPU each, blocks of 16")
-    add_run_arguments(parser, task="task's LLM stage")
-    add_ray_arguments(parser)
-    add_verbose_argument(parser)
+    add_job_arguments(parser, task="task's LLM stage",
+                      resource_note="with the graph stage only: one actor per CPU, 0.5 CPU each, blocks of 16")
     return parser

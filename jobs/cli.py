@@ -34,7 +34,7 @@ TRAJONCO_JOBS = (
     Forwarded("predict", "run the agents over a cohort on Ray: one row per patient, resumable (python -m jobs.predict)",
               "jobs.predict", "jobs.predict_options"),
     Forwarded("report", "baselines, agents and every analysis of the paper in one HTML report (python -m jobs.report)",
-              "jobs.report", "jobs.report_options"),
+              "jobs.report", "benchmarks.report_arguments"),
 )
 VISTA_JOBS = (
     Forwarded("build", "build a cohort's MEDS Graphs, timelines and displays on Ray into a store the other vista "

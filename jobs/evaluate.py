@@ -1,46 +1,20 @@
 """evaluate: score a cohort's stored tumor-board displays against the truth with an LLM judge, on Ray, resumable.
 
-    python -m jobs.evaluate --store OUT/vista --truth MEDS --out OUT/eval --judge-llm backend=openai \\
-        --judge-llm base_url=http://HOST:8000/v1 --judge-llm model=NAME
+    python -m jobs.evaluate --store OUT/vista --truth MEDS --out OUT/eval --judge-llm model=NAME
     python -m jobs.evaluate --store OUT/vista --references refs.csv --out OUT/eval
 
-Inputs. ``--store``: a store holding ``display/<subject>.json`` (what ``vista build --stages graph,toa,display``
-and ``vista display`` write) and, for demographics, the patients' graphs. The truth: the generator's ``--truth
-DATASET`` (``ground_truth/oncology.jsonl``) and/or a clinician's ``--references CSV|JSON``
-(`vista.evaluation.references`; a patient's clinician answers replace the generator's record). Patients evaluated:
-``--subjects``, else every stored display whose patient has a truth (``--limit``/``--sample`` pick among them).
-The judge should not be the display model: its settings come from ``--judge-llm`` or ``VISTA_JUDGE_LLM_*`` (one
-warning line when it is the same model); its answers are cached in ``OUT/llm_cache`` unless a ``cache_dir`` is named.
-
-Work. The cohort jobs' driver (`jobs.runner`: output lock, manifest, plan, retry policy, the job's LLM budget,
-repair passes, consolidation, summary) with one task per patient on a pool of `jobs.evaluate_actor` actors sized
-from the judge's budget (``--in-flight``, ``--max-concurrency``, ``--actors``, ...). Each actor has one judge
-gateway (the embedded model loads once per actor), whose requests all count against the job's budget
-(``--requests-per-second``, ``--tokens-per-minute``). A patient is scored by `vista.evaluation.cohort` (rule
-scorers; judge calls, a failed one counted as wrong) and its row written to the part files under ``OUT/rows/``.
-
-Resume. A rerun skips patients with a row and, by the retry policy (``--retry transient``, the default), scores
-again those whose judge calls failed or that timed out; patients that could not be scored (an unreadable or stale
-display) are kept until ``--retry all`` (``--retry-failed``). The judge, truth and store settings and the code are
-recorded in ``OUT/job.json``: a rerun with other settings, or other code (``--resume-with-changed-code``), stops
-naming the differences. At the end: ``evaluated.parquet`` (each patient's newest row: status, counts, error, usage,
-and the scored items and display as JSON, `vista.evaluation.cohort_rows`), ``evaluation.json`` and
-``evaluation.md`` (`EvaluationReport` over the selected patients that were scored: headline accuracy over the
-tumor-board variables, patient information apart, judge failures counted, display and judge models named) and
-``summary.json``. Exit status 0 when every patient was scored, 3 when some were not or some judge calls failed, 1
-when some have no row yet, 2 for unusable options or inputs, 4 when the job stalled.
+The evaluation's parts of the shared driver (`jobs.runner`): the patients with a display and a truth, the judge's
+settings (`vista.evaluation.options`), and at the end the report over those scored (`vista.evaluation.cohort`).
+Inputs, resume, outputs and exit statuses: docs/jobs.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
-import os
 import sys
 from pathlib import Path
 
-import pyarrow.parquet as pq
 from rich.console import Console
 
 from jobs.driver import job_main, new_run_id, task_dataset
@@ -54,13 +28,9 @@ from jobs.runner import CohortJob, LazyRay, check_common_options, exit_status, r
 from vista.runs.summary import RunSummary
 from jobs.tasks import TaskKey
 from vista.meds.tasks import keys_table
-from vista.atomic import atomic_write_text
 from vista.cli_kit import check_output_dir
-from vista.evaluation.cohort_rows import COHORT_SCHEMA, CohortRow
+from vista.evaluation.cohort_rows import COHORT_SCHEMA, read_rows
 from vista.evaluation.report import EvaluationReport
-from vista.llm import LLMConfig
-
-log = logging.getLogger(__name__)
 
 EVALUATED_FILE = "evaluated.parquet"
 OLD_MARKERS = "evaluated"
@@ -68,21 +38,6 @@ OLD_MARKERS = "evaluated"
 SHOWN_UNSCORED = 20
 
 __all__ = ["EvaluateJob", "build_parser", "exit_status", "main", "run"]
-
-
-def judge_settings(args: argparse.Namespace) -> LLMConfig:
-    """The judge's settings (`vista.evaluation.options.judge_config`), its response cache under ``OUT`` unless one
-    is named; one warning line when the judge is the display model."""
-    from vista.evaluation.options import JUDGE_ENV_PREFIX, SAME_JUDGE_WARNING, judge_config
-
-    config, same = judge_config(args.judge_llm, LLMConfig.from_env())
-    if same:
-        log.warning(SAME_JUDGE_WARNING.format(model=config.model))
-    named = any(item.partition("=")[0].strip() == "cache_dir" for item in args.judge_llm) or any(
-        os.environ.get(prefix + "CACHE_DIR") for prefix in (JUDGE_ENV_PREFIX, "VISTA_LLM_"))
-    if config.cache_dir is None and not named:
-        config = config.with_overrides({"cache_dir": (args.out / "llm_cache").resolve()})
-    return config
 
 
 class EvaluateJob(CohortJob):
@@ -101,7 +56,7 @@ class EvaluateJob(CohortJob):
 
     def check(self) -> None:
         from vista.evaluation.cohort import select_subjects, stored_display_subjects
-        from vista.evaluation.options import load_truth_sources
+        from vista.evaluation.options import load_truth_sources, run_judge_config
 
         args = self.args
         check_common_options(args)
@@ -116,13 +71,11 @@ class EvaluateJob(CohortJob):
         displays = stored_display_subjects(args.store)
         truths = load_truth_sources(args.truth, args.references)
         self.subjects = select_subjects(args.store, args.subjects, truths, displays)
-        judge = judge_settings(args)
-        self.settings = EvaluateSettings(
-            store=args.store.resolve(), truth=args.truth.resolve() if args.truth else None,
+        judge = run_judge_config(args.judge_llm, args.out)
+        self.settings = EvaluateSettings.for_run(
+            args, self.run_id, store=args.store.resolve(), truth=args.truth.resolve() if args.truth else None,
             references=args.references.resolve() if args.references else None, out=args.out.resolve(), llm=judge,
-            threshold=args.threshold, patients_per_actor=args.patients_per_actor or 1,
-            patient_timeout_s=args.patient_timeout, flush_rows=args.flush_rows, flush_s=args.flush_seconds,
-            run_id=self.run_id)
+            threshold=args.threshold)
 
     def fingerprint(self) -> dict[str, object]:
         from vista.display.hashing import ANSWER_FIELDS
@@ -149,8 +102,7 @@ class EvaluateJob(CohortJob):
         from vista.display import load_variables
         from vista.evaluation.cohort import cohort_report
 
-        table = pq.read_table(report.path, filters=[("subject_id", "in", [key.subject_id for key in selected])])
-        rows = [CohortRow.model_validate(record) for record in table.to_pylist()]
+        rows = read_rows(report.path, (key.subject_id for key in selected))
         self.unscored = {row.subject_id: row.error or "unknown error" for row in rows if row.status == "error"}
         settings = self.settings
         self.report = cohort_report([p for row in rows if (p := row.patient()) is not None],
@@ -158,10 +110,7 @@ class EvaluateJob(CohortJob):
                                     threshold=settings.threshold, n_resamples=self.args.resamples)
         if self.report is None:
             return {}
-        paths = {"evaluation": settings.out / "evaluation.json", "evaluation_md": settings.out / "evaluation.md"}
-        atomic_write_text(paths["evaluation"], self.report.model_dump_json(indent=1), fsync=True)
-        atomic_write_text(paths["evaluation_md"], self.report.to_markdown(), fsync=True)
-        return {name: str(path) for name, path in paths.items()}
+        return {name: str(path) for name, path in self.report.write(settings.out).items()}
 
 
 def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:

@@ -1,13 +1,9 @@
 """The cohort evaluation's stateful Ray Data UDF: `jobs.actor_base.TaskActor` whose work item is one patient's stored
-display and truth, and whose run is the judge scoring it.
+display and truth, and whose run is the judge scoring it (`vista.evaluation.cohort`).
 
-Preparing a block: the truth sources are read once per actor (the generator's records and/or the clinician answers),
-then each patient's display (and graph, for demographics) is read in a worker thread (`vista.evaluation.cohort`).
-Running a patient: its variables scored on the actor's event loop, judge calls through the actor's one gateway (made
-on the first call: the embedded model loads once per actor, not per patient; the job's LLM budget, the response
-cache), within the per-patient time limit; its row (`vista.evaluation.cohort_rows.CohortRow`) to the actor's part
-files. A patient that cannot be scored gets an error row and the others go on; `LLMEndpointFailure` (the job's
-budget stopped the job) stops the actor and the job.
+The truth sources are read once per actor, each block's displays in a worker thread; judge calls go through the
+actor's one gateway (the embedded model loads once per actor), within the per-patient time limit. A patient that
+cannot be scored gets an error row; `LLMEndpointFailure` (the job's budget stopped the job) stops the actor.
 """
 
 from __future__ import annotations
@@ -18,26 +14,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from vista.evaluation.cohort import StoredCase, load_stored_case, score_stored_case
 from vista.evaluation.cohort_rows import COHORT_SCHEMA, error_row, part_record, scored_row
-from vista.evaluation.errors import EvaluationError
 from vista.llm import LLMConfig
 from vista.llm.config import redact_url
 from vista.llm.errors import LLMEndpointFailure
 from vista.llm.task_usage import usage_scope
 
 from jobs.actor_base import TaskActor
-from jobs.llm_budget import BudgetRef
+from jobs.actor_settings import ActorRunSettings
 from vista.runs.progress import StatusRow
 from jobs.tasks import TaskKey
 
 
-class EvaluateSettings(BaseModel):
-    """Everything an evaluation actor needs (shipped to every actor; small and picklable)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class EvaluateSettings(ActorRunSettings):
+    """Everything an evaluation actor needs: the store, the truth, the judge and the run."""
 
     store: Path = Field(description="the store holding display/<subject>.json (and the graphs)")
     truth: Path | None = Field(None, description="synthetic dataset root holding ground_truth/oncology.jsonl")
@@ -47,12 +40,6 @@ class EvaluateSettings(BaseModel):
     threshold: int = Field(8, ge=0, le=10, description="judge score counted as correct, of 10")
     judge_max_tokens: int | None = 256
     variables: Path | None = Field(None, description="display variable definitions (default: the packaged list)")
-    patients_per_actor: int = Field(1, ge=1, description="patients an actor scores at once")
-    patient_timeout_s: float = Field(3600.0, gt=0, description="a patient still being scored after this: an error row")
-    flush_rows: int = Field(256, ge=1)
-    flush_s: float = Field(10.0, gt=0)
-    run_id: str
-    llm_budget: BudgetRef | None = Field(None, description="the job's shared LLM budget (jobs.llm_budget)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +74,7 @@ class EvaluateActor(TaskActor[_Work]):
         for key in keys:
             started = time.perf_counter()
             try:
-                if key.subject_id not in self.truths:
-                    raise EvaluationError(f"subject {key.subject_id}: no truth in --truth/--references")
-                case: StoredCase | Exception = load_stored_case(settings.store, key.subject_id,
-                                                                self.truths[key.subject_id])
+                case: StoredCase | Exception = load_stored_case(settings.store, key.subject_id, self.truths)
             except Exception as exc:  # noqa: BLE001 - failure isolation: the patient gets an error row
                 case = exc
             work.append(_Work(key, case, started))

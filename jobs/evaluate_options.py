@@ -11,11 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vista.cli_kit import ArgumentParser, HelpFormatter
-
-from jobs.job_options import add_run_arguments, add_selection_arguments, add_verbose_argument
-from jobs.ray_runtime import add_ray_arguments
-from jobs.resources import add_resource_arguments
+from jobs.job_options import add_job_arguments, add_selection_arguments, job_parser
 
 DESCRIPTION = """\
 Score a store's tumor-board displays against the truth with an LLM judge, on Ray's patient actors, resumable (rerun
@@ -27,13 +23,13 @@ example:
 """
 
 EPILOG = """\
-Outputs, resume and retries: the module docstring of jobs.evaluate.
+Outputs, resume and retries: docs/jobs.md.
 """
 
 
 def build_parser(prog: str = "python -m jobs.evaluate") -> argparse.ArgumentParser:
     """The job's options (light imports only: ``--help`` and option mistakes answer at once)."""
-    parser = ArgumentParser(prog=prog, description=DESCRIPTION, epilog=EPILOG, formatter_class=HelpFormatter)
+    parser = job_parser(prog, DESCRIPTION, EPILOG)
     io = parser.add_argument_group("inputs and outputs")
     io.add_argument("--store", type=Path, required=True, help="store with display/<subject>.json (and graphs)")
     io.add_argument("--truth", type=Path, help="synthetic dataset root holding ground_truth/oncology.jsonl")
@@ -56,10 +52,7 @@ def build_parser(prog: str = "python -m jobs.evaluate") -> argparse.ArgumentPars
     judge.add_argument("--tokens-per-minute", type=int, help="judge prompt + completion tokens per minute over the "
                        "whole job (default: no limit)")
 
-    add_resource_arguments(parser, two_stage_options=False)
+    add_job_arguments(parser, task="patient")
     parser.add_argument("--max-in-flight", type=int, dest="in_flight", help="same as --in-flight (kept for older "
                         "commands)")
-    add_run_arguments(parser, task="patient")
-    add_ray_arguments(parser)
-    add_verbose_argument(parser)
     return parser

@@ -1,25 +1,35 @@
-"""Option groups every cohort job shares (`jobs.predict`, `jobs.build_graphs`): which tasks, how a run behaves.
+"""The parser and option groups every cohort job shares (`jobs.predict`, `jobs.build_graphs`, `jobs.evaluate`): which
+tasks, how the actors are sized, how a run behaves, how Ray is reached.
 
 Light imports only, so ``--help`` answers at once.
 
->>> parser = ArgumentParser(prog="job")
->>> _ = add_selection_arguments(parser), add_run_arguments(parser, task="patient")
+>>> parser = job_parser("job", "A job.", "See the docs.")
+>>> _ = add_selection_arguments(parser), add_job_arguments(parser, task="patient")
 >>> args = parser.parse_args(["--limit", "5", "--retry", "none"])
->>> args.limit, args.retry, args.stall_timeout, args.flush_rows
-(5, 'none', None, 256)
+>>> args.limit, args.retry, args.stall_timeout, args.flush_rows, args.verbose
+(5, 'none', None, 256, False)
 """
 
 from __future__ import annotations
 
 import argparse
 
-from vista.cli_kit import ArgumentParser
+from vista.cli_kit import ArgumentParser, HelpFormatter
 from vista.runs.manifest import add_manifest_arguments
 
-RETRY_POLICIES = ("transient", "all", "none")
-"""``--retry``: which tasks with a row that is not ok run again (`jobs.retry_policy`)."""
+from jobs.ray_runtime import add_ray_arguments
+from jobs.resources import add_resource_arguments
 
-__all__ = ["ArgumentParser", "add_run_arguments", "add_selection_arguments", "add_verbose_argument"]
+RETRY_POLICIES = ("transient", "all", "none")
+"""``--retry``: which tasks with a row that is not ok run again (`vista.runs.retry`)."""
+
+__all__ = ["add_job_arguments", "add_selection_arguments", "job_parser"]
+
+
+def job_parser(prog: str, description: str, epilog: str, usage: str | None = None) -> ArgumentParser:
+    """A job's parser: its description and epilog as written (examples keep their lines)."""
+    return ArgumentParser(prog=prog, usage=usage, description=description, epilog=epilog,
+                          formatter_class=HelpFormatter)
 
 
 def add_selection_arguments(parser: argparse.ArgumentParser, *, order_note: str = "") -> argparse._ArgumentGroup:
@@ -56,6 +66,13 @@ def add_run_arguments(parser: argparse.ArgumentParser, *, task: str) -> argparse
     return run
 
 
-def add_verbose_argument(parser: argparse.ArgumentParser) -> None:
+def add_job_arguments(parser: argparse.ArgumentParser, *, task: str, two_stage_options: bool = False,
+                      resource_note: str | None = None) -> argparse._ArgumentGroup:
+    """The groups after a job's own: its actors' sizing (`jobs.resources`), the run's (returned, for the job's
+    additions), Ray's (`jobs.ray_runtime`) and ``--verbose``."""
+    add_resource_arguments(parser, two_stage_options=two_stage_options, note=resource_note)
+    run = add_run_arguments(parser, task=task)
+    add_ray_arguments(parser)
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="debug logging, and Ray's own logs (start-up, warnings, progress bars); quiet by default")
+    return run

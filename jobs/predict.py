@@ -1,48 +1,12 @@
 """predict: cohort labels + a MEDS dataset -> one prediction per patient, on Ray, restartable without paying twice.
 
     python -m jobs.predict --labels COHORT/labels/test.parquet --dataset MEDS --out out/predict-lung \\
-        [--variant one_stage|two_stage|single_agent] [--cancer lung | --any-cancer] \\
-        [--backend openai --base-url http://HOST:8000/v1 --model NAME] [--in-flight 64] [--limit N | --sample N]
+        [--variant one_stage|two_stage|single_agent] [--cancer lung | --any-cancer] [--graphs STORE]
 
-How it runs. The driver reads the task keys of the label file (subject_id, prediction_time: a few MB for 100,000
-patients), reads which tasks already have a row in ``--out`` (four columns of the part files) and plans the rest,
-longest first (`jobs.tasks.schedule`: the chain length is estimated from each subject's MEDS rows before its
-prediction time, so the longest chains never start last). Ray Data hands the planned tasks, in that order and in
-small blocks, to an autoscaling pool of patient actors sized from the job's LLM budget (`jobs.resources`:
-``--in-flight`` requests at once over the job, ``--max-concurrency`` per actor). Each actor reads its patients' rows
-itself with the targeted MEDS reader (parquet statistics pick the shards and row groups; patients of one block are
-neighbours in subject order), so no MEDS row goes through the driver or a shuffle. An actor starts a patient as
-soon as one of its slots frees (`jobs.predict_actor`: an async generator UDF, several blocks in flight per actor,
-no per-block barrier), writes finished rows to parquet part files under ``OUT/rows/`` and returns one status row
-per patient, from which the driver prints progress. A watchdog stops the job with one line (exit 4) when no
-patient finishes for ``--stall-timeout`` seconds; Ray Data fails fast when the first actors cannot start within
-``--startup-timeout``.
-
-Two-stage: the preprocessor agents run in their own actor pool (``--preprocess-actors``); a
-patient actor sends its chunks' filter calls there and awaits them (no blocking ``ray.get``), so one patient's
-chunks are filtered in parallel across the cluster and its chain starts as soon as they are back — without the
-dataset-wide barrier an "explode chunks -> groupby patient" pipeline would impose. ``--preprocess-actors 0`` runs
-the filters in the patient actors.
-
-Resume and retries. A task's newest row in the part files is its output. Restarting the same command after any
-interruption skips tasks that have a row and runs the rest; with the LLM response cache (``<out>/llm_cache`` by
-default) calls already answered cost nothing, so rows an actor had not written when it was killed are redone for
-free. Rows that are not ok carry a retry class (`trajonco.prediction_rows.retry_class`): by default the next run runs
-again the tasks whose failure was transient (rate limit, timeout, server error, connection) and keeps those whose
-failure is permanent (bad input, answers that never validated); ``--retry all`` or ``--retry none`` change that.
-Each run ends with two files built by a polars scan over the part files (covering every task with a row — of this
-run's selection and of earlier runs: a smaller ``--limit`` never drops rows), and ``summary.json`` (``output_rows``
-says how many rows each holds): ``predictions.parquet``, exactly MEDS-DEV's five columns for the scored tasks (what
-``meds-evaluation`` reads as it is), and ``prediction_details.parquet``, every task's row with the project's
-columns (risk, trajectory, evidence with provenance, usage, latency, status, error, retry class).
-`trajonco.prediction_files.read_predictions` joins them back.
-
-One pass, two systems. With ``--graphs STORE`` each actor also builds every patient's MEDS Graph (the whole record)
-from the record it read for the agents and persists it into the graph store STORE, the layout `vista build` writes
-(`jobs.predict_actor`: unchanged graphs are skipped by their content hash); each row says how (``graph_*`` columns of
-``prediction_details.parquet``; a graph that fails is recorded there, the prediction kept). At the end the driver
-registers the run's graphs in the store's manifest (`register_graphs`), so ``vista source/ask/similar --store STORE``
-open them. The store is locked for the run like ``--out`` and is part of the manifest's settings.
+The predict job's parts of the shared driver (`jobs.runner`): the label tasks, longest first; the two-stage
+preprocessor pool; the consolidated files (`trajonco.prediction_files`); with ``--graphs`` the store's lock and the
+registration of the graphs its actors persisted (`vista.graph.record_graphs`). How it runs, resumes, retries and
+what it writes: docs/jobs.md.
 """
 
 from __future__ import annotations
@@ -51,18 +15,17 @@ import argparse
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 from rich.console import Console
 
 from jobs.driver import JobStalled, job_main, new_run_id, task_dataset
-from vista.runs.errors import JobError, JobInputError
+from vista.runs.errors import JobInputError
 from jobs.llm_budget import BudgetRef
 from jobs.llm_options import llm_config
 from vista.runs.lock import OutputLock
-from jobs.predict_actor import GRAPH_SCHEMA, PredictActor, PredictSettings
+from jobs.predict_actor import PredictActor, PredictSettings
 from jobs.predict_options import build_parser
 from vista.runs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
@@ -81,46 +44,23 @@ from trajonco.prediction_files import (
 )
 from trajonco.prediction_rows import PREDICTION_SCHEMA
 from vista.cli_kit import check_output_dir
-from vista.meds.labels import PREDICTION_TIME, SUBJECT_ID
 from vista.meds.patient_loader import coding_profile_for
-from vista.meds.tasks import estimate_lengths, keys_table, read_label_tasks, task_keys
-from vista.graph.store import RegisterReport
+from vista.meds.tasks import estimate_lengths, read_label_tasks, rows_in_order, task_keys
+from vista.graph.record_graphs import GRAPH_SCHEMA, check_graph_store, register_record_graphs
 from vista.storage import is_remote, join, normalize
 
 log = logging.getLogger("jobs.predict")
 
 
-def horizon_days(args: argparse.Namespace) -> int:
-    """The prediction horizon: ``--horizon-days``, else the gap of the cohort the labels come from, else 365; a
-    horizon that differs from the cohort's gap is said (the agents would be asked about another window)."""
-    from trajonco.cohorts.manifest import cohort_gap_days
-    from trajonco.pipeline import PipelineConfig
-
-    gap = cohort_gap_days(args.labels)
-    if args.horizon_days is None:
-        return gap if gap is not None else PipelineConfig().horizon_days
-    if gap is not None and gap != args.horizon_days:
-        log.warning("--horizon-days %d differs from the gap of the cohort of %s (%d days): the agents are asked about "
-                    "another window than the labels describe", args.horizon_days, args.labels, gap)
-    return args.horizon_days
-
-
 def build_settings(args: argparse.Namespace, run_id: str) -> PredictSettings:
-    from trajonco.pipeline import PipelineConfig
+    from trajonco.assessment_options import assessment_config
 
-    pipeline = PipelineConfig(
-        variant=args.variant, cancer=args.cancer, horizon_days=horizon_days(args), chunk_tokens=args.chunk_tokens,
-        memory_k=args.memory_k, cancer_hints=args.cancer_hints, output_limits=args.output_limits,
-        context_tokens=args.context_tokens, truncate_tokens=args.truncate_tokens, part_numbers=args.part_numbers,
-        any_cancer_mode=args.any_cancer_mode, answer_tokens=args.answer_budget,
-    )
-    return PredictSettings(
-        dataset=normalize(args.dataset), coding_profile=coding_profile_for(args.dataset, args.coding_profile),
-        out=normalize(args.out), pipeline=pipeline, any_cancer=args.any_cancer,
-        llm=llm_config(args), threshold=args.threshold, patient_timeout_s=args.patient_timeout,
-        patients_per_actor=args.patients_per_actor or 1, flush_rows=args.flush_rows, flush_s=args.flush_seconds,
-        run_id=run_id, graphs=args.graphs.resolve() if args.graphs is not None else None,
-    )
+    pipeline = assessment_config(args, cancer=args.cancer, cancer_hints=args.cancer_hints,
+                                 output_limits=args.output_limits, context_tokens=args.context_tokens)
+    return PredictSettings.for_run(
+        args, run_id, dataset=normalize(args.dataset), coding_profile=coding_profile_for(args.dataset, args.coding_profile),
+        out=normalize(args.out), pipeline=pipeline, any_cancer=args.any_cancer, llm=llm_config(args),
+        threshold=args.threshold, graphs=args.graphs.resolve() if args.graphs is not None else None)
 
 
 def prediction_outputs(out: Path | str, *, labelled: bool, graphs: bool = False) -> list[OutputFile]:
@@ -149,39 +89,6 @@ def fingerprint(settings: PredictSettings, labels: Path | str) -> dict[str, obje
     }
 
 
-@dataclass(frozen=True, slots=True)
-class GraphRegistration:
-    """What `register_graphs` did: the manifest's side (`vista.graph.store.RegisterReport`) and the tasks without a graph."""
-
-    index: RegisterReport
-    failed: int
-
-
-def register_graphs(store: Path, details: Path | str) -> GraphRegistration:
-    """Register in the manifest of the graph store at ``store`` the graph of every subject whose newest row in
-    ``details`` (a ``prediction_details.parquet``, local or remote) has one."""
-    import polars as pl
-
-    from vista.graph.store import INDEX_DIR, GraphStore, StoreEntry
-    from vista.storage import resolve, scan_parquet
-
-    rows = scan_parquet([resolve(details)]).select("subject_id", "finished_at", *GRAPH_SCHEMA.names).collect()
-    newest = (rows.filter(pl.col("graph_status") == "ok").sort("finished_at").unique("subject_id", keep="last")
-              .sort("subject_id").to_dicts())
-    entries = [StoreEntry(task=str(r["subject_id"]), subject_id=r["subject_id"], prediction_time=None,
-                          content_hash=r["graph_hash"], file=r["graph_file"], nodes=r["graph_nodes"],
-                          edges=r["graph_edges"], source=r["graph_source"] or "",
-                          built_at=r["finished_at"].replace(tzinfo=None, microsecond=0), index_part=r["graph_index_file"])
-               for r in newest]
-    missing = [e for e in entries if not (store / e.index_part).is_file()]
-    if missing:
-        raise JobError(f"{store / missing[0].index_part}: graph index part of subject {missing[0].subject_id} is "
-                       f"missing ({len(missing)} subject(s)); rerun with another --out to write them again")
-    changed = GraphStore(store).register(entries)
-    index = RegisterReport(store / INDEX_DIR, len(entries), sum(e.nodes for e in entries), changed)
-    return GraphRegistration(index, rows.filter(pl.col("graph_status") != "ok").height)
-
-
 class PredictJob(CohortJob):
     """The predict job's parts of the shared driver (`jobs.runner`)."""
 
@@ -207,7 +114,7 @@ class PredictJob(CohortJob):
             raise JobInputError(f"--threshold must be between 0 and 1, not {args.threshold}")
         check_output_dir(args.out, resumable=True)  # a file, or a directory nobody may write, fails before any work
         if args.graphs is not None:
-            _check_store(args.graphs)
+            check_graph_store(args.graphs)
         MedsDataset(args.dataset)  # a missing or empty dataset fails here, naming the path
         self.label_tasks = read_label_tasks(args.labels)
         self.tasks = self.label_tasks.table
@@ -228,7 +135,7 @@ class PredictJob(CohortJob):
         if store is None:
             return {}
         details = report.paths[Path(DETAILS_FILE).stem]
-        registered = register_graphs(store, details)
+        registered = register_record_graphs(store, details)
         index = registered.index
         log.info("%s: %d graph(s) of this job's patients registered (%d changed)", store, index.graphs, index.changed)
         if registered.failed:
@@ -240,7 +147,7 @@ class PredictJob(CohortJob):
         """The graph store's lock for the run (``--out``'s own lock covers a store inside it)."""
         store, out = self.args.graphs, self.args.out
         if store is not None:
-            _check_store(store)  # before the lock makes the directory
+            check_graph_store(store)  # before the lock makes the directory
         if store is None or (not is_remote(out) and Path(store).resolve() == Path(out).resolve()):
             return contextlib.nullcontext()
         return OutputLock(store.resolve())
@@ -282,7 +189,7 @@ class PredictJob(CohortJob):
         head = 2 * resources.patients_per_actor * resources.actors_max  # the longest tasks, in small blocks
         # made before any actor holds a CPU: `ray.data.from_arrow` runs a 1-CPU metadata task per block, which would
         # wait forever behind a preprocessor pool that holds all but a fraction of a small cluster's CPUs
-        work = task_dataset(_work_table(self.tasks, pending), resources.block_rows, head_rows=head)
+        work = task_dataset(rows_in_order(self.tasks, pending), resources.block_rows, head_rows=head)
         pool = None
         try:
             if resources.preprocess_actors:
@@ -301,25 +208,6 @@ class PredictJob(CohortJob):
         finally:
             if pool is not None:
                 pool.shutdown()
-
-
-def _work_table(tasks: pa.Table, ordered: list[TaskKey]) -> pa.Table:
-    """The label rows of ``ordered`` (with their labels), in that order."""
-    order = keys_table(ordered).append_column("_order", pa.array(range(len(ordered)), pa.int64()))
-    joined = tasks.join(order, keys=[SUBJECT_ID, PREDICTION_TIME], join_type="inner")
-    return joined.sort_by("_order").drop_columns(["_order"])
-
-
-def _check_store(store: Path) -> None:
-    """``--graphs`` names a directory this run may write, whose manifest (if any) is readable: else one line."""
-    from vista.graph.errors import GraphFileError
-    from vista.graph.store import read_manifest
-
-    check_output_dir(store, resumable=True)
-    try:
-        read_manifest(store)
-    except GraphFileError as exc:
-        raise JobInputError(f"--graphs {store}: {exc}") from None
 
 
 def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:

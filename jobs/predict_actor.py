@@ -1,114 +1,46 @@
 """The predict job's stateful Ray Data UDF: `jobs.actor_base.TaskActor` whose work item is one label row and its
-patient's record, and whose run is the TrajOnco chain.
+patient's record, and whose run is the TrajOnco chain (`trajonco.pipeline`) to its row (`trajonco.prediction_rows`).
 
-A block's patients are read with one targeted MEDS read (`vista.meds.patient_loader`); each patient then runs the
-configured variant (or the any-cancer assessment) within the per-patient time limit, its LLM calls counted in a
-usage scope. The row (`trajonco.prediction_rows`: the prediction columns, plus the whole result and usage as JSON)
-goes to the actor's part files. A task that raises (bad data, a timeout, a bug) gets an error row and the others go
-on; an `LLMEndpointFailure` (the job's budget stopped the job) stops the actor and the job.
-
-With ``graphs`` (``--graphs STORE``) the same read also serves VISTA: each patient's MEDS Graph (the whole record, as
-``vista build --dataset`` writes it) is built from the loaded record and persisted into that graph store
-(`vista.graph.store.persist_graph`; a graph the store's manifest holds with the same content hash is neither rebuilt
-nor indexed again), one node-index part per block, in a worker thread while the block's chains run on the event
-loop. Each row carries its graph's columns (`GRAPH_SCHEMA`); a graph that fails is that row's ``graph_status`` and
-``graph_error``, and the prediction is kept. The driver registers the graphs in the store's manifest at the end
-(`jobs.predict`).
+A block's patients are read with one targeted MEDS read; each task runs within the per-patient time limit, its LLM
+calls counted in a usage scope; one that raises gets an error row, `LLMEndpointFailure` (the job's budget stopped the
+job) stops the actor. With ``graphs`` (``--graphs STORE``) the same read also serves VISTA: the block's MEDS Graphs
+are persisted into the store in a worker thread while its chains run (`vista.graph.record_graphs`), each row
+carrying its graph's columns; a graph that fails is said in its row, the prediction kept.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from trajonco.agents.results import AnyCancerResult, PatientResult
 from trajonco.pipeline import PipelineConfig, run_any_cancer, run_patient
-from trajonco.prediction_rows import PART_SCHEMA, PredictionRow, RowContext, part_record, row_from_failure, row_from_result
-from vista.graph import source_from_record
-from vista.graph.columnar import columnar_paths
-from vista.graph.store import GraphOutcome, StoreEntry, content_hash, persist_graph, read_manifest, write_index_part
+from trajonco.prediction_rows import PART_SCHEMA, RowContext, assessed_record
+from vista.graph.record_graphs import GRAPH_SCHEMA, RecordGraph, RecordGraphs
 from vista.llm import LLMConfig
-from vista.llm.errors import LLMEndpointFailure
-from vista.llm.task_usage import TaskUsage, usage_scope
 from vista.meds.labels import BOOLEAN_VALUE
 from vista.meds.patient_loader import Loaded
 from vista.records import PatientRecord
 from vista.storage import normalize
 
 from jobs.actor_base import TaskActor
-from jobs.llm_budget import BudgetRef
+from jobs.actor_settings import ActorRunSettings
 from jobs.preprocess_pool import PreprocessorPool
 from vista.runs.progress import StatusRow
 from jobs.tasks import TaskKey
 
 log = logging.getLogger(__name__)
 
-GRAPH_SCHEMA = pa.schema([
-    pa.field("graph_status", pa.string()),  # ok | error (the prediction is kept either way)
-    pa.field("graph_error", pa.string()),
-    pa.field("graph_file", pa.string()),  # the GraphML file, relative to the store (its columnar copy beside it)
-    pa.field("graph_hash", pa.string()),
-    pa.field("graph_nodes", pa.int64()),
-    pa.field("graph_edges", pa.int64()),
-    pa.field("graph_source", pa.string()),
-    pa.field("graph_index_file", pa.string()),  # the node-index part holding its rows, relative to the store
-    pa.field("graph_rebuilt", pa.bool_()),  # False: unchanged on disk (content hash), not rewritten
-    pa.field("graph_s", pa.float64()),
-])
-"""The graph columns of a ``--graphs`` run's rows (part files and ``prediction_details.parquet``)."""
-
 GRAPH_PART_SCHEMA = pa.schema([*PART_SCHEMA, *GRAPH_SCHEMA])
-_MAX_GRAPH_ERROR_CHARS = 2000
 
 
-@dataclass(frozen=True, slots=True)
-class TaskGraph:
-    """One patient's graph in the store (its file, hash, size and index part), or why it could not be persisted."""
-
-    seconds: float
-    file: str | None = None
-    content_hash: str | None = None
-    nodes: int | None = None
-    edges: int | None = None
-    source: str | None = None
-    rebuilt: bool | None = None
-    index_file: str | None = None
-    error: str | None = None
-
-    @classmethod
-    def failed(cls, exc: BaseException, seconds: float = 0.0) -> TaskGraph:
-        return cls(seconds, error=f"{type(exc).__name__}: {exc}"[:_MAX_GRAPH_ERROR_CHARS])
-
-    @classmethod
-    def written(cls, outcome: GraphOutcome, index_file: str, seconds: float) -> TaskGraph:
-        f = outcome.facts
-        return cls(seconds, outcome.file, f.content_hash, f.n_nodes, f.n_edges, f.source, outcome.rebuilt, index_file)
-
-    @classmethod
-    def registered(cls, entry: StoreEntry, seconds: float) -> TaskGraph:
-        """A graph the store's manifest already holds, unchanged (neither rewritten nor indexed again)."""
-        return cls(seconds, entry.file, entry.content_hash, entry.nodes, entry.edges, entry.source, False,
-                   entry.index_part)
-
-    def columns(self) -> dict[str, object]:
-        """This graph's `GRAPH_SCHEMA` cells."""
-        return {"graph_status": "error" if self.error else "ok", "graph_error": self.error, "graph_file": self.file,
-                "graph_hash": self.content_hash, "graph_nodes": self.nodes, "graph_edges": self.edges,
-                "graph_source": self.source, "graph_index_file": self.index_file, "graph_rebuilt": self.rebuilt,
-                "graph_s": self.seconds}
-
-
-class PredictSettings(BaseModel):
-    """Everything a predict actor needs (shipped to every actor; small and picklable)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class PredictSettings(ActorRunSettings):
+    """Everything a predict actor needs: the data, TrajOnco's `PipelineConfig`, the LLM and the run."""
 
     dataset: str = Field(description="MEDS dataset root, an absolute path or an object-store URI (readable from "
                          "every node)")
@@ -119,13 +51,6 @@ class PredictSettings(BaseModel):
     any_cancer: bool = Field(False, description="assess every cancer the patient's sex allows and max-pool the scores")
     llm: LLMConfig
     threshold: float = Field(0.5, ge=0.0, le=1.0, description="predicted_boolean_value = probability >= threshold")
-    patient_timeout_s: float = Field(3600.0, gt=0, description="a task still running after this becomes an error row")
-    patients_per_actor: int = Field(4, ge=1, description="tasks an actor runs at once (its asyncio concurrency)")
-    flush_rows: int = Field(256, ge=1, description="rows an actor buffers before writing a part file")
-    flush_s: float = Field(10.0, gt=0, description="longest a finished row waits in an actor's buffer, in seconds")
-    run_id: str
-    llm_budget: BudgetRef | None = Field(None, description="the job's shared LLM budget (jobs.llm_budget); None: "
-                                         "only the actor's own gateway limits")
     graphs: Path | None = Field(None, description="graph store (a local or shared directory) to persist each "
                                 "patient's MEDS Graph into from the loaded record; None: no graphs")
 
@@ -146,7 +71,7 @@ class _Work:
     key: TaskKey
     label: bool | None
     loaded: Loaded
-    graphs: asyncio.Future[dict[int, TaskGraph]] | None = None  # the block's graphs, by subject
+    graphs: asyncio.Future[dict[int, RecordGraph]] | None = None  # the block's graphs, by subject
 
 
 class PredictActor(TaskActor[_Work]):
@@ -159,93 +84,33 @@ class PredictActor(TaskActor[_Work]):
             self.part_schema = GRAPH_PART_SCHEMA
         super().__init__(settings, dataset=settings.dataset, coding_profile=settings.coding_profile, pool=pool)
         self.context = settings.row_context()
-        # the store's whole-record graphs at the start (only the driver writes the manifest, at the end of the job)
-        self.stored: dict[str, StoreEntry] = ({task: e for task, e in read_manifest(settings.graphs).items()
-                                               if e.prediction_time is None} if settings.graphs is not None else {})
+        self.graphs = RecordGraphs(settings.graphs) if settings.graphs is not None else None
 
     async def prepare(self, batch: pa.Table, keys: list[TaskKey]) -> list[_Work]:
         labels = batch.column(BOOLEAN_VALUE).to_pylist() if BOOLEAN_VALUE in batch.column_names else [None] * len(keys)
         records = await asyncio.to_thread(self.loader.load, [key.subject_id for key in keys])
         # CPU work in a worker thread, beside the chains (which start now): awaited only to finish each row
-        graphs = (asyncio.ensure_future(asyncio.to_thread(self._persist_graphs, records))
-                  if self.settings.graphs is not None else None)
+        graphs = (asyncio.ensure_future(asyncio.to_thread(self.graphs.persist, records, self.catalog))
+                  if self.graphs is not None else None)
         return [_Work(key, label, records[key.subject_id], graphs) for key, label in zip(keys, labels)]
 
     async def run(self, work: _Work) -> tuple[dict[str, object], StatusRow]:
-        key, label = work.key, work.label
-        started = time.perf_counter()
-        started_at = datetime.now(timezone.utc)
-        result: PatientResult | AnyCancerResult | None = None
-        with usage_scope() as usage:
-            try:
-                if not isinstance(work.loaded, PatientRecord):
-                    raise work.loaded
-                result = await self._assess(work.loaded, key)
-                row = row_from_result(key, label, result, usage, self.context, wall_s=time.perf_counter() - started,
-                                      started_at=started_at)
-            except LLMEndpointFailure:  # the job's budget stopped the job: no row, the actor and the job stop
-                raise
-            except Exception as exc:  # noqa: BLE001 - failure isolation: any problem becomes this task's error row
-                result = None
-                row = self._error_row(key, label, exc, usage, started, started_at)
-        record = part_record(row, result, usage)
+        record, row = await assessed_record(work.key, work.label, self.context, lambda: self._assess(work))
         if work.graphs is not None:
             record |= (await self._graph_of(work)).columns()
-        return record, StatusRow.of(key, row, started_at)
+        return record, StatusRow.of(work.key, row, row.started_at)
 
-    async def _graph_of(self, work: _Work) -> TaskGraph:
+    async def _graph_of(self, work: _Work) -> RecordGraph:
         try:
             return (await asyncio.shield(work.graphs))[work.key.subject_id]  # one block's future, many rows
         except Exception as exc:  # noqa: BLE001 - a bug in the graph step must not cost the prediction
             log.warning("subject %s: no graph (%s)", work.key.subject_id, type(exc).__name__, exc_info=True)
-            return TaskGraph.failed(exc)
+            return RecordGraph.failed(exc)
 
-    def _persist_graphs(self, records: dict[int, Loaded]) -> dict[int, TaskGraph]:
-        """The block's patients' graphs in the store (each failure that patient's only) and one index part with the
-        node rows of those written or changed, before any row names it. A graph the manifest holds with the same
-        content hash is neither rebuilt nor indexed again."""
-        store = self.settings.graphs
-        done: dict[int, TaskGraph] = {}
-        built: dict[int, tuple[GraphOutcome, float]] = {}
-        for subject, record in records.items():
-            started = time.perf_counter()
-            try:
-                if not isinstance(record, PatientRecord):
-                    raise record
-                source = source_from_record(record, self.catalog)
-                digest = content_hash(source)
-                entry = self.stored.get(str(subject))
-                if entry is not None and entry.content_hash == digest and _on_disk(store, entry):
-                    done[subject] = TaskGraph.registered(entry, time.perf_counter() - started)
-                    continue
-                built[subject] = (persist_graph(store, source, digest=digest), time.perf_counter() - started)
-            except Exception as exc:  # noqa: BLE001 - failure isolation: the row keeps its prediction
-                done[subject] = TaskGraph.failed(exc, time.perf_counter() - started)
-                log.warning("subject %s: no graph (%s)", subject, type(exc).__name__)
-        if built:
-            try:
-                part = write_index_part(store, (outcome.index for outcome, _ in built.values()))
-            except Exception as exc:  # noqa: BLE001 - the block's graphs are unregistered, their rows say why
-                done |= {subject: TaskGraph.failed(exc, seconds) for subject, (_, seconds) in built.items()}
-            else:
-                done |= {subject: TaskGraph.written(outcome, part, seconds) for subject, (outcome, seconds) in built.items()}
-        return done
-
-    async def _assess(self, record: PatientRecord, key: TaskKey) -> PatientResult | AnyCancerResult:
+    async def _assess(self, work: _Work) -> PatientResult | AnyCancerResult:
+        if not isinstance(work.loaded, PatientRecord):
+            raise work.loaded
         runner = run_any_cancer if self.settings.any_cancer else run_patient
-        coro = runner(record, self.catalog, self.gateway, self.settings.pipeline, prediction_time=key.prediction_time)
-        return await self.within_time_limit(coro, f"subject {key.subject_id}")
-
-    def _error_row(self, key: TaskKey, label: bool | None, exc: Exception, usage: TaskUsage, started: float,
-                   started_at: datetime) -> PredictionRow:
-        row = row_from_failure(key, label, exc, usage, self.context, wall_s=time.perf_counter() - started,
-                               started_at=started_at)
-        log.warning("subject %s: error row (%s, %s)", key.subject_id, row.error_kind, type(exc).__name__)
-        log.debug("subject %s failed", key.subject_id, exc_info=exc)
-        return row
-
-
-def _on_disk(store: Path, entry: StoreEntry) -> bool:
-    """Whether a manifest entry's GraphML, columnar copy and index part are all in the store."""
-    graph = store / entry.file
-    return all(path.is_file() for path in (graph, *columnar_paths(graph), store / entry.index_part))
+        coro = runner(work.loaded, self.catalog, self.gateway, self.settings.pipeline,
+                      prediction_time=work.key.prediction_time)
+        return await self.within_time_limit(coro, f"subject {work.key.subject_id}")

@@ -3,7 +3,7 @@ at once: this module imports only argparse-level code.
 
 >>> args = build_parser().parse_args(["--labels", "l.parquet", "--dataset", "d", "--out", "o", "--cancer", "Lung"])
 >>> args.cancer, args.variant, args.in_flight is None, args.graphs
-('lung', 'one_stage', True, None)
+('lung', None, True, None)
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from __future__ import annotations
 import argparse
 
 from vista.cli import add_profile_option
-from vista.cli_kit import ArgumentParser, HelpFormatter, local_path
+from vista.cli_kit import local_path
 
-from jobs.job_options import add_run_arguments, add_selection_arguments, add_verbose_argument
+from trajonco.assessment_options import add_assessment_arguments, cancer_key, cancer_keys
+
+from jobs.job_options import add_job_arguments, add_selection_arguments, job_parser
 from jobs.llm_options import add_llm_arguments
-from jobs.ray_runtime import add_ray_arguments
-from jobs.resources import add_resource_arguments
 
 DESCRIPTION = """\
 Run the TrajOnco agents over a cohort on Ray: one prediction row per patient, resumable without paying twice.
@@ -30,31 +30,13 @@ example:
 
 EPILOG = """\
 Rerun the same command to resume: patients with a row are skipped, calls already answered come from the cache.
-How the job runs (actors, LLM budget, retries, outputs): docs/cluster.md and the module docstring of jobs.predict.
+How the job runs (actors, LLM budget, retries, outputs): docs/jobs.md and docs/cluster.md.
 """
-
-
-def cancer_keys() -> str:
-    from trajonco.cancers import CANCERS
-
-    return ", ".join(CANCERS)
-
-
-def cancer_key(text: str) -> str:
-    """A cancer key for ``--cancer`` (display names and spellings such as 'Lung cancer' accepted), or a usage error
-    that lists the keys."""
-    from trajonco.cancers import UnknownCancerError, get_cancer
-
-    try:
-        return get_cancer(text).key
-    except UnknownCancerError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser(prog: str = "python -m jobs.predict") -> argparse.ArgumentParser:
     """The job's options (light imports only: ``--help`` answers at once; `jobs.predict` holds the job)."""
-    parser = ArgumentParser(prog=prog, usage="%(prog)s --labels LABELS --dataset DATASET --out OUT [options]",
-                            description=DESCRIPTION, epilog=EPILOG, formatter_class=HelpFormatter)
+    parser = job_parser(prog, DESCRIPTION, EPILOG, "%(prog)s --labels LABELS --dataset DATASET --out OUT [options]")
     io = parser.add_argument_group("inputs and outputs")
     io.add_argument("--labels", required=True, type=str, help="MEDS label parquet (subject_id, prediction_time, "
                     "boolean_value), e.g. COHORT/labels/test.parquet; a path or an s3://… URI (vista.storage)")
@@ -76,43 +58,19 @@ def build_parser(prog: str = "python -m jobs.predict") -> argparse.ArgumentParse
                            "(subject_id, prediction_time)")
 
     model = parser.add_argument_group("assessment")
-    model.add_argument("--variant", choices=["one_stage", "two_stage", "single_agent"], default="one_stage",
-                       help="one_stage: worker chain + manager; two_stage: parallel relevance filters (own actor pool) "
-                            "then the chain; single_agent: the whole timeline in one call (default one_stage)")
+    add_assessment_arguments(model)
     which = model.add_mutually_exclusive_group()
     which.add_argument("--cancer", default="lung", type=cancer_key, help=f"cancer to assess: {cancer_keys()} "
                        "(default lung)")
     which.add_argument("--any-cancer", action="store_true",
                        help="predict any cancer the patient's sex allows (how: --any-cancer-mode)")
-    model.add_argument("--any-cancer-mode", choices=["chain", "max"], default="chain",
-                       help="with --any-cancer: chain (default, the paper's): one chain asked for the strongest signal of "
-                            "any cancer, its manager naming the most likely type; max: one chain per cancer (12-15x the "
-                            "cost), the highest score kept")
-    model.add_argument("--horizon-days", type=int, help="prediction horizon in days (default: the cohort's gap from "
-                       "COHORT/manifest.json when --labels is a cohort's label file, else 365)")
-    model.add_argument("--chunk-tokens", type=int, help="chunk limit l in tokens (default: 16000, at most a fifth of "
-                       "the model's context: 1638 for the embedded model)")
-    model.add_argument("--memory-k", type=int, default=10, help="latest memory events shown to each worker (default 10)")
     model.add_argument("--cancer-hints", action="store_true", help="add the cancer's known risk factors to the prompts")
     model.add_argument("--output-limits", choices=["auto", "standard", "compact"], default="auto",
                        help="bounds of the agents' answers (default auto: compact below a 32k-token context)")
     model.add_argument("--context-tokens", type=int, help="the model's context window (default: ask the endpoint)")
-    model.add_argument("--answer-budget", choices=["fit", "fixed"], default="fit",
-                       help="max_tokens of each call with standard bounds: fit (default): each agent's worst-case "
-                            "answer from its schema, capped by the model's output limit (the bounds shrink to fit it); "
-                            "fixed: the LLM settings' max_tokens for every call")
-    model.add_argument("--truncate-tokens", type=int, help="left-truncation: the agents see only the newest part of "
-                       "each timeline within N tokens (the paper's trajectory-length sensitivity, 2000-256000; "
-                       "default: the whole timeline)")
-    model.add_argument("--part-numbers", action="store_true", help="say 'Part k of n' when handing a chunk to an "
-                       "agent (off by default: n grows with the record's length, a signal the paper's prompts don't give)")
 
     add_llm_arguments(parser)
-
-    add_resource_arguments(parser)
-    run = add_run_arguments(parser, task="patient")
+    run = add_job_arguments(parser, task="patient", two_stage_options=True)
     run.add_argument("--stage-timeout", type=float, help="two-stage: seconds to wait for one preprocessor call from "
                      "the pool (default: the LLM retry budget + request timeout + 30)")
-    add_ray_arguments(parser)
-    add_verbose_argument(parser)
     return parser

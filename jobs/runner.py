@@ -9,8 +9,8 @@ The run, in order:
    ``job.check_llm_endpoint()`` asks the LLM endpoint once (unreachable, key refused, model unknown: one line).
 2. Under ``OUT``'s lock: the manifest checked (`jobs.manifest`: other settings, or other code, are refused),
    temporaries of interrupted writes removed, the tasks listed (``job.task_keys``), each task's newest row read from
-   the part files (`jobs.row_parts.latest_states`, a few columns) and the run planned (`jobs.tasks.plan_tasks` with
-   the retry policy of `jobs.retry_policy`).
+   the part files (`vista.runs.parts.latest_states`, a few columns) and the run planned (`jobs.tasks.plan_tasks` with
+   the retry policy of `vista.runs.retry`).
 3. When there is work: Ray joined (or started), the actors sized (``job.size``: by default `jobs.resources` from the
    sizing options), the tasks ordered (``job.order``), the plan announced (``job.announce``: by default the plan,
    the pool and the model), the job's LLM budget started (`jobs.llm_budget`: one limiter every actor asks), and
@@ -235,7 +235,7 @@ class CohortJob(ABC):
 
     def answering_llm(self, seen: dict[str, list[str]]) -> AnsweringLLM | None:
         """Which LLM answered this run (the summary's ``llm``): the settings' LLM and what this run's rows record
-        (``seen``: `jobs.row_parts.RunLLMRows.answered_by`)."""
+        (``seen``: `vista.runs.parts.RunLLMRows.answered_by`)."""
         llm = getattr(getattr(self, "settings", None), "llm", None)
         if llm is None:
             return None

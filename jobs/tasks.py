@@ -81,7 +81,7 @@ def plan_tasks(
     """Select tasks (first ``limit`` in key order, or a seeded random ``sample``), then drop those already done.
 
     ``done`` maps each task with an output to its recorded state; a task runs again when ``rerun(state)`` is true
-    (the job's retry policy, `jobs.retry_policy.reruns`; without ``rerun``, none does).
+    (the job's retry policy, `vista.runs.retry.reruns`; without ``rerun``, none does).
     With ``groups`` (a case–control label file) the selection takes whole matched groups: at most ``limit`` (or
     ``sample``) tasks, the first group whole even when it alone is larger.
     """

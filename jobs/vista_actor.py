@@ -1,14 +1,10 @@
 """The VISTA job's stateful Ray Data UDF: `jobs.actor_base.TaskActor` whose work item is one task with its graph
 built, and whose run is the task's LLM stages and its row — each step of `vista.pipeline.TaskPipeline`.
 
-Preparing a block: MEDS tasks are read by the actor itself (targeted parquet reads, `vista.meds.patient_loader`), XML tasks
-are files read from ``--xml-dir``; each task's graph is built and written into the graph store at the output
-directory, then one node-index part for the block, in a worker thread (it is CPU work: ~10 ms for a typical
-patient). Running a task: its LLM stages on the actor's event loop — at most ``patients_per_actor`` at a time, all
-sharing one gateway (its concurrency limit, its response cache, per-task usage through `vista.llm.remote.JobGateway`) — within
-the per-task time limit, then its row (`vista.pipeline.rows.VistaRow`) to the actor's part files. A task that raises
-at any stage gets an error row and the others go on; a task run again (a retry, or a row an actor lost when it was
-killed) costs nothing twice (the stores skip unchanged graphs, timelines and displays).
+Preparing a block, in a worker thread (CPU work): one targeted read of its MEDS patients (`vista.meds.patient_loader`),
+then its graphs and index part (`TaskPipeline.block_graphs`). Running a task: its LLM stages on the event loop,
+through the actor's one gateway, within the per-task time limit; its row to the part files. A task that raises gets
+an error row; one run again costs nothing twice (the stores skip unchanged graphs, timelines and displays).
 """
 
 from __future__ import annotations
@@ -18,25 +14,20 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from vista.graph import GraphSource
-from vista.graph.task_graphs import meds_source, xml_source
 from vista.llm import LLMConfig
 from vista.pipeline import VISTA_PART_SCHEMA, PatientRun, PipelineConfig, TaskPipeline, vista_part_record
-from vista.records import PatientRecord
 
 from jobs.actor_base import TaskActor
-from jobs.llm_budget import BudgetRef
+from jobs.actor_settings import ActorRunSettings
 from vista.runs.progress import StatusRow
 from jobs.tasks import TaskKey
 from jobs.vista_tasks import XML_FILE
 
 
-class VistaSettings(BaseModel):
-    """Everything a VISTA actor needs (shipped to every actor; small and picklable)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class VistaSettings(ActorRunSettings):
+    """Everything a VISTA actor needs: where its tasks come from, VISTA's `PipelineConfig`, the LLM and the run."""
 
     out: Path = Field(description="output directory (shared by every node)")
     dataset: Path | None = Field(None, description="MEDS dataset root, for MEDS tasks")
@@ -45,13 +36,6 @@ class VistaSettings(BaseModel):
     xml_dir: Path | None = Field(None, description="directory of patient XML files, for XML tasks")
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="the stages and their settings")
     llm: LLMConfig | None = Field(None, description="the LLM of the LLM stages (None: graph only)")
-    patients_per_actor: int = Field(1, ge=1, description="tasks whose LLM stages an actor runs at once")
-    patient_timeout_s: float = Field(3600.0, gt=0, description="LLM stages still running after this: an error row")
-    flush_rows: int = Field(256, ge=1, description="rows an actor buffers before writing a part file")
-    flush_s: float = Field(10.0, gt=0, description="longest a finished row waits in an actor's buffer, in seconds")
-    run_id: str
-    llm_budget: BudgetRef | None = Field(None, description="the job's shared LLM budget (jobs.llm_budget); None: "
-                                         "only the actor's own gateway limits")
 
 
 class VistaActor(TaskActor[PatientRun]):
@@ -84,36 +68,13 @@ class VistaActor(TaskActor[PatientRun]):
 
     def _graphs(self, pending: list[tuple[TaskKey, str | None]]) -> list[PatientRun]:
         """The block's graphs, built and persisted, and one index part with their node rows."""
-        meds_keys = [key for key, file in pending if file is None]
-        read_started = time.perf_counter()
-        loaded = self._load_records(meds_keys)
-        read_share = (time.perf_counter() - read_started) / max(1, len(meds_keys))  # one targeted read per block
-        tasks = []
-        for key, file in pending:
-            if file is None:
-                tasks.append(self.pipeline.graph(key, lambda key=key: self._meds_source(key, loaded),
-                                                 read_share=read_share))
-            else:
-                path = self._xml_file(file)
-                tasks.append(self.pipeline.graph(key, lambda path=path: xml_source(path, self.settings.coding_profile),
-                                                 xml_file=path))
-        self.pipeline.write_index(tasks)
-        return tasks
-
-    def _load_records(self, keys: list[TaskKey]) -> dict[int, PatientRecord | Exception]:
-        if not keys:
-            return {}
-        if self.loader is None:
+        meds = [key.subject_id for key, file in pending if file is None]
+        if meds and self.loader is None:
             raise ValueError("MEDS tasks need VistaSettings.dataset")
-        return dict(self.loader.load(key.subject_id for key in keys))
-
-    def _meds_source(self, key: TaskKey, loaded: dict[int, PatientRecord | Exception]) -> GraphSource:
-        record = loaded[key.subject_id]
-        if not isinstance(record, PatientRecord):
-            raise record
-        return meds_source(record, self.catalog, key.prediction_time)
-
-    def _xml_file(self, file: str) -> Path:
-        if self.settings.xml_dir is None:
+        if any(file is not None for _, file in pending) and self.settings.xml_dir is None:
             raise ValueError("XML tasks need VistaSettings.xml_dir")
-        return self.settings.xml_dir / file
+        started = time.perf_counter()
+        records = dict(self.loader.load(meds)) if meds else {}  # one targeted read per block
+        tasks = [(key, self.settings.xml_dir / file if file is not None else None) for key, file in pending]
+        return self.pipeline.block_graphs(tasks, records, self.catalog, read_s=time.perf_counter() - started,
+                                          coding_profile=self.settings.coding_profile)

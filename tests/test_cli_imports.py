@@ -9,7 +9,7 @@ def test_forwarded_options_modules_import_no_heavy_libraries():
     import subprocess
     import sys
 
-    code = ("import sys, jobs.predict_options, jobs.report_options, jobs.build_graphs_options, jobs.evaluate_options; "
+    code = ("import sys, jobs.predict_options, benchmarks.report_arguments, jobs.build_graphs_options, jobs.evaluate_options; "
             "import trajonco.cli, vista.cli; trajonco.cli.build_parser(); vista.cli.build_parser(); "
             "print(sorted(m for m in ('ray', 'pyarrow', 'polars', 'sklearn', 'matplotlib', 'scipy', 'numpy') "
             "if m in sys.modules))")

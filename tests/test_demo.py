@@ -18,7 +18,8 @@ def test_demo_runs_the_report_in_quick_mode_with_agents_on_lung(monkeypatch, cap
 
 
 def test_demo_settings_are_valid_report_settings():
-    from jobs.report import build_parser, settings_from_args
+    from benchmarks.report.options import settings_from_args
+    from benchmarks.report_arguments import build_parser
 
     argv = demo.demo_argv([])
     settings = settings_from_args(build_parser().parse_args(argv), "demo")

@@ -289,13 +289,14 @@ def test_vista_graph_xml_dir_loads_eventstream_files(tmp_path, capsys):
 def test_vista_job_actor_builds_eventstream_files_and_reports_the_broken_one(tmp_path):
     from vista.meds.tasks import keys_table
     from jobs.vista_actor import VistaSettings
-    from jobs.vista_tasks import XML_FILE, list_xml_tasks
+    from jobs.vista_tasks import XML_FILE
+    from vista.graph.xml_files import list_xml_patients
     from test_jobs_vista import rows_of, run_actor
 
     folder = tmp_path / "xml"
     good = xml_folder(folder)
-    tasks = list_xml_tasks(folder)
-    batch = keys_table([t.key for t in tasks]).append_column(XML_FILE, pa.array([t.file for t in tasks]))
+    tasks, _ = list_xml_patients(folder)
+    batch = keys_table([t.key for t in tasks]).append_column(XML_FILE, pa.array([t.relative for t in tasks]))
     out = tmp_path / "out"
     statuses = run_actor(VistaSettings(out=out, xml_dir=folder, run_id="x"), batch)
     assert sorted(s["status"] for s in statuses) == ["error", "ok", "ok"]

@@ -18,14 +18,15 @@ import pytest
 
 from graph_fixtures import synth_root
 from jobs.manifest import check_manifest
-from jobs.predict import fingerprint, prediction_outputs, register_graphs
-from jobs.predict_actor import GRAPH_SCHEMA, PredictActor, PredictSettings
+from jobs.predict import fingerprint, prediction_outputs
+from jobs.predict_actor import PredictActor, PredictSettings
 from vista.runs.parts import consolidate_parts
 from vista.meds.tasks import task_keys
 from vista.runs.errors import JobSettingsMismatch
 from trajonco.pipeline import PipelineConfig
 from trajonco.prediction_files import DETAILS_FILE, read_predictions
 from vista.graph import GraphStore
+from vista.graph.record_graphs import GRAPH_SCHEMA, register_record_graphs
 from vista.graph.store import INDEX_DIR, MANIFEST_DIR, bucket_of
 from vista.llm import LLMConfig
 from vista.cli import main as vista_main
@@ -75,7 +76,7 @@ def predict(labels: Path, out: Path, store: Path | None, server: SyntheticLLMSer
     report = consolidate_parts(out, prediction_outputs(out, labelled=True, graphs=store is not None), task_keys(tasks))
     assert report.complete
     if store is not None:
-        register_graphs(store, out / DETAILS_FILE)
+        register_record_graphs(store, out / DETAILS_FILE)
     return pl.from_arrow(read_predictions(out)).sort("subject_id", "prediction_time")
 
 
@@ -185,7 +186,7 @@ def test_graphs_option_mistakes_are_one_line(labels, tmp_path):
     file.write_text("x")
     common = [sys.executable, "-m", "jobs.predict", "--labels", str(labels), "--dataset", str(synth_root()),
               "--out", str(tmp_path / "out")]
-    for value, said in ((str(file), str(file)), ("s3://bucket/store", "object storage")):
+    for value, said in ((str(file), f"--graphs {file}: is a file"), ("s3://bucket/store", "object storage")):
         done = subprocess.run([*common, "--graphs", value], capture_output=True, text=True, cwd=ROOT, timeout=120)
         assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
 

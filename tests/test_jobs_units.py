@@ -410,23 +410,30 @@ def test_llm_settings_that_cannot_work_fail_on_the_driver(tmp_path, monkeypatch)
 
 
 def test_the_horizon_follows_the_cohort_the_labels_come_from(tmp_path, caplog):
-    from jobs.predict import horizon_days
-    from jobs.predict_options import build_parser
+    from trajonco.cohorts.manifest import label_horizon
 
     cohort = tmp_path / "cohort"
     (cohort / "labels").mkdir(parents=True)
     (cohort / "manifest.json").write_text(json.dumps({"definition": {"gap_days": 730}}))
     labels = str(cohort / "labels" / "test.parquet")
 
-    def args(*extra: str):
-        return build_parser().parse_args(["--labels", labels, "--dataset", "d", "--out", "o", *extra])
-
-    assert horizon_days(args()) == 730  # the cohort's gap, not a fixed 365
-    assert horizon_days(args("--horizon-days", "730")) == 730 and not caplog.records
-    assert horizon_days(args("--horizon-days", "365")) == 365  # explicit wins, but is said
+    assert label_horizon(labels, None) == 730  # the cohort's gap, not a fixed 365
+    assert label_horizon(labels, 730) == 730 and not caplog.records
+    assert label_horizon(labels, 365) == 365  # explicit wins, but is said
     assert "differs from the gap of the cohort" in caplog.text
-    other = build_parser().parse_args(["--labels", str(tmp_path / "aces.parquet"), "--dataset", "d", "--out", "o"])
-    assert horizon_days(other) == 365
+    assert label_horizon(str(tmp_path / "aces.parquet"), None) is None  # the pipeline's default (365)
+
+
+def test_a_bad_assessment_option_is_one_line(tmp_path):
+    """On main ``jobs.predict --chunk-tokens 100`` (below the pipeline's 256) ended in a pydantic traceback."""
+    from jobs.predict import build_settings
+    from jobs.predict_options import build_parser
+    from vista.errors import CommandLineError
+
+    args = build_parser().parse_args(["--labels", str(tmp_path / "l.parquet"), "--dataset", str(tmp_path), "--out",
+                                      str(tmp_path / "o"), "--chunk-tokens", "100"])
+    with pytest.raises(CommandLineError, match="^--chunk-tokens: Input should be greater than or equal to 256$"):
+        build_settings(args, "r1")
 
 
 def test_limit_and_sample_keep_case_control_pairs_whole(tmp_path):

@@ -18,7 +18,8 @@ from graph_fixtures import synth_records, synth_root
 from jobs.tasks import TaskKey
 from vista.runs.parts import ROWS, part_files
 from jobs.vista_actor import VistaActor, VistaSettings
-from jobs.vista_tasks import XML_FILE, list_xml_tasks
+from jobs.vista_tasks import XML_FILE
+from vista.graph.xml_files import XmlDirectoryError, list_xml_patients
 from vista.graph import build_graph, encounter_xml, read_graph
 from vista.graph.index import TASK_INDEX_SCHEMA
 from vista.graph.task_graphs import task_folder
@@ -150,9 +151,9 @@ def xml_cohort(root: Path, n_good: int = 3) -> dict[str, int]:
 def test_xml_files_become_graphs_and_bad_files_error_rows_naming_file_patient_and_field(tmp_path):
     xml_dir = tmp_path / "xml"
     good = xml_cohort(xml_dir)
-    tasks = list_xml_tasks(xml_dir)
+    tasks, _ = list_xml_patients(xml_dir)
     assert len(tasks) == len(good) + 3
-    batch = keys_table([t.key for t in tasks]).append_column(XML_FILE, pa.array([t.file for t in tasks]))
+    batch = keys_table([t.key for t in tasks]).append_column(XML_FILE, pa.array([t.relative for t in tasks]))
     out = tmp_path / "out"
     statuses = run_actor(VistaSettings(out=out, xml_dir=xml_dir, run_id="x"), batch)
     assert sorted(s["status"] for s in statuses) == ["error"] * 3 + ["ok"] * len(good)
@@ -171,13 +172,11 @@ def test_xml_files_become_graphs_and_bad_files_error_rows_naming_file_patient_an
     assert malformed.graph_file is None and empty.graph_file is None and future.graph_file is None
 
 
-def test_list_xml_tasks_refuses_a_missing_or_empty_directory(tmp_path):
-    from vista.runs.errors import JobInputError
-
-    with pytest.raises(JobInputError, match="not a directory"):
-        list_xml_tasks(tmp_path / "none")
-    with pytest.raises(JobInputError, match=r"no \*\.xml patient files"):
-        list_xml_tasks(tmp_path)
+def test_listing_xml_tasks_refuses_a_missing_or_empty_directory(tmp_path):
+    with pytest.raises(XmlDirectoryError, match="not a directory"):
+        list_xml_patients(tmp_path / "none")
+    with pytest.raises(XmlDirectoryError, match=r"no \*\.xml patient files"):
+        list_xml_patients(tmp_path)
 
 
 def test_stage_options_and_llm_defaults(tmp_path):

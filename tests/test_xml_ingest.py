@@ -119,8 +119,7 @@ def test_two_files_with_one_person_id_exit_2_naming_both_files_in_vista_build(tm
 
 # ------------------------------------------------------------------------------------------------ one discovery rule
 def test_vista_graph_and_vista_build_find_the_same_files_in_subfolders(tmp_path, capsys):
-    from jobs.vista_tasks import list_xml_tasks
-    from vista.graph.xml_files import find_xml_files
+    from vista.graph.xml_files import find_xml_files, list_xml_patients
 
     folder = tmp_path / "xml"
     (folder / "site-b" / "2024").mkdir(parents=True)
@@ -132,7 +131,7 @@ def test_vista_graph_and_vista_build_find_the_same_files_in_subfolders(tmp_path,
     (folder / "loop").symlink_to(folder, target_is_directory=True)  # a folder link is not followed: no loop
     expected = ["2.xml", "site-a/1.xml", "site-b/2024/3.xml"]
     assert [relative for _, relative in find_xml_files(folder)] == expected
-    assert [task.file for task in list_xml_tasks(folder)] == expected
+    assert [task.relative for task in list_xml_patients(folder)[0]] == expected
     assert vista_main(["graph", "--xml-dir", str(folder), "--store", str(tmp_path / "store")]) == 0
     assert GraphStore(tmp_path / "store").subject_ids() == [1, 2, 3]
 
@@ -197,15 +196,17 @@ def test_a_store_build_refuses_two_files_of_one_patient_whatever_lists_them(tmp_
 
 
 def test_the_build_job_lists_one_task_per_patient_with_on_duplicate_first(tmp_path, caplog):
-    from jobs.build_graphs import build_parser
+    from jobs.build_graphs import GraphsJob, build_parser
     from vista.runs.errors import JobInputError
-    from jobs.vista_tasks import list_xml_tasks
 
     first, second = _two_files_of_one_patient(tmp_path / "xml")
-    with pytest.raises(JobInputError, match="both hold patient 5"):
-        list_xml_tasks(tmp_path / "xml")
+    job = GraphsJob(build_parser().parse_args(["--xml-dir", str(tmp_path / "xml"), "--out", str(tmp_path / "o")]), "r")
+    with pytest.raises(JobInputError, match="--xml-dir .*both hold patient 5"):
+        job.check()
+    job.args.on_duplicate = "first"
     with caplog.at_level("WARNING", logger="jobs.build_graphs"):
-        assert [t.file for t in list_xml_tasks(tmp_path / "xml", "first")] == ["a/p.xml"]
+        job.check()
+    assert [t.relative for t in job.xml_tasks] == ["a/p.xml"]
     assert f"{second}: skipped, patient 5 is already read from {first}" in caplog.text
     args = build_parser().parse_args(["--xml-dir", str(tmp_path / "xml"), "--out", str(tmp_path / "o"),
                                       "--on-duplicate", "first"])

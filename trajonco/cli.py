@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
+from trajonco.assessment_options import add_assessment_arguments, cancer_keys
 from vista.cli import add_llm_option, add_profile_option
 from vista.cli_kit import ArgumentParser, HelpFormatter, add_overwrite, add_version, check_output_dir, parse_when, subcommand
 from vista.errors import CommandLineError, run_command, user_errors
@@ -227,10 +228,7 @@ PREDICTION_FAILED = 3
 
 
 def _cmd_predict_one(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
     from trajonco.agents.display import print_result
-    from trajonco.pipeline import PipelineConfig
     from vista.llm import LLMConfig
     from vista.meds.reader import MedsDataset
 
@@ -245,20 +243,10 @@ def _cmd_predict_one(args: argparse.Namespace) -> int:
     if when is None and not args.all_history:
         raise CommandLineError("predict-one needs a prediction time: --prediction-time DATE, --labels FILE (the "
                                "subject's label row), or --all-history to let the agents read the whole record")
-    horizon = args.horizon_days
-    if horizon is None and args.labels:  # a cohort's label file: its gap is the horizon the labels describe
-        from trajonco.cohorts.manifest import cohort_gap_days
+    from trajonco.assessment_options import assessment_config
 
-        horizon = cohort_gap_days(args.labels)
-    settings = {"variant": args.variant, "horizon_days": horizon, "chunk_tokens": args.chunk_tokens,
-                "memory_k": args.memory_k, "cancer": "lung" if args.cancer == "any" else args.cancer,
-                "truncate_tokens": args.truncate_tokens, "part_numbers": args.part_numbers or None,
-                "any_cancer_mode": args.any_cancer_mode, "answer_tokens": args.answer_budget}
-    try:  # every option is checked before the patient is read
-        config = PipelineConfig(**{k: v for k, v in settings.items() if v is not None})
-    except ValidationError as exc:
-        problems = "; ".join(f"--{'-'.join(map(str, e['loc'])).replace('_', '-')}: {e['msg']}" for e in exc.errors())
-        raise CommandLineError(problems) from None
+    # every option is checked before the patient is read
+    config = assessment_config(args, cancer="lung" if args.cancer == "any" else args.cancer)
     llm = LLMConfig.from_cli(args.llm)
     dataset = MedsDataset(Path(args.dataset), profile=args.coding_profile)
     record = dataset.load_patients([args.subject])[args.subject]
@@ -302,13 +290,6 @@ async def _predict_with_progress(record, catalog, config, llm, when, *, any_canc
                 status.update(f"{len(gateway.ledger)} LLM call(s) done")
                 await asyncio.wait({task}, timeout=0.5)
         return task.result()
-
-
-def cancer_keys() -> str:
-    """Every cancer key, in the catalog's order (for help texts; the catalog module is light)."""
-    from trajonco.cancers import CANCERS
-
-    return ", ".join(CANCERS)
 
 
 def build_parser(extra: Callable[[argparse._SubParsersAction], None] | None = None) -> argparse.ArgumentParser:
@@ -408,24 +389,12 @@ def build_parser(extra: Callable[[argparse._SubParsersAction], None] | None = No
     p.add_argument("--subject", type=int, required=True, help="subject_id")
     p.add_argument("--cancer", default="lung", help=f"the cancer to assess: {cancers}; or 'any' for any cancer "
                    "the patient's sex allows (see --any-cancer-mode) (default lung)")
-    p.add_argument("--variant", choices=["one_stage", "two_stage", "single_agent"], help="agent design (default one_stage)")
     p.add_argument("--prediction-time", help="ISO date/time; only events strictly before it are seen")
     p.add_argument("--labels", help="MEDS label parquet: take the subject's prediction time from its row")
     p.add_argument("--all-history", action="store_true", help="no prediction time: the agents read the whole record "
                    "(diagnosis included; for demonstrations only)")
     add_profile_option(p)
-    p.add_argument("--horizon-days", type=int, help="prediction horizon in days (default: the cohort's gap when "
-                   "--labels is a cohort's label file, else 365)")
-    p.add_argument("--chunk-tokens", type=int, help="chunk limit l in tokens (default: fitted to the model's context)")
-    p.add_argument("--memory-k", type=int, help="latest memory events shown to each worker (default 10)")
-    p.add_argument("--truncate-tokens", type=int, help="left-truncation: the agents see only the newest N tokens of "
-                   "the timeline (default: all of it)")
-    p.add_argument("--part-numbers", action="store_true", help="say 'Part k of n' when handing a chunk to an agent")
-    p.add_argument("--any-cancer-mode", choices=["chain", "max"], help="with --cancer any: chain (default, the "
-                   "paper's: one chain asked for the strongest signal of any cancer) or max (one chain per cancer, "
-                   "the highest score kept; 12-15x the cost)")
-    p.add_argument("--answer-budget", choices=["fit", "fixed"], help="max_tokens per call: fit (default: each "
-                   "agent's worst-case answer, within the model's output limit) or fixed (the LLM settings' max_tokens)")
+    add_assessment_arguments(p)
     add_llm_option(p)
     p.add_argument("--json", action="store_true", help="print the typed result as JSON")
     p.set_defaults(handler=_cmd_predict_one)

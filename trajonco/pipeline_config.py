@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from trajonco.agents.results import AnyCancerMode, Variant
 from trajonco.cancers import get_cancer
+from vista.errors import CommandLineError
 
 
 class PipelineConfig(BaseModel):
@@ -57,3 +58,21 @@ class PipelineConfig(BaseModel):
     @classmethod
     def _known_cancer(cls, value: str) -> str:
         return get_cancer(value).key
+
+
+def config_from_options(**options: object) -> PipelineConfig:
+    """A `PipelineConfig` from a command's options named as its fields (None: the default); a bad value is one
+    `CommandLineError` line naming the options.
+
+    >>> config_from_options(chunk_tokens=None, memory_k=3).memory_k
+    3
+    >>> config_from_options(chunk_tokens=100)
+    Traceback (most recent call last):
+    ...
+    vista.errors.CommandLineError: --chunk-tokens: Input should be greater than or equal to 256
+    """
+    try:
+        return PipelineConfig(**{name: value for name, value in options.items() if value is not None})
+    except ValidationError as exc:
+        raise CommandLineError("; ".join(f"--{'-'.join(map(str, e['loc'])).replace('_', '-')}: {e['msg']}"
+                                         for e in exc.errors())) from None

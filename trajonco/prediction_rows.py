@@ -26,6 +26,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 from typing import Literal
 
@@ -33,9 +36,11 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from trajonco.agents.results import AnyCancerResult, PatientResult
-from vista.llm.errors import ENDPOINT_KINDS, RETRYABLE_KINDS
-from vista.llm.task_usage import USAGE_COLUMNS, TaskUsage, identity_columns, usage_columns
+from vista.llm.errors import ENDPOINT_KINDS, RETRYABLE_KINDS, LLMEndpointFailure
+from vista.llm.task_usage import USAGE_COLUMNS, TaskUsage, identity_columns, usage_columns, usage_scope
 from vista.meds.task_key import TaskKey
+
+log = logging.getLogger(__name__)
 
 RowStatus = Literal["ok", "partial", "failed", "error"]
 RetryClass = Literal["transient", "permanent"]
@@ -354,3 +359,25 @@ def part_record(row: PredictionRow, result: PatientResult | AnyCancerResult | No
     record["result_json"] = result.model_dump_json() if result is not None else None
     record["usage_json"] = json.dumps(dataclasses.asdict(usage)) if usage is not None else None
     return record
+
+
+async def assessed_record(key: TaskKey, label: bool | None, context: RowContext,
+                          assess: Callable[[], Awaitable[PatientResult | AnyCancerResult]]) -> tuple[dict[str, object], PredictionRow]:
+    """One task's part-file record and its row: ``assess`` run within the task's usage scope; any exception but
+    `LLMEndpointFailure` (a job's budget stopped the job: raised) becomes the task's error row."""
+    started, started_at = time.perf_counter(), datetime.now(timezone.utc)
+    result: PatientResult | AnyCancerResult | None = None
+    with usage_scope() as usage:
+        try:
+            result = await assess()
+            row = row_from_result(key, label, result, usage, context, wall_s=time.perf_counter() - started,
+                                  started_at=started_at)
+        except LLMEndpointFailure:
+            raise
+        except Exception as exc:  # noqa: BLE001 - failure isolation: any problem becomes this task's error row
+            result = None
+            row = row_from_failure(key, label, exc, usage, context, wall_s=time.perf_counter() - started,
+                                   started_at=started_at)
+            log.warning("subject %s: error row (%s, %s)", key.subject_id, row.error_kind, type(exc).__name__)
+            log.debug("subject %s failed", key.subject_id, exc_info=exc)
+    return part_record(row, result, usage), row

@@ -23,7 +23,6 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from vista.atomic import atomic_write_text
 from vista.cli_kit import ArgumentParser, HelpFormatter, add_version, subcommand
 from vista.errors import CommandLineError, run_command, user_errors
 
@@ -253,8 +252,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         Console(width=max(140, Console().width)).print(report.to_table())
     if args.out:
         out = Path(args.out)
-        atomic_write_text(out / "evaluation.md", report.to_markdown())  # private (vista.atomic)
-        atomic_write_text(out / "evaluation.json", report.model_dump_json(indent=1))
+        report.write(out)
         print(f"wrote {out}/evaluation.md and {out}/evaluation.json", file=sys.stderr)
     return 0
 

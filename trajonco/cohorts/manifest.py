@@ -6,6 +6,7 @@ Written as ``manifest.json`` next to ``labels/``; contains counts and summary fi
 from __future__ import annotations
 
 import json
+import logging
 from enum import StrEnum
 from pathlib import Path
 
@@ -229,3 +230,17 @@ def cohort_gap_days(labels: str | Path) -> int | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return int(gap) if isinstance(gap, int) else None
+
+
+def label_horizon(labels: str | Path | None, asked: int | None) -> int | None:
+    """The prediction horizon of an assessment of ``labels``: ``asked`` when given (a warning when it differs from
+    the gap of the cohort the labels come from: the agents would be asked about another window), else that gap,
+    else None (the pipeline's default)."""
+    gap = cohort_gap_days(labels) if labels is not None else None
+    if asked is None:
+        return gap
+    if gap is not None and gap != asked:
+        logging.getLogger(__name__).warning(
+            "--horizon-days %d differs from the gap of the cohort of %s (%d days): the agents are asked about another "
+            "window than the labels describe", asked, labels, gap)
+    return asked

@@ -79,12 +79,15 @@ def select_subjects(store: Path, wanted: Iterable[int] | None, truths: Mapping[i
     return chosen
 
 
-def load_stored_case(store: Path, subject_id: int, truth: object) -> StoredCase:
-    """The patient's display and truth. From a graph store holding the patient's graph the display is checked
-    against it (a display built from another version of the graph is refused) and the demographics are read from
-    it; without one, the demographics variable is unscorable."""
+def load_stored_case(store: Path, subject_id: int, truths: Mapping[int, object]) -> StoredCase:
+    """The patient's display and truth (`EvaluationError` when ``truths`` has none). From a graph store holding the
+    patient's graph the display is checked against it (a display built from another version of the graph is
+    refused) and the demographics are read from it; without one, the demographics variable is unscorable."""
     from vista.display import DisplayStore
 
+    if subject_id not in truths:
+        raise EvaluationError(f"subject {subject_id}: no truth in --truth/--references")
+    truth = truths[subject_id]
     graph = _stored_graph(store, subject_id)
     displays = DisplayStore(store)
     display = displays.load(subject_id) if graph is None else displays.load(subject_id, graph)

@@ -18,6 +18,8 @@ gave no verdict (those items count as wrong, the next run asks them again); erro
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Literal
 
@@ -122,3 +124,11 @@ def error_row(subject_id: int, exc: BaseException, *, run_id: str, wall_s: float
     return CohortRow(subject_id=subject_id, status="error", error_kind=kind, retry_class=retry_class("error", kind),
                      error=f"{type(exc).__name__}: {str(exc) or type(exc).__name__}"[:_MAX_ERROR_CHARS],
                      wall_s=wall_s, run_id=run_id, finished_at=datetime.now(timezone.utc))
+
+
+def read_rows(path: str | os.PathLike, subject_ids: Iterable[int]) -> list[CohortRow]:
+    """The rows of ``subject_ids`` in a cohort evaluation's table (``evaluated.parquet``)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, filters=[("subject_id", "in", list(subject_ids))])
+    return [CohortRow.model_validate(record) for record in table.to_pylist()]

@@ -19,6 +19,7 @@ the defaults. Only when neither is given does the judge fall back to the display
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -49,6 +50,21 @@ def judge_config(items: Iterable[str], display: LLMConfig,
         return display, True
     config = LLMConfig.resolve(env=env, prefix=JUDGE_ENV_PREFIX, items=items, flag="--judge-llm")
     return config, same_model(config, display)
+
+
+def run_judge_config(items: Iterable[str], out: Path, env: Mapping[str, str] | None = None) -> LLMConfig:
+    """The judge of a run writing into ``out`` (`judge_config` against the display model of ``VISTA_LLM_*``, one
+    warning line when it is that model), its response cache under ``out/llm_cache`` unless one is named."""
+    env = os.environ if env is None else env
+    items = list(items)
+    config, same = judge_config(items, LLMConfig.from_env(env), env)
+    if same:
+        logging.getLogger(__name__).warning(SAME_JUDGE_WARNING.format(model=config.model))
+    named = any(item.partition("=")[0].strip() == "cache_dir" for item in items) or any(
+        env.get(prefix + "CACHE_DIR") for prefix in (JUDGE_ENV_PREFIX, "VISTA_LLM_"))
+    if config.cache_dir is None and not named:
+        config = config.with_overrides({"cache_dir": (Path(out) / "llm_cache").resolve()})
+    return config
 
 
 def load_truth_sources(truth_root: str | Path | None, references: str | Path | None,

@@ -12,6 +12,7 @@ RAG side by side and name the LLM that wrote each method's displays, the judge L
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -205,6 +206,15 @@ class EvaluationReport(_Model):
         for k, (label, cells) in enumerate(rows):  # Text cells: brackets are content, not rich markup
             table.add_row(Text(label), *(Text(c) for c in cells), end_section=k == last_variable)
         return Group(*(Text(line) for line in self.header_lines()), table)
+
+    def write(self, out: Path) -> dict[str, Path]:
+        """``out/evaluation.json`` and ``out/evaluation.md`` (private, synced: `vista.atomic`), by name."""
+        from vista.atomic import atomic_write_text
+
+        paths = {"evaluation": Path(out) / "evaluation.json", "evaluation_md": Path(out) / "evaluation.md"}
+        atomic_write_text(paths["evaluation"], self.model_dump_json(indent=1), fsync=True)
+        atomic_write_text(paths["evaluation_md"], self.to_markdown(), fsync=True)
+        return paths
 
     def to_markdown(self) -> str:
         """The same content as `to_table`, as a Markdown table."""

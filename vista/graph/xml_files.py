@@ -9,10 +9,18 @@ relative to the directory (POSIX form, byte order): the same list on every machi
 ``<eventstream person_id>``; the rest of the file is not parsed). Two files with the same id are an error naming
 both (`XmlDirectoryError`), unless ``on_duplicate="first"``, which keeps the first in path order and reports each
 file it skips. A file whose root cannot be read keeps ``subject_id=None``; reading it later says what is wrong.
+
+**A file is a task before anyone has read it** (a malformed file has no patient id to offer), so its task key
+(`XmlFile.key`, for a cohort job's plan and outputs) has a ``subject_id`` derived from its relative path
+(`file_key`: a stable 62-bit number); two files with one key are refused too.
+
+>>> file_key("p/7.xml") == file_key("p/7.xml") != file_key("p/8.xml"), 0 < file_key("p/7.xml") < 2**62
+(True, True)
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +29,7 @@ from typing import Literal
 from lxml import etree
 
 from vista.errors import UserError
+from vista.meds.task_key import TaskKey
 from vista.xml_reading import EntityDecoder
 
 OnDuplicate = Literal["error", "first"]
@@ -39,6 +48,17 @@ class XmlFile:
     path: Path
     relative: str  # POSIX path relative to the directory
     subject_id: int | None  # from the root element; None when it cannot be read there
+
+    @property
+    def key(self) -> TaskKey:
+        """The file's task key (`file_key` of its relative path)."""
+        return TaskKey(file_key(self.relative))
+
+
+def file_key(relative_path: str) -> int:
+    """A stable positive 62-bit key for an XML file (blake2b of its relative path; 0 is never returned)."""
+    digest = hashlib.blake2b(relative_path.encode("utf-8"), digest_size=8).digest()
+    return (int.from_bytes(digest, "big") >> 2) or 1
 
 
 def find_xml_files(directory: Path) -> list[tuple[Path, str]]:
@@ -97,8 +117,12 @@ def list_xml_patients(directory: Path, on_duplicate: OnDuplicate = "error") -> t
     kept: list[XmlFile] = []
     skipped: list[str] = []
     owner: dict[int, XmlFile] = {}
+    keys: dict[TaskKey, str] = {}
     for path, relative in find_xml_files(directory):
         file = XmlFile(path, relative, root_subject_id(path))
+        other = keys.setdefault(file.key, relative)
+        if other != relative:  # 62-bit keys: about one chance in 10^8 for a million files
+            raise XmlDirectoryError(f"{directory}: files {other!r} and {relative!r} have the same task key; rename one")
         if file.subject_id is not None and file.subject_id in owner:
             first = owner[file.subject_id]
             if on_duplicate == "error":

@@ -20,7 +20,7 @@ Data). `read_label_tasks` reads the label file once and returns both its task ta
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,6 +99,21 @@ def task_keys(table: pa.Table) -> list[TaskKey]:
     subjects = table.column(SUBJECT_ID).to_pylist()
     times = table.column(PREDICTION_TIME).to_pylist() if PREDICTION_TIME in table.column_names else [None] * len(subjects)
     return [TaskKey(int(s), t) for s, t in zip(subjects, times)]
+
+
+def rows_in_order(tasks: pa.Table, keys: Sequence[TaskKey]) -> pa.Table:
+    """The rows of a label table (`TASK_SCHEMA` columns, each with a prediction time, and any others) of ``keys``, in
+    that order (an arrow join: a null prediction time matches nothing).
+
+    >>> from datetime import datetime
+    >>> keys = [TaskKey(s, datetime(2020, 1, s)) for s in (1, 2, 3)]
+    >>> table = keys_table(keys).append_column("boolean_value", pa.array([True, False, None]))
+    >>> rows_in_order(table, [keys[2], keys[0]]).column("boolean_value").to_pylist()
+    [None, True]
+    """
+    order = keys_table(keys).append_column("_order", pa.array(range(len(keys)), pa.int64()))
+    joined = tasks.join(order, keys=[SUBJECT_ID, PREDICTION_TIME], join_type="inner")
+    return joined.sort_by("_order").drop_columns(["_order"])
 
 
 def keys_table(keys: Iterable[TaskKey]) -> pa.Table:

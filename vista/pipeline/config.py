@@ -14,6 +14,7 @@ vista.pipeline.config.StageChoiceError: display needs toa (it is built from the 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -52,6 +53,32 @@ class PipelineConfig(BaseModel):
     stages: tuple[Stage, ...] = Field(("graph",), description="stages to run, in order; graph always first")
     toa: TOAConfig = Field(default_factory=TOAConfig)
     display: DisplayConfig = Field(default_factory=DisplayConfig)
+
+    @classmethod
+    def from_choices(cls, stages: tuple[Stage, ...], *, profile: str | None = None, chunk_tokens: int | None = None,
+                     chunk_chars: int | None = None, max_events_per_chunk: int | None = None,
+                     answer_tokens: int | None = None, safety_net: bool = True, judge_ambiguous: bool = True,
+                     variables: Path | None = None, group_size: int | None = None,
+                     summary_note: bool = True) -> PipelineConfig:
+        """The stages and their settings from a command's choices (None: the stage's default); one chunk size, in
+        tokens or characters; ``answer_tokens`` caps every answer of both LLM stages (pydantic's `ValidationError`
+        for a value out of range, located by stage and field).
+
+        >>> config = PipelineConfig.from_choices(("graph", "toa"), chunk_tokens=4000, answer_tokens=300)
+        >>> config.toa.budget.unit, config.toa.budget.limit, config.toa.max_tokens, config.display.max_tokens
+        ('tokens', 4000, 300, 300)
+        """
+        from vista.toa import ChunkSize
+
+        toa: dict[str, object] = {"safety_net": safety_net, "resolve_ambiguous": judge_ambiguous, "profile": profile,
+                                  "max_events_per_chunk": max_events_per_chunk, "max_tokens": answer_tokens}
+        if chunk_tokens is not None or chunk_chars is not None:
+            toa["budget"] = (ChunkSize(limit=chunk_tokens, unit="tokens") if chunk_tokens is not None
+                             else ChunkSize(limit=chunk_chars, unit="chars"))
+        display = {"summary_note": summary_note, "variables": variables.resolve() if variables else None,
+                   "group_size": group_size, "max_tokens": answer_tokens}
+        return cls(stages=stages, toa=TOAConfig(**{k: v for k, v in toa.items() if v is not None}),
+                   display=DisplayConfig(**{k: v for k, v in display.items() if v is not None}))
 
     @property
     def llm_stages(self) -> bool:

@@ -7,7 +7,8 @@ through it as a `PatientRun`, the row so far:
   XML file) and builds and writes its graph (`vista.graph.task_graphs`; skipped when its content hash is current):
   CPU work, so a job runs it in a worker thread;
 - `TaskPipeline.write_index` writes one index part with the node rows of a block of tasks' graphs (the store's
-  manifest is registered later, once, by `vista.graph.GraphStore.register_rows`);
+  manifest is registered later, once, by `vista.graph.GraphStore.register_rows`); `TaskPipeline.block_graphs` does
+  both for a block of tasks, from their patients' loaded records or their XML files;
 - `TaskPipeline.run_llm_stages` runs the timeline, then the display (`vista.pipeline.stages`) through one gateway;
 - `PatientRun.finish` gives the row, with the usage of each LLM stage.
 
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -48,6 +49,7 @@ from vista.meds.task_key import TaskKey
 from vista.pipeline.config import PipelineConfig
 from vista.pipeline.rows import VistaRow, error_text, vista_failure_kind, vista_retry_class
 from vista.pipeline.stages import StageOutcome, display_stage, timeline_stage
+from vista.records import CodeCatalog, PatientRecord
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +136,26 @@ class TaskPipeline:
         })
         run.done("graph")
         return run
+
+    def block_graphs(self, tasks: list[tuple[TaskKey, Path | None]], records: Mapping[int, PatientRecord | Exception],
+                     catalog: CodeCatalog | None, *, read_s: float = 0.0,
+                     coding_profile: str | None = None) -> list[PatientRun]:
+        """A block's graphs, then its index part (`write_index`): a MEDS task (no XML file) from its patient's loaded
+        record (an exception there is its error row), sharing the block's ``read_s`` of reading; an XML task from its
+        file, whose ``<eventstream>`` codes ``coding_profile`` spells."""
+        share = read_s / max(1, sum(1 for _, file in tasks if file is None))
+
+        def record_source(key: TaskKey) -> GraphSource:
+            record = records[key.subject_id]
+            if not isinstance(record, PatientRecord):
+                raise record
+            return meds_source(record, catalog, key.prediction_time)
+
+        runs = [self.graph(key, lambda key=key: record_source(key), read_share=share) if file is None
+                else self.graph(key, lambda file=file: xml_source(file, coding_profile), xml_file=file)
+                for key, file in tasks]
+        self.write_index(runs)
+        return runs
 
     def write_index(self, runs: Iterable[PatientRun]) -> None:
         """One index part with the node rows of the runs' graphs, named in their rows (before any row names it)."""

@@ -1,5 +1,6 @@
-"""The options of the report job (`jobs.report`), apart from the job so that ``--help`` and option mistakes answer at
-once: this module imports only argparse-level code.
+"""The report command's options (``trajonco report``, ``python -m jobs.report``), apart from the report so that
+``--help`` and option mistakes answer at once: this module imports only argparse-level code (`benchmarks.report.options`
+turns the values into `ReportSettings`).
 
 >>> args = build_parser().parse_args(["--quick", "--cohorts", "lung,breast", "--predictions", "lung=p.parquet"])
 >>> args.cohorts, args.predictions[0].cohort
