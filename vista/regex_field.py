@@ -10,7 +10,7 @@ cohort query's text term), so that a pattern that does not compile is a one-line
 ...     Rule(match="((")
 ... except ValidationError as exc:
 ...     print(exc.errors()[0]["msg"])
-Value error, pattern '((' is not a valid regular expression (missing ), unterminated subpattern at position 1)
+Value error, pattern '((' is not a valid regular expression (missing ), ...)
 """
 
 from __future__ import annotations
