@@ -111,6 +111,8 @@ vocabulary = "OBSERVATION"
     ("name = 'x'\nbogus = 1", "bogus"),
     ("name = 'x'\n[[patterns]]\nmatch = '('\nvocabulary = 'LAB'", "not a valid regular expression"),
     ("name = 'x'\n[[patterns]]\nmatch = 'LAB//.+'\nvocabulary = 'LAB'", "(?P<value>"),
+    ("name = 'x'\nsignature_patterns = ['LAB//[']", "field signature_patterns.0: Value error, pattern 'LAB//[' is not a "
+     "valid regular expression"),
     ("name = ", "not valid TOML"),
 ])
 def test_bad_profile_files_are_one_clear_error(tmp_path, text, message):

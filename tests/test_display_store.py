@@ -114,6 +114,16 @@ def test_unreadable_store_files_are_named(tmp_path):
         store.load(21)
 
 
+def test_a_display_is_not_checked_against_another_patients_graph(tmp_path):
+    """As for timelines: the graph given to `load` must be the patient's (subject 21's graph would pass a display of
+    subject 7 made from it)."""
+    store = DisplayStore(tmp_path)
+    first, _ = store_build(store, ScriptedBackend(fake_display_model()))
+    store.save(first.model_copy(update={"subject_id": 7}))
+    with pytest.raises(ValueError, match="the graph is of subject 21, not 7"):
+        store.load(7, graph=toa_graph())
+
+
 def test_render_display_and_markdown_show_every_variable_with_its_citations():
     backend = ScriptedBackend(fake_display_model(refs=("t2",)))
 

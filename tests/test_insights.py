@@ -264,17 +264,18 @@ def test_figures_and_json_are_written(tmp_path):
 
 @pytest.mark.slow
 def test_report_section_builds_with_the_report_classes(tmp_path):
-    from benchmarks.report.html import Figure, Section, Table, render_html
+    from benchmarks.report.html import render_html
+    from trajonco.report_document import Section
 
     insights = compute_insights(read_run(write_run(tmp_path, synthetic_rows(12, 12))), FAST)
-    section = insights_section([insights]).build(Section, Table, Figure)
+    section = insights_section([insights])
     assert isinstance(section, Section) and section.id == "insights"
     assert len(section.figures) == 4 and all(f.png.startswith(PNG_MAGIC) for f in section.figures)
     assert {t.id.rsplit("-", 1)[-1] for t in section.tables} == {"topics", "transitions"}
     assert all(f"n = 12 cases / 12 controls" in f.caption for f in section.figures if "similarity" not in f.id)
     page = render_html("r", [section])
     assert all(f'id="{f.id}"' in page for f in section.figures)
-    empty = insights_section([], reason_if_none="no run").build(Section, Table, Figure)
+    empty = insights_section([], reason_if_none="no run")
     assert empty.paragraphs == ["no run"] and not empty.figures
 
 

@@ -119,7 +119,7 @@ def test_a_text_term_alone_matches_every_note_with_that_text(job_store, rows):
     (lambda: parse_code_term("lung"), r"--code 'lung': expected NAME=CODE"),
     (lambda: parse_code_term("hb=LOINC//718-7<ten"), r"--code 'hb=LOINC//718-7<ten': 'ten' is not a number"),
     (lambda: parse_code_term("x=A*B"), r"code pattern 'A\*B'"),
-    (lambda: parse_text_term("bad=(("), r"--text 'bad=\(\(': pattern '\(\(' is not a regular expression"),
+    (lambda: parse_text_term("bad=(("), r"--text 'bad=\(\(': pattern '\(\(' is not a valid regular expression"),
     (lambda: parse_order("a"), r"--before 'a': expected FIRST:THEN\[:DAYS\]"),
     (lambda: parse_order("a:b:-3"), r"--before 'a:b:-3': Input should be greater than 0"),
     (lambda: make_query([parse_code_term("a=X//1")], [parse_order("a:z")]), r"query: order a:z names no term 'z'"),

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from benchmarks.report import SECTION_IDS
-from benchmarks.report.html import Section
+from trajonco.report_document import Section
 from benchmarks.report.sections import build_sections, notices, write_report
 from browser_check import SKIP_WITHOUT_CHROMIUM, check_figure_files, open_report
 from report_fixtures import build_report_data

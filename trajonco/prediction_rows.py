@@ -37,7 +37,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trajonco.agents.results import AnyCancerResult, PatientResult
 from vista.llm.errors import ENDPOINT_KINDS, RETRYABLE_KINDS, LLMEndpointFailure
-from vista.llm.task_usage import USAGE_COLUMNS, TaskUsage, identity_columns, usage_columns, usage_scope
+from vista.llm.task_usage import (
+    USAGE_COLUMNS,
+    TaskUsage,
+    UsageColumns,
+    identity_columns,
+    usage_columns,
+    usage_in_place,
+    usage_scope,
+)
 from vista.meds.task_key import TaskKey
 
 log = logging.getLogger(__name__)
@@ -61,9 +69,10 @@ RUN_DEPENDENT_COLUMNS = (
 _MAX_ERROR_CHARS = 2000
 
 
-class PredictionRow(BaseModel):
-    """One task's row (and the ``row`` of its per-patient JSON); on disk, `trajonco.prediction_files` splits it into
-    MEDS-DEV's ``predictions.parquet`` and the project's ``prediction_details.parquet``."""
+class PredictionRow(UsageColumns):
+    """One task's row; on disk (in `PREDICTION_SCHEMA` order: the usage columns, inherited, after
+    ``timeline_tokens``), `trajonco.prediction_files` splits it into MEDS-DEV's ``predictions.parquet`` and the
+    project's ``prediction_details.parquet``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -105,13 +114,6 @@ class PredictionRow(BaseModel):
     n_chunks_reduced: int | None = None
     timeline_events: int | None = None
     timeline_tokens: int | None = None
-    llm_calls: int = 0
-    cache_hits: int = 0
-    failed_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    unpriced_calls: int = Field(0, description="calls whose model has no price (their cost is not in cost_usd)")
     latency_preprocess_s: float | None = None
     latency_workers_s: float | None = None
     latency_manager_s: float | None = None
@@ -182,7 +184,8 @@ PREDICTION_SCHEMA = pa.schema([
 `trajonco.prediction_files` writes the first five to ``predictions.parquet``, the key, the label and the rest to
 ``prediction_details.parquet``)."""
 
-assert PREDICTION_SCHEMA.names == list(PredictionRow.model_fields), "keep PREDICTION_SCHEMA in step with PredictionRow"
+assert PREDICTION_SCHEMA.names == usage_in_place(PredictionRow.model_fields, after="timeline_tokens"), (
+    "keep PREDICTION_SCHEMA in step with PredictionRow")
 
 
 def rows_to_table(rows: list[PredictionRow]) -> pa.Table:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vista.atomic import atomic_write_bytes, atomic_write_text
-from benchmarks.report.html import Figure, Section, Table
+from trajonco.report_document import Section
 from benchmarks.report.judge_section import judge_section
 from benchmarks.report.reproduce import ReportData
 from benchmarks.report.sections import report_palette
@@ -54,7 +54,7 @@ def insights_builder(seed: int = 0) -> SectionBuilder:
                 runs.append(compute_insights(read_run(loaded.source.path), InsightsSettings(seed=seed)))
             except InsightsInputError as exc:
                 notes.append(f"{loaded.name}: {exc}")
-        section = insights_section(runs).build(Section, Table, Figure)
+        section = insights_section(runs)
         section.paragraphs += [f"Not analysed — {note}" for note in notes]
         data.results.insights = [insights.result for insights in runs]
         _write_figures(section, data.results.settings.out / "figures")

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from benchmarks.report.html import Table
+from trajonco.report_document import Table
 from benchmarks.report.predictions import LoadedPredictions
 
 COUNT_COLUMNS = ("evidence_unsourced", "evidence_out_of_record")

@@ -1,6 +1,7 @@
 """One self-contained HTML file: sections of paragraphs, tables and PNG figures (embedded as base64).
 
-The document model (`Section`, `Table`, `Figure`) is rendering-agnostic; `render_html` is the only renderer.
+The document model (`Section`, `Table`, `Figure`: `trajonco.report_document`) is rendering-agnostic; `render_html` is
+the only renderer.
 Each section has an ``id`` (its anchor, listed in the table of contents); each figure is an ``<img>`` whose
 ``id`` is the figure's, so tests and readers can find every part. Tables sit in a horizontally scrolling box (a
 wide table scrolls instead of being cut); a ``collapsed`` table renders inside ``<details>``. ``notices`` are
@@ -15,8 +16,9 @@ from __future__ import annotations
 
 import base64
 import html
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
+
+from trajonco.report_document import Figure, Section, Table
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1200px;color:#1d1d1f;
@@ -33,40 +35,6 @@ img{max-width:100%;border:1px solid #e5e5ea;margin:.4rem 0}nav li{margin:.1rem 0
 .notice{background:#fff4e5;border-left:4px solid #ff9500;padding:.6rem 1rem;margin:1rem 0;font-weight:500}
 details{margin:.6rem 0}summary{cursor:pointer;font-weight:600}
 """
-
-
-@dataclass(frozen=True)
-class Table:
-    """A table of already formatted cells."""
-
-    id: str
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
-    note: str | None = None
-    collapsed: bool = False
-
-
-@dataclass(frozen=True)
-class Figure:
-    """A PNG image with a caption."""
-
-    id: str
-    caption: str
-    png: bytes
-
-
-@dataclass
-class Section:
-    """One part of the report."""
-
-    id: str
-    title: str
-    paragraphs: list[str] = field(default_factory=list)
-    tables: list[Table] = field(default_factory=list)
-    figures: list[Figure] = field(default_factory=list)
-    code: list[str] = field(default_factory=list)
-    css_class: str | None = None
 
 
 def _table(table: Table) -> str:

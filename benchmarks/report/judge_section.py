@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from vista.atomic import atomic_write_bytes
-from benchmarks.report.html import Figure, Section, Table
+from trajonco.report_document import Figure, Section, Table
 from trajonco.human_eval.agreement import HumanEvalReport
 from trajonco.judge.report import JudgeReport
 from vista.llm.config import EMBEDDED_MODEL_NAME

@@ -29,7 +29,7 @@ from benchmarks.report.agent_sensitivity import run_agent_sensitivity
 from benchmarks.report.cohort_tasks import CohortOutcome, CohortTask, TruncationOutcome, TruncationTask
 from benchmarks.report.dataset import DatasetSource, ensure_dataset
 from benchmarks.report.errors import ReportError, ReportInputError
-from benchmarks.report.html import Section
+from trajonco.report_document import Section
 from benchmarks.report.paired import model_choice_comparisons, paired_comparisons
 from benchmarks.report.parallel import TaskRunner
 from benchmarks.report.predictions import LoadedPredictions, evaluate_predictions, load_predictions

@@ -20,9 +20,10 @@ import numpy as np
 
 from vista.atomic import atomic_write_bytes, atomic_write_text
 from baselines.metrics import MIN_CASES, too_few_text
+from trajonco.report_document import Figure, Section, Table
 from benchmarks.report import figures, tables
 from benchmarks.report.evidence import PARAGRAPH as EVIDENCE_PARAGRAPH, evidence_table
-from benchmarks.report.html import Figure, Section, Table, render_html
+from benchmarks.report.html import render_html
 from benchmarks.report.palette import Palette
 from benchmarks.report.record_length import imbalance_sentence
 from benchmarks.report.reproduce import ReportData

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from baselines import Interval, StratumResult
 from baselines.metrics import MIN_CASES, too_few, too_few_text
-from benchmarks.report.html import Table
+from trajonco.report_document import Table
 from benchmarks.report.profile import AgentRole, RunProfile, SelectionPoint
 from benchmarks.report.results import (
     AgentSensitivityPoint,

@@ -18,8 +18,7 @@ from vista.lazy import lazy_attributes
 _EXPORTS = {
     "Insights": "analysis", "compute_insights": "analysis", "InsightsInputError": "errors", "RunInputs": "inputs",
     "inputs_from_records": "inputs", "read_run": "inputs", "render_figures": "render", "write_insights": "render",
-    "InsightsResult": "results", "InsightsSettings": "results", "SectionParts": "section",
-    "insights_section": "section",
+    "InsightsResult": "results", "InsightsSettings": "results", "insights_section": "section",
 }
 __all__ = sorted(_EXPORTS)
 

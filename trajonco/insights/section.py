@@ -1,49 +1,15 @@
-"""The report section of the population insights, built without importing the report package.
-
-`trajonco` sits below `benchmarks` in the import order, so this module describes the section with the same fields
-as ``benchmarks.report.html`` (`Section`, `Table`, `Figure`) and `SectionParts.build` instantiates whichever classes
-it is given::
-
-    from benchmarks.report.html import Figure, Section, Table
-    section = insights_section([insights], reason_if_none="...").build(Section, Table, Figure)
-"""
+"""The report section of the population insights: a `trajonco.report_document.Section` (the report renders it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 from trajonco.insights.analysis import Insights
-from trajonco.insights.render import InsightFigure, render_figures, slug
+from trajonco.insights.render import render_figures, slug
 from trajonco.insights.results import METHOD_NAMES, InsightsResult
+from trajonco.report_document import Section, Table
 
 SECTION_ID = "insights"
-
-
-@dataclass(frozen=True)
-class TableParts:
-    id: str
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
-    note: str | None = None
-
-
-@dataclass
-class SectionParts:
-    """A report section as plain data (fields of ``benchmarks.report.html.Section``)."""
-
-    id: str
-    title: str
-    paragraphs: list[str] = field(default_factory=list)
-    tables: list[TableParts] = field(default_factory=list)
-    figures: list[InsightFigure] = field(default_factory=list)
-
-    def build(self, section: Callable, table: Callable, figure: Callable):
-        """The section as the report's own classes (passed in, so this package does not import the report)."""
-        return section(self.id, self.title, paragraphs=list(self.paragraphs),
-                       tables=[table(t.id, t.title, t.columns, t.rows, t.note) for t in self.tables],
-                       figures=[figure(f.id, f.caption, f.png) for f in self.figures])
 
 
 def _pct(value: float | None) -> str:
@@ -54,8 +20,8 @@ def _num(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
 
 
-def _topic_table(r: InsightsResult, key: str) -> TableParts:
-    return TableParts(f"table-insights-{key}-topics", f"Topics of the extracted events — {r.run} ({r.n.text()})",
+def _topic_table(r: InsightsResult, key: str) -> Table:
+    return Table(f"table-insights-{key}-topics", f"Topics of the extracted events — {r.run} ({r.n.text()})",
                       ["topic", "top terms", "events", "cases with", "controls with"],
                       [[f"T{t.index}", ", ".join(t.top_terms), str(t.n_events),
                         f"{t.cases_with} ({_pct(t.prevalence_cases)})",
@@ -64,14 +30,14 @@ def _topic_table(r: InsightsResult, key: str) -> TableParts:
                            "is this one.")
 
 
-def _transition_table(r: InsightsResult, key: str) -> TableParts:
+def _transition_table(r: InsightsResult, key: str) -> Table:
     t = r.transitions
     rows = [[("chunk → chunk" if x.step == "chunk" else "last chunk → final"), x.source, x.target, str(x.cases),
              str(x.controls)] for x in t.transitions]
     p = t.patterns
     rows += [[f"first → last chunk: {name}", "", "", str(g.cases), str(g.controls)]
              for name, g in (("escalated", p.escalated), ("stable", p.stable), ("de-escalated", p.de_escalated))]
-    return TableParts(f"table-insights-{key}-transitions", f"Risk transitions — {r.run} ({t.n.text()})",
+    return Table(f"table-insights-{key}-transitions", f"Risk transitions — {r.run} ({t.n.text()})",
                       ["step", "from", "to", "cases", "controls"], rows,
                       note=f"Every step of every trajectory; {t.final_bands}. Mean final score: cases "
                            f"{_num(t.final_score_mean['cases'])}, controls {_num(t.final_score_mean['controls'])}.")
@@ -101,9 +67,9 @@ def _paragraphs(r: InsightsResult) -> list[str]:
 
 
 def insights_section(runs: Sequence[Insights], *, reason_if_none: str = "No agents' prediction run was given or "
-                     "produced, so there are no population insights.") -> SectionParts:
+                     "produced, so there are no population insights.") -> Section:
     """The "Population insights" section for one or more runs (paragraphs, tables, figures)."""
-    part = SectionParts(SECTION_ID, "Population insights: topics, patient map, similarity and risk transitions")
+    part = Section(SECTION_ID, "Population insights: topics, patient map, similarity and risk transitions")
     if not runs:
         part.paragraphs.append(reason_if_none)
         return part

@@ -38,6 +38,7 @@ from vista.coding.terminology import COMMON_CATEGORIES, COMMON_TABLES, LOINC_NOT
 from vista.coding.vocabularies import VOCABULARY_CATEGORY, alias_key, canonical_vocabulary, normalise_value, note_kind
 from vista.meds import schema
 from vista.records import Event
+from vista.regex_field import PythonRegex
 from vista.tomlmodel import parse_toml_model
 
 BUILTIN_PACKAGE = "vista.coding.profiles"
@@ -53,19 +54,10 @@ class PatternRule(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    match: str = Field(description="regex matched against the whole source code (re.fullmatch)")
+    match: PythonRegex = Field(description="regex matched against the whole source code (re.fullmatch)")
     vocabulary: str = Field(min_length=1, description="canonical vocabulary of the matched codes, e.g. 'ICD10CM'")
     category: Category | None = Field(None, description="category of the matched codes (default: the vocabulary's)")
     value: str | None = Field(None, description="fixed value instead of the 'value' group (e.g. 'ED')")
-
-    @field_validator("match")
-    @classmethod
-    def _compiles(cls, pattern: str) -> str:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"not a valid regular expression ({exc})") from None
-        return pattern
 
     @model_validator(mode="after")
     def _has_value(self) -> PatternRule:
@@ -102,7 +94,8 @@ class CodingProfile(BaseModel):
     latest_time: datetime | None = Field(None, description="latest plausible event time when the dataset shifts dates "
                                          "into the future to de-identify them (MIMIC-IV: 2110–2210); None: now")
     signature_columns: tuple[str, ...] = Field((), description="extension columns typical of this spelling (detection)")
-    signature_patterns: tuple[str, ...] = Field((), description="regexes typical of this spelling's codes (detection)")
+    signature_patterns: tuple[PythonRegex, ...] = Field((), description="regexes typical of this spelling's codes "
+                                                        "(detection)")
 
     @field_validator("aliases")
     @classmethod

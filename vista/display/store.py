@@ -19,12 +19,6 @@ Two more rules keep the store honest:
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
-from pydantic import ValidationError
-
-from vista.atomic import atomic_write_text
 from vista.display.config import DisplayConfig
 from vista.display.generate import build_display
 from vista.display.hashing import display_hash
@@ -33,6 +27,7 @@ from vista.graph import PatientGraph
 from vista.llm import LLMGateway
 from vista.toa.model import PatientTimeline
 from vista.toa.refs import check_provenance, graph_version, ref_fingerprints
+from vista.toa.stamped_store import StampedStore
 
 DISPLAY_DIR = "display"
 
@@ -52,42 +47,14 @@ def stamped(display: TumorBoardDisplay, graph: PatientGraph) -> TumorBoardDispla
                                       "ref_fingerprints": ref_fingerprints(graph, refs)})
 
 
-class DisplayStore:
-    """Tumor-board displays of a graph store's patients under ``<root>/display/``."""
+class DisplayStore(StampedStore[TumorBoardDisplay]):
+    """Tumor-board displays of a graph store's patients under ``<root>/display/`` (read, checked and written by
+    `StampedStore`)."""
 
-    def __init__(self, root: str | os.PathLike):
-        self.root = Path(root)
-        self.directory = self.root / DISPLAY_DIR
-
-    def path_of(self, subject_id: int) -> Path:
-        return self.directory / f"{subject_id}.json"
-
-    def load(self, subject_id: int, graph: PatientGraph | None = None) -> TumorBoardDisplay:
-        """The stored display of ``subject_id`` (`DisplayError` naming the file, subject and field when unusable).
-
-        With ``graph`` (the patient's current graph) the display's refs are checked to have been made against that
-        graph: `vista.toa.errors.StaleProvenanceError` naming the patient and what changed otherwise.
-        """
-        path = self.path_of(subject_id)
-        try:
-            display = TumorBoardDisplay.model_validate_json(path.read_bytes())
-        except OSError as exc:
-            raise DisplayError(f"{path}: cannot read the display of subject {subject_id} ({exc.strerror})") from None
-        except ValidationError as exc:
-            first = exc.errors(include_input=False)[0]
-            field = ".".join(str(p) for p in first["loc"]) or "<root>"
-            raise DisplayError(f"{path}: subject {subject_id}: field {field}: {first['msg']}") from None
-        if display.subject_id != subject_id:
-            raise DisplayError(f"{path}: subject {subject_id}: field subject_id holds {display.subject_id}")
-        if graph is not None:
-            check_provenance(graph, what=f"the stored display {path}", graph_hash=display.graph_hash,
-                             fingerprints=display.ref_fingerprints,
-                             rebuild=f"rebuild it with `vista display --store {self.root} --subject {subject_id}`")
-        return display
-
-    def save(self, display: TumorBoardDisplay) -> Path:
-        """Write atomically (a temp file in the same directory, then rename)."""
-        return atomic_write_text(self.path_of(display.subject_id), display.model_dump_json(indent=1))
+    folder = DISPLAY_DIR
+    model = TumorBoardDisplay
+    error = DisplayError
+    noun = "display"
 
     def is_current(self, graph: PatientGraph, timeline: PatientTimeline, gateway: LLMGateway,
                    config: DisplayConfig = DisplayConfig()) -> TumorBoardDisplay | None:

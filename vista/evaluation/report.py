@@ -57,7 +57,22 @@ class ItemScore(_Model):
         return self.score is not None
 
 
-class VariableResult(_Model):
+class ScoreSummary(_Model):
+    """What a set of evaluations scored: accuracy and mean score with their CIs, and the counts behind them (how
+    many were scored, and why the others were not). A variable's and a method's results are one each."""
+
+    n_patients: int
+    n_evaluated: int
+    n_correct: int
+    accuracy: Interval | None
+    mean_score: Interval | None
+    display_failures: int
+    judge_failures: int
+    unscorable: int
+    uncited: int = Field(default=0, description="scored values whose answer cited nothing (scored as 'Not found')")
+
+
+class VariableResult(ScoreSummary):
     """One method's results on one variable across patients."""
 
     method: str
@@ -67,32 +82,14 @@ class VariableResult(_Model):
     scored: bool = Field(description="the variable spec's `scored`")
     section: Literal["patient", "tumor_board"] = Field(default="tumor_board", description="tumor_board variables "
                                                        "make the headline; patient information is reported apart")
-    n_patients: int
-    n_evaluated: int
-    n_correct: int
-    accuracy: Interval | None
-    mean_score: Interval | None
-    display_failures: int
-    judge_failures: int
-    unscorable: int
-    uncited: int = Field(default=0, description="scored values whose answer cited nothing (scored as 'Not found')")
     unscorable_reasons: tuple[str, ...] = ()
 
 
-class MethodResult(_Model):
+class MethodResult(ScoreSummary):
     """One method's overall results over a set of variables (the headline: the scored tumor-board variables)."""
 
     method: str
     display_models: tuple[str, ...] = Field(description="the LLM(s) named by the method's displays")
-    n_patients: int
-    n_evaluated: int
-    n_correct: int
-    accuracy: Interval | None
-    mean_score: Interval | None
-    display_failures: int
-    judge_failures: int
-    unscorable: int
-    uncited: int = Field(default=0, description="scored values whose answer cited nothing (scored as 'Not found')")
     display_calls: int = Field(default=0, description="LLM calls the displays report (VISTA: display calls only, "
                                "not the one-time TOA build)")
     display_prompt_tokens: int = 0
@@ -167,7 +164,7 @@ class EvaluationReport(_Model):
             lines.append(f"Accuracy difference {a} - {b}: {_fmt(self.difference)}")
         return lines
 
-    def _cells(self, result: VariableResult | MethodResult | None) -> list[str]:
+    def _cells(self, result: ScoreSummary | None) -> list[str]:
         if result is None:
             return ["-", "-", "-", "-"]
         notes = [f"{n} {what}" for n, what in ((result.display_failures, "display failed"),

@@ -17,15 +17,19 @@ usage this way keeps no per-call records (`NullLedger`), so its memory does not 
 4
 >>> usage_columns(usage)["llm_calls"], USAGE_COLUMNS == tuple(usage_columns(usage))
 (2, True)
+>>> UsageColumns(**usage_columns(usage)).cache_hits  # the rows' usage columns, declared once for every row model
+1
 >>> record_usage(CallRecord(call_id="c3", agent="worker", model="m"))  # outside a scope: counted nowhere
 """
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
+
+from pydantic import BaseModel, Field
 
 from vista.llm.usage import CallRecord, UsageLedger
 
@@ -79,10 +83,33 @@ def _union(a: tuple[str, ...] | list[str], b: tuple[str | None, ...] | list[str]
     return tuple(sorted({*a, *(x for x in b if x)}))
 
 
-USAGE_COLUMNS = (
-    "llm_calls", "cache_hits", "failed_calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls",
-)
+class UsageColumns(BaseModel):
+    """The usage columns of the jobs' per-task rows (`trajonco.prediction_rows.PredictionRow`,
+    `vista.pipeline.rows.VistaRow`): row models inherit them, `usage_columns` fills them from a `TaskUsage`."""
+
+    llm_calls: int = 0
+    cache_hits: int = 0
+    failed_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_calls: int = Field(0, description="calls whose model has no price (their cost is not in cost_usd)")
+
+
+USAGE_COLUMNS = tuple(UsageColumns.model_fields)
 """The usage columns of the jobs' per-task rows (``prediction_details.parquet``, ``patients.parquet``), in their order."""
+
+
+def usage_in_place(names: Iterable[str], *, after: str) -> list[str]:
+    """A row model's field names in their on-disk order: the `USAGE_COLUMNS` it inherits (pydantic lists a base
+    model's fields first) moved to just after ``after``, where the row's files have always kept them.
+
+    >>> usage_in_place([*USAGE_COLUMNS, "task", "n_nodes", "wall_s"], after="n_nodes")[1:4]
+    ['n_nodes', 'llm_calls', 'cache_hits']
+    """
+    own = [name for name in names if name not in USAGE_COLUMNS]
+    at = own.index(after) + 1
+    return [*own[:at], *USAGE_COLUMNS, *own[at:]]
 
 
 def usage_columns(usage: TaskUsage) -> dict[str, int | float]:

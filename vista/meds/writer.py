@@ -17,6 +17,7 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import meds
 import pyarrow as pa
@@ -26,6 +27,9 @@ import pyarrow.parquet as pq
 from vista.atomic import atomic_path, atomic_write_text
 from vista.meds.schema import CODE_METADATA_SCHEMA, CODES_FILE, DATA_SCHEMA, DATASET_FILE, SPLITS_FILE, SUBJECT_ID, SUBJECT_SPLIT_SCHEMA, TIME
 from vista.records import CodeInfo
+
+if TYPE_CHECKING:
+    from flexible_schema import PyArrowSchema  # the meds package's schema classes (meds.DataSchema, ...)
 
 UNIT = "unit"
 """Extra column of codes.parquet holding a measurement's unit (null for codes without one)."""
@@ -56,11 +60,24 @@ def _check_data(table: pa.Table, path: Path) -> pa.Table:
             first = pc.index(bad, True).as_py()
             raise MedsWriteError(f"{path}: rows are not sorted by (subject_id, time) at row {first + 1} "
                                  f"(subject {sid[first + 1].as_py()})")
-    try:
-        meds.DataSchema.validate(table)
-    except Exception as exc:  # the meds package raises its own (varied) exception types
-        raise MedsWriteError(f"{path}: not a valid MEDS data table: {exc}") from exc
+    _meds_valid(meds.DataSchema, table, path, "data table")
     return table
+
+
+def _meds_valid(schema: type[PyArrowSchema], table: pa.Table, path: Path, what: str) -> None:
+    """`MedsWriteError` naming ``path`` unless ``table`` passes the meds package's ``schema`` (e.g. ``meds.DataSchema``)."""
+    try:
+        schema.validate(table)
+    except Exception as exc:  # the meds package raises its own (varied) exception types
+        raise MedsWriteError(f"{path}: not a valid MEDS {what}: {exc}") from exc
+
+
+def _write_metadata_table(schema: type[PyArrowSchema], table: pa.Table, path: Path, what: str) -> Path:
+    """Validate ``table`` as ``schema`` (see `_meds_valid`) and write it atomically to ``path``."""
+    _meds_valid(schema, table, path, what)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
+    return path
 
 
 def write_data_shard(table: pa.Table, path: str | os.PathLike, compression: str = "zstd", row_group_size: int = 1_000_000) -> int:
@@ -87,14 +104,7 @@ def write_codes(root: str | os.PathLike, infos: Iterable[CodeInfo]) -> Path:
         "parent_codes": pa.array([list(i.parent_codes) for i in infos], pa.list_(pa.string())),
         UNIT: pa.array([i.unit for i in infos], pa.string()),
     }, schema=schema)
-    path = Path(root) / CODES_FILE
-    try:
-        meds.CodeMetadataSchema.validate(table)
-    except Exception as exc:
-        raise MedsWriteError(f"{path}: not a valid MEDS code metadata table: {exc}") from exc
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
-    return path
+    return _write_metadata_table(meds.CodeMetadataSchema, table, Path(root) / CODES_FILE, "code metadata table")
 
 
 def write_dataset_metadata(root: str | os.PathLike, **fields) -> Path:
@@ -117,10 +127,4 @@ def write_subject_splits(root: str | os.PathLike, subject_ids: Sequence[int], sp
     table = table.sort_by("subject_id")
     if table.num_rows and pc.count_distinct(table.column("subject_id")).as_py() != table.num_rows:
         raise MedsWriteError(f"{path}: duplicate subject ids")
-    try:
-        meds.SubjectSplitSchema.validate(table)
-    except Exception as exc:
-        raise MedsWriteError(f"{path}: not a valid MEDS subject split table: {exc}") from exc
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
-    return path
+    return _write_metadata_table(meds.SubjectSplitSchema, table, path, "subject split table")

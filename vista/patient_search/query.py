@@ -20,6 +20,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vista.patient_search.errors import PatientSearchError
+from vista.regex_field import PythonRegex
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 
@@ -59,20 +60,11 @@ class TextTerm(_Model):
 
     kind: Literal["text"] = "text"
     name: str = Field(pattern=f"^{_NAME}$", description="the term's name (shown in results, used by `Order`)")
-    pattern: str = Field(min_length=1, description="Python regular expression searched in the text")
+    pattern: PythonRegex = Field(min_length=1, description="Python regular expression searched in the text")
     codes: list[str] = Field(default_factory=list, description="only nodes with these codes or prefixes "
                              "(NOTE//PATHOLOGY, NOTE//*); default any")
 
     _codes = field_validator("codes")(_check_patterns)
-
-    @field_validator("pattern")
-    @classmethod
-    def _compiles(cls, pattern: str) -> str:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"pattern {pattern!r} is not a regular expression ({exc})") from None
-        return pattern
 
 
 Term = Annotated[CodeTerm | TextTerm, Field(discriminator="kind")]

@@ -24,10 +24,12 @@ from datetime import datetime
 from typing import Literal
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from vista.graph import GraphFileError, GraphInputError
-from vista.llm.task_usage import IDENTITY_COLUMNS, USAGE_COLUMNS, TaskUsage, identity_columns, usage_columns
+from vista.llm.task_usage import (
+    IDENTITY_COLUMNS, USAGE_COLUMNS, TaskUsage, UsageColumns, identity_columns, usage_columns, usage_in_place,
+)
 from vista.meds.task_key import TaskKey
 
 _MAX_ERROR_CHARS = 2000
@@ -41,8 +43,9 @@ RUN_DEPENDENT_COLUMNS = (
 when the stores answered —, machine load), not on the patient."""
 
 
-class VistaRow(BaseModel):
-    """One task of the VISTA job (see the module docstring). Paths are relative to the output directory."""
+class VistaRow(UsageColumns):
+    """One task of the VISTA job (see the module docstring). Paths are relative to the output directory; the usage
+    columns (inherited) stand after ``display_rebuilt`` on disk."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -81,13 +84,6 @@ class VistaRow(BaseModel):
     uncited_display_values: int | None = Field(None, description="display values whose answer cited no event, so "
                                                "shown and scored as 'Not found'")
     display_rebuilt: bool | None = None
-    llm_calls: int = 0
-    cache_hits: int = 0
-    failed_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    unpriced_calls: int = 0
     backend: str | None = Field(None, description="the backend that answered the LLM calls (embedded, openai, ...)")
     endpoint_host: str | None = Field(None, description="its host:port, or in-process")
     served_model: str | None = Field(None, description="the model as the server named it in its answers")
@@ -124,7 +120,7 @@ def _arrow_field(name: str) -> pa.Field:
     return pa.field(name, _ARROW_TYPES[base])
 
 
-VISTA_SCHEMA = pa.schema([_arrow_field(name) for name in VistaRow.model_fields])
+VISTA_SCHEMA = pa.schema([_arrow_field(name) for name in usage_in_place(VistaRow.model_fields, after="display_rebuilt")])
 """``patients.parquet``: the newest `VistaRow` of every task with a row, in task-key order."""
 TASK_ID = "task_id"
 """The part files name a task by ``task_id`` (its key's subject: an XML file's key) and ``prediction_time``."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vista.meds import schema
-from vista.synth.catalog import DX, LABS, PROCEDURES, Diagnosis
+from vista.synth.catalog import DX, LABS, PROCEDURES, Diagnosis, check_known
 from vista.synth.conditions import BLACK_RACE, CONDITIONS, CURRENT_SMOKING, SMOKING
 
 
@@ -554,12 +554,8 @@ def _check() -> None:
         for key, _ in p.risk_factors:
             if key not in CONDITIONS and key not in (SMOKING, CURRENT_SMOKING, BLACK_RACE):
                 raise ValueError(f"{p.key}: unknown risk factor {key!r}")
-        for s in p.signals:
-            if s.dx not in DX:
-                raise ValueError(f"{p.key}: unknown signal diagnosis {s.dx!r}")
-        for d in p.drifts:
-            if d.lab not in LABS:
-                raise ValueError(f"{p.key}: unknown drifting lab {d.lab!r}")
+        check_known(p.key, "signal diagnosis", (s.dx for s in p.signals), DX)
+        check_known(p.key, "drifting lab", (d.lab for d in p.drifts), LABS)
         hist_names = {h.name for h in p.histologies}
         for site in p.sites:
             if not any(site.icd10.startswith(pre) for pre in p.icd10_prefixes):
@@ -570,15 +566,9 @@ def _check() -> None:
                 raise ValueError(f"{p.key}: site {site.icd10} names unknown histologies")
         for path in p.workup:
             for step in (*path.steps, *p.staging):
-                for proc in (*step.procedures, *step.choice):
-                    if proc not in PROCEDURES:
-                        raise ValueError(f"{p.key}: unknown procedure {proc!r}")
-                for dx in step.dx:
-                    if dx not in DX:
-                        raise ValueError(f"{p.key}: unknown work-up diagnosis {dx!r}")
-        for dx in (p.history_dx, *p.metastasis_dx):
-            if dx not in DX:
-                raise ValueError(f"{p.key}: unknown diagnosis {dx!r}")
+                check_known(p.key, "procedure", (*step.procedures, *step.choice), PROCEDURES)
+                check_known(p.key, "work-up diagnosis", step.dx, DX)
+        check_known(p.key, "diagnosis", (p.history_dx, *p.metastasis_dx), DX)
 
 
 _check()

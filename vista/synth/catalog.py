@@ -14,6 +14,7 @@ CPT/HCPCS and SNOMED names below are short descriptions written for this project
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
 
@@ -125,6 +126,20 @@ class CodeRevision:
     before: str
     before_description: str
     since: date
+
+
+def check_known(owner: str, what: str, names: Iterable[str], table: Mapping[str, object]) -> None:
+    """``ValueError`` ("<owner>: unknown <what> 'name'") for the first of ``names`` not in ``table``: how the
+    built-in tables check, at import, that the keys they refer to exist.
+
+    >>> check_known("condition x", "lab", ["hgb", "nope"], {"hgb": 1})
+    Traceback (most recent call last):
+    ...
+    ValueError: condition x: unknown lab 'nope'
+    """
+    for name in names:
+        if name not in table:
+            raise ValueError(f"{owner}: unknown {what} {name!r}")
 
 
 def _index(items):

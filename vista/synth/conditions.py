@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vista.synth.catalog import DX, LABS, MEDS
+from vista.synth.catalog import DX, LABS, MEDS, check_known
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,14 +138,10 @@ BLACK_RACE = "black_race"
 
 def _check() -> None:
     for c in CONDITION_LIST:
-        if c.dx not in DX:
-            raise ValueError(f"condition {c.key}: unknown diagnosis {c.dx!r}")
-        for m in c.meds:
-            if m not in MEDS:
-                raise ValueError(f"condition {c.key}: unknown medication {m!r}")
-        for lab, _ in c.labs:
-            if lab not in LABS:
-                raise ValueError(f"condition {c.key}: unknown lab {lab!r}")
+        owner = f"condition {c.key}"
+        check_known(owner, "diagnosis", [c.dx], DX)
+        check_known(owner, "medication", c.meds, MEDS)
+        check_known(owner, "lab", (lab for lab, _ in c.labs), LABS)
         for dep, _ in c.depends:
             if CONDITION_INDEX.get(dep, len(CONDITION_LIST)) >= CONDITION_INDEX[c.key]:
                 raise ValueError(f"condition {c.key}: dependency {dep!r} must be listed before it")

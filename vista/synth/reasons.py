@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vista.synth.catalog import DX, MEDS, PANELS, PROCEDURES
+from vista.synth.catalog import DX, MEDS, PANELS, PROCEDURES, check_known
 from vista.synth.conditions import CONDITIONS
 
 
@@ -151,23 +151,13 @@ REASON_INDEX: dict[str, int] = {r.dx: i for i, r in enumerate(REASONS)}
 
 def _check() -> None:
     for r in REASONS:
-        if r.dx not in DX:
-            raise ValueError(f"reason: unknown diagnosis {r.dx!r}")
-        if r.requires is not None and r.requires not in CONDITIONS:
-            raise ValueError(f"reason {r.dx}: unknown condition {r.requires!r}")
-        for p, _ in r.procedures:
-            if p not in PROCEDURES:
-                raise ValueError(f"reason {r.dx}: unknown procedure {p!r}")
-        for m, _ in r.meds:
-            if m not in MEDS:
-                raise ValueError(f"reason {r.dx}: unknown medication {m!r}")
-        for panel, _ in r.panels:
-            if panel not in PANELS:
-                raise ValueError(f"reason {r.dx}: unknown panel {panel!r}")
-        for f in r.followups:
-            for p in f.procedures:
-                if p not in PROCEDURES:
-                    raise ValueError(f"reason {r.dx}: unknown follow-up procedure {p!r}")
+        check_known("reason", "diagnosis", [r.dx], DX)
+        owner = f"reason {r.dx}"
+        check_known(owner, "condition", [r.requires] if r.requires is not None else [], CONDITIONS)
+        check_known(owner, "procedure", (p for p, _ in r.procedures), PROCEDURES)
+        check_known(owner, "medication", (m for m, _ in r.meds), MEDS)
+        check_known(owner, "panel", (panel for panel, _ in r.panels), PANELS)
+        check_known(owner, "follow-up procedure", (p for f in r.followups for p in f.procedures), PROCEDURES)
 
 
 _check()

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vista.synth.cancers import CANCER_KEYS
-from vista.synth.catalog import MEDS, PROCEDURES
+from vista.synth.catalog import MEDS, PROCEDURES, check_known
 
 SURGERY, INFUSION, ORAL, RADIATION, CHEMORADIATION, INJECTION, INTRAVESICAL, OBSERVATION, TRANSPLANT, PROCEDURE = (
     "surgery", "infusion", "oral", "radiation", "chemoradiation", "injection", "intravesical", "observation", "transplant", "procedure")
@@ -440,17 +440,13 @@ def _check() -> None:
     for key in CANCER_KEYS:
         for bucket in FIRST_LINE[key]:
             for plan in bucket:
+                owner = f"{key} plan {plan.name!r}"
                 for comp in plan.components:
-                    for d in comp.drugs:
-                        if d not in MEDS:
-                            raise ValueError(f"{key} plan {plan.name!r}: unknown drug {d!r}")
-                    if comp.procedure is not None and comp.procedure not in PROCEDURES:
-                        raise ValueError(f"{key} plan {plan.name!r}: unknown procedure {comp.procedure!r}")
+                    check_known(owner, "drug", comp.drugs, MEDS)
+                    check_known(owner, "procedure", [comp.procedure] if comp.procedure is not None else [], PROCEDURES)
         for plan in LATER_LINES[key]:
             for comp in plan.components:
-                for d in comp.drugs:
-                    if d not in MEDS:
-                        raise ValueError(f"{key} later plan {plan.name!r}: unknown drug {d!r}")
+                check_known(f"{key} later plan {plan.name!r}", "drug", comp.drugs, MEDS)
 
 
 _check()

@@ -8,11 +8,13 @@ cancer, CKD before myeloma) start that condition instead, so it is then coded an
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
-from vista.synth.cancers import CANCER_KEYS, CANCERS
+from vista.synth.cancers import CANCER_KEYS, CANCERS, CancerProfile, LabDrift, Signal
 from vista.synth.catalog import LABS
 from vista.synth.conditions import CONDITION_INDEX, CONDITION_LIST
 from vista.synth.population import DAYS_PER_YEAR, Population
@@ -49,44 +51,57 @@ def _lead_times(rng: np.random.Generator, n: int, mean: float, p_early: float, h
     return np.minimum(lead, np.maximum(history - 1.0, 1.0))
 
 
-def sample_signals(pop: Population, rng: np.random.Generator) -> SignalEvents:
-    """Signal codes of every case; chronic-condition signals are written into ``pop.onset``/``pop.documented``."""
-    subj_out, day_out, dx_out = [], [], []
-    dx_keys: list[str] = []
-    dx_index: dict[str, int] = {}
+Shown = TypeVar("Shown", Signal, LabDrift)
+
+
+def _cases_showing(
+    pop: Population, rng: np.random.Generator, of: Callable[[CancerProfile], tuple[Shown, ...]], *,
+    history_pad: float = 0.0,
+) -> Iterator[tuple[Shown, np.ndarray, np.ndarray, np.ndarray]]:
+    """Each signal (or lab drift) ``of`` each cancer with the cases that show it (a case does with its ``p``): those
+    cases, their diagnosis days and lead times (capped by their days of record, plus ``history_pad``). Drawn lazily,
+    so the caller's own draws for one item come before the next item's (the same seed gives the same bytes)."""
     for ci, key in enumerate(CANCER_KEYS):
         cases = np.flatnonzero(pop.cancer == ci)
         if len(cases) == 0:
             continue
         dx_day = pop.diagnosis[cases]
         history = dx_day - pop.record_start[cases]
-        for sig in CANCERS[key].signals:
-            has = rng.random(len(cases)) < sig.p
+        for item in of(CANCERS[key]):
+            has = rng.random(len(cases)) < item.p
             who = cases[has]
-            if len(who) == 0:
-                continue
-            lead = _lead_times(rng, len(who), sig.lead_days, sig.p_early, history[has])
-            first = dx_day[has] - lead
-            if sig.dx in _CONDITION_OF_DX:
-                j = _CONDITION_OF_DX[sig.dx]
-                pop.onset[who, j] = np.minimum(pop.onset[who, j], first)
-                pop.documented[who, j] = True
-                continue
-            extra = rng.poisson(sig.repeats, len(who))
-            reps = 1 + extra
-            subj = np.repeat(who, reps)
-            start = np.repeat(first, reps)
-            end = np.repeat(dx_day[has] - 3.0, reps)
-            frac = rng.random(len(subj))
-            is_first = np.concatenate([[True], np.diff(subj) != 0]) if len(subj) else np.zeros(0, bool)
-            # the first occurrence is at the lead time, repeats fall between it and the diagnosis
-            when = np.where(is_first, start, start + frac * np.maximum(end - start, 0.0))
-            if sig.dx not in dx_index:
-                dx_index[sig.dx] = len(dx_keys)
-                dx_keys.append(sig.dx)
-            subj_out.append(subj)
-            day_out.append(when)
-            dx_out.append(np.full(len(subj), dx_index[sig.dx], np.int16))
+            if len(who):
+                yield item, who, dx_day[has], _lead_times(rng, len(who), item.lead_days, item.p_early,
+                                                          history[has] + history_pad)
+
+
+def sample_signals(pop: Population, rng: np.random.Generator) -> SignalEvents:
+    """Signal codes of every case; chronic-condition signals are written into ``pop.onset``/``pop.documented``."""
+    subj_out, day_out, dx_out = [], [], []
+    dx_keys: list[str] = []
+    dx_index: dict[str, int] = {}
+    for sig, who, dx_day, lead in _cases_showing(pop, rng, lambda cancer: cancer.signals):
+        first = dx_day - lead
+        if sig.dx in _CONDITION_OF_DX:
+            j = _CONDITION_OF_DX[sig.dx]
+            pop.onset[who, j] = np.minimum(pop.onset[who, j], first)
+            pop.documented[who, j] = True
+            continue
+        extra = rng.poisson(sig.repeats, len(who))
+        reps = 1 + extra
+        subj = np.repeat(who, reps)
+        start = np.repeat(first, reps)
+        end = np.repeat(dx_day - 3.0, reps)
+        frac = rng.random(len(subj))
+        is_first = np.concatenate([[True], np.diff(subj) != 0]) if len(subj) else np.zeros(0, bool)
+        # the first occurrence is at the lead time, repeats fall between it and the diagnosis
+        when = np.where(is_first, start, start + frac * np.maximum(end - start, 0.0))
+        if sig.dx not in dx_index:
+            dx_index[sig.dx] = len(dx_keys)
+            dx_keys.append(sig.dx)
+        subj_out.append(subj)
+        day_out.append(when)
+        dx_out.append(np.full(len(subj), dx_index[sig.dx], np.int16))
     if not subj_out:
         return SignalEvents(np.zeros(0, np.int32), np.zeros(0), np.zeros(0, np.int16), tuple(dx_keys))
     return SignalEvents(np.concatenate(subj_out).astype(np.int32), np.concatenate(day_out), np.concatenate(dx_out), tuple(dx_keys))
@@ -98,22 +113,11 @@ def sample_drifts(pop: Population, rng: np.random.Generator) -> Drifts:
     magnitude = np.zeros((n, n_labs), dtype=np.float64)
     start = np.full((n, n_labs), np.inf)
     end = np.full((n, n_labs), np.inf)
-    for ci, key in enumerate(CANCER_KEYS):
-        cases = np.flatnonzero(pop.cancer == ci)
-        if len(cases) == 0:
-            continue
-        dx_day = pop.diagnosis[cases]
-        history = dx_day - pop.record_start[cases]
-        for drift in CANCERS[key].drifts:
-            has = rng.random(len(cases)) < drift.p
-            who = cases[has]
-            if len(who) == 0:
-                continue
-            lead = _lead_times(rng, len(who), drift.lead_days, drift.p_early, history[has] + 365.0)
-            j = LAB_INDEX[drift.lab]
-            magnitude[who, j] = drift.magnitude * rng.uniform(0.5, 1.5, len(who))
-            start[who, j] = dx_day[has] - np.maximum(lead, 20.0)
-            end[who, j] = dx_day[has]
+    for drift, who, dx_day, lead in _cases_showing(pop, rng, lambda cancer: cancer.drifts, history_pad=365.0):
+        j = LAB_INDEX[drift.lab]
+        magnitude[who, j] = drift.magnitude * rng.uniform(0.5, 1.5, len(who))
+        start[who, j] = dx_day - np.maximum(lead, 20.0)
+        end[who, j] = dx_day
     return Drifts(magnitude, start, end)
 
 
