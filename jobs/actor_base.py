@@ -27,6 +27,8 @@ loop): it asks the endpoint's context window, or loads the embedded model, once 
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable
@@ -65,6 +67,56 @@ class ActorSettings(Protocol):
     flush_s: float
 
 
+class OrderedSlots:
+    """At most ``size`` holders at once, granted lowest ``rank`` first rather than first come: an actor's tasks start
+    in the order their blocks reached it, even when a later block was prepared sooner (a block of long records takes
+    longer to read, and its tasks, the longest of the job, would otherwise start last).
+
+    >>> async def demo():
+    ...     slots, started = OrderedSlots(1), []
+    ...     async def task(rank):
+    ...         await slots.acquire(rank)
+    ...         started.append(rank)
+    ...         await asyncio.sleep(0)
+    ...         slots.release()
+    ...     await slots.acquire(0)  # held: the next three wait
+    ...     waiting = [asyncio.ensure_future(task(rank)) for rank in (3, 1, 2)]
+    ...     await asyncio.sleep(0)
+    ...     slots.release()
+    ...     await asyncio.gather(*waiting)
+    ...     return started
+    >>> asyncio.run(demo())
+    [1, 2, 3]
+    """
+
+    def __init__(self, size: int):
+        self.free = size
+        self._waiting: list[tuple[tuple[int, ...], int, asyncio.Future[None]]] = []
+        self._arrivals = itertools.count()
+
+    async def acquire(self, rank: tuple[int, ...] | int) -> None:
+        rank = rank if isinstance(rank, tuple) else (rank,)
+        if self.free and not self._waiting:
+            self.free -= 1
+            return
+        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (rank, next(self._arrivals), granted))
+        try:
+            await granted
+        except asyncio.CancelledError:
+            if granted.done() and not granted.cancelled():  # granted, then cancelled before it ran: pass it on
+                self.release()
+            raise
+
+    def release(self) -> None:
+        while self._waiting:
+            _, _, granted = heapq.heappop(self._waiting)
+            if not granted.done():  # (a waiter cancelled meanwhile is skipped)
+                granted.set_result(None)
+                return
+        self.free += 1
+
+
 class TaskActor(ABC, Generic[Item]):
     """Runs a job's tasks as they arrive (see the module docstring); subclasses give `prepare` and `run`."""
 
@@ -81,7 +133,8 @@ class TaskActor(ABC, Generic[Item]):
         self.parts = PartWriter(settings.out, run_id=settings.run_id, schema=self.part_schema,
                                 flush_rows=settings.flush_rows, flush_s=settings.flush_s)
         self.gateway: JobGateway | None = None
-        self.slots: asyncio.Semaphore | None = None
+        self.slots: OrderedSlots | None = None
+        self._blocks = itertools.count()  # the order blocks reached this actor: its tasks start in that order
         self._starting: asyncio.Lock | None = None
         self._flusher: asyncio.Task | None = None
         self.active = 0  # tasks received and not finished, over every call
@@ -101,12 +154,13 @@ class TaskActor(ABC, Generic[Item]):
 
     # ------------------------------------------------------------------------------------------ the stream
     async def __call__(self, batch: pa.Table) -> AsyncIterator[pa.Table]:
+        block = next(self._blocks)
         keys = task_keys(batch)
         self.active += len(keys)
         try:
             await self._ready()
             items = await self.prepare(batch, keys)
-            running = [asyncio.ensure_future(self._run_one(item)) for item in items]
+            running = [asyncio.ensure_future(self._run_one(item, (block, n))) for n, item in enumerate(items)]
             try:
                 for finished in asyncio.as_completed(running):
                     yield status_table([await finished])
@@ -120,10 +174,13 @@ class TaskActor(ABC, Generic[Item]):
                 if self.gateway is not None:  # and hand the job's budget the grants kept and the answers not yet told
                     await self.gateway.flush_limits()
 
-    async def _run_one(self, item: Item) -> StatusRow:
+    async def _run_one(self, item: Item, rank: tuple[int, int]) -> StatusRow:
         assert self.slots is not None
-        async with self.slots:
+        await self.slots.acquire(rank)
+        try:
             record, status = await self.run(item)
+        finally:
+            self.slots.release()
         self.parts.add(record)
         if self.parts.due():
             await asyncio.to_thread(self.parts.flush)
@@ -150,7 +207,7 @@ class TaskActor(ABC, Generic[Item]):
             if self.slots is None:
                 if self.uses_llm():
                     self.gateway = await self._start_gateway()
-                self.slots = asyncio.Semaphore(self.settings.patients_per_actor)
+                self.slots = OrderedSlots(self.settings.patients_per_actor)
                 self._flusher = asyncio.get_running_loop().create_task(self._flush_when_due())
 
     async def _flush_when_due(self) -> None:

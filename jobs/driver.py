@@ -55,9 +55,10 @@ def task_dataset(tasks: pa.Table, block_rows: int, *, head_rows: int = 0, max_bl
     """Ray Data: ``tasks`` (`TASK_SCHEMA` rows, in the order they should start; a missing ``boolean_value`` is
     null) as blocks (`block_sizes`).
 
-    The blocks are put into the object store by the driver and handed to the actors in this order; no read or
-    repartition task runs before the actors. `ray.data.from_arrow` does run one small 1-CPU task per block for its
-    metadata, at once: call this before starting any actor pool, or those tasks may wait for a CPU forever.
+    The blocks are put into the object store by the driver and handed to the actors in this order. Their metadata
+    is computed here (`ray.data.from_blocks`), so no task at all runs before the actors: `ray.data.from_arrow` would
+    run a 1-CPU metadata task per block, which costs a second or two of start-up on a small machine and waits
+    forever behind an actor pool holding the CPUs.
     """
     import ray.data
 
@@ -68,7 +69,7 @@ def task_dataset(tasks: pa.Table, block_rows: int, *, head_rows: int = 0, max_bl
     for size in block_sizes(tasks.num_rows, block_rows, head=head_rows, max_blocks=max_blocks):
         blocks.append(pa.Table.from_batches(tasks.slice(start, size).to_batches(), schema=TASK_SCHEMA).combine_chunks())
         start += size
-    return ray.data.from_arrow(blocks or [tasks])
+    return ray.data.from_blocks(blocks or [tasks])
 
 
 EXIT_STALLED = 4

@@ -17,7 +17,11 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
+import sys
+import threading
 from dataclasses import dataclass
+from typing import ClassVar
 
 from jobs.ray_stderr_filter import drop_known_ray_false_alarms
 
@@ -116,6 +120,87 @@ def connect(options: RayOptions) -> RayRuntime:
     cpus = float(ray.cluster_resources().get("CPU", 0.0))
     return RayRuntime(address=str(ray.get_runtime_context().gcs_address), started_locally=started, connected_here=connect_here,
                       cpus=cpus)
+
+
+class LazyRay:
+    """Ray for one job: joined (or started) on first use, or in the background from `start` while the driver goes on
+    checking and planning; left at the end of the ``with`` block (or at `close`) if this job joined it.
+
+    Ray is joined on a thread of its own that holds it until `close`: the processes of a local Ray die with the
+    *thread* that started them (Linux's parent-death signal), so that thread must outlive the job's use of Ray. The
+    thread is not a daemon: a job that fails while Ray is still starting prints its error at once and the process
+    ends when the thread has stopped the Ray it started (a next job in the same process first waits for it).
+    """
+
+    _holders: ClassVar[list[threading.Thread]] = []  # threads still holding (or stopping) a Ray, in this process
+
+    def __init__(self, options: RayOptions):
+        self.options = options
+        self._thread: threading.Thread | None = None
+        self._up = threading.Event()
+        self._done = threading.Event()
+        self._runtime: RayRuntime | None = None
+        self._error: BaseException | None = None
+
+    def start(self) -> None:
+        """Join or start Ray in the background (nothing if already started, or if this process is already
+        connected: that Ray is used as it is)."""
+        import ray
+
+        if self._thread is not None or self._runtime is not None:
+            return
+        for holder in LazyRay._holders:  # an earlier job of this process still stopping the Ray it started
+            holder.join()
+        LazyRay._holders.clear()
+        if ray.is_initialized():
+            self._runtime = connect(self.options)
+            return
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _exit_on_sigterm)  # what ray.init sets on a main thread: `finally` runs
+        self._thread = threading.Thread(target=self._hold, name="ray-connection")
+        self._thread.start()
+        LazyRay._holders.append(self._thread)
+
+    def runtime(self) -> RayRuntime:
+        """The Ray the job runs on, waiting for it if it is still starting."""
+        self.start()
+        if self._runtime is None:
+            self._up.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._runtime is not None
+        return self._runtime
+
+    def close(self) -> None:
+        """Leave Ray (stopping a local Ray this job started) once it is up; wait for that unless the job is failing
+        (`__exit__` with an exception: the non-daemon thread finishes on its own)."""
+        self._done.set()
+        if self._thread is None and self._runtime is not None:
+            shutdown(self._runtime)
+            self._runtime = None
+
+    def _hold(self) -> None:
+        try:
+            self._runtime = connect(self.options)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller of `runtime`
+            self._error = exc
+        finally:
+            self._up.set()
+        self._done.wait()
+        if self._runtime is not None:
+            shutdown(self._runtime)
+
+    def __enter__(self) -> LazyRay:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
+        self.close()
+        if exc_type is None and self._thread is not None:
+            self._thread.join()
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    sys.exit(signum)
 
 
 def _data_mode_env() -> dict[str, object] | None:

@@ -48,7 +48,7 @@ from jobs.llm_budget import BudgetRef, JobBudget, job_budget
 from jobs.manifest import check_manifest
 from vista.runs.lock import OutputLock
 from vista.runs.progress import STATUS_ORDER, ProgressPrinter, ProgressTracker
-from jobs.ray_runtime import RayOptions, RayRuntime, connect, shutdown
+from jobs.ray_runtime import LazyRay, RayOptions, RayRuntime
 from jobs.resources import ResourcePlan, plan_resources, spread_over_actors
 from vista.runs.retry import RetryCounts, kept_note, reruns, retry_policy
 from vista.runs.parts import (
@@ -265,41 +265,23 @@ class CohortJob(ABC):
         return f" (retrying {plan.retried}: " + ", ".join(f"{n} {k}" for k, n in sorted(retry.retried.items())) + ")"
 
 
-class LazyRay:
-    """Ray, joined (or started) on first use and left at the end of the ``with`` block if this job joined it."""
-
-    def __init__(self, options: RayOptions):
-        self.options = options
-        self._runtime: RayRuntime | None = None
-
-    def runtime(self) -> RayRuntime:
-        if self._runtime is None:
-            self._runtime = connect(self.options)
-        return self._runtime
-
-    def __enter__(self) -> LazyRay:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._runtime is not None:
-            shutdown(self._runtime)
-
-
 def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
     """The whole job (see the module docstring); returns its summary (also printed and written to ``OUT``)."""
     console = console or Console(width=110)
     started_at = datetime.now().astimezone()
     args = job.args
     job.check()
-    job.check_llm_endpoint()
-    out = job.out
-    with OutputLock(out):
-        check_manifest(out, job.name, job.fingerprint(), allow_code_change=args.resume_with_changed_code)
-        remove_stale_temporaries(out)
-        budget_figures = ledger = None
-        passes = 0
-        with LazyRay(job.ray_options()) as ray:
-            keys = job.task_keys(ray)
+    with LazyRay(job.ray_options()) as ray:
+        keys = job.task_keys(ray)
+        if _has_work(job, keys):  # Ray starts in the background while the endpoint is asked and the run planned
+            ray.start()
+        job.check_llm_endpoint()
+        out = job.out
+        with OutputLock(out):
+            check_manifest(out, job.name, job.fingerprint(), allow_code_change=args.resume_with_changed_code)
+            remove_stale_temporaries(out)
+            budget_figures = ledger = None
+            passes = 0
             states = latest_states(out, job.keys)
             groups = job.match_groups()
             plan = plan_tasks(keys, states, limit=args.limit, sample=args.sample, seed=args.seed,
@@ -322,28 +304,36 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
             else:
                 job.say(console, f"run {job.run_id}: all {len(plan.selected)} selected tasks already have an output; "
                                  f"consolidating only{kept_note(retry, job.policy)}")
-        report = consolidate_parts(out, job.output_files(), plan.selected, keys=job.keys)
-        outputs = {**report.paths, **job.finish(report, plan.selected)}
-        statuses, reasons = _this_run(latest_states(out, job.keys) if plan.todo else {}, job.run_id)
-        llm_rows = run_llm_rows(out, job.run_id, job.keys)  # one scan: who answered, and what the kept rows spent
-        summary = RunSummary.from_tracker(
-            tracker, run_id=job.run_id, started_at=started_at, selected=len(plan.selected), skipped=plan.skipped,
-            retried=plan.retried, complete=report.complete, outputs=outputs,
-            totals=dict(sorted(report.statuses.items())),
-        ).model_copy(update={
-            "retry_policy": job.policy, "retried_by_class": dict(sorted(retry.retried.items())),
-            "kept_by_class": dict(sorted(retry.kept.items())), "repair_passes": passes,
-            "consolidated_rows": report.rows, "output_rows": report.file_rows,
-            "consolidation_s": round(report.seconds, 3), "llm_budget": budget_figures, "llm": job.answering_llm(llm_rows.answered_by),
-            # what this run's rows say (a task redone after an actor lost its row counts once)
-            "ran": sum(statuses.values()), "by_status": statuses, "failed_by_reason": reasons,
-            # tokens and cost: what the endpoint answered (the budget's ledger), set against the rows kept
-            **summary_figures(ledger, llm_rows.kept, llm=job.llm, out=out),
-        })
-        summary.write(out)
+            ray.close()  # the cluster's CPUs and memory are free before the consolidation reads the part files
+            report = consolidate_parts(out, job.output_files(), plan.selected, keys=job.keys)
+            outputs = {**report.paths, **job.finish(report, plan.selected)}
+            statuses, reasons = _this_run(latest_states(out, job.keys) if plan.todo else {}, job.run_id)
+            llm_rows = run_llm_rows(out, job.run_id, job.keys)  # one scan: who answered, and what the kept rows spent
+            summary = RunSummary.from_tracker(
+                tracker, run_id=job.run_id, started_at=started_at, selected=len(plan.selected), skipped=plan.skipped,
+                retried=plan.retried, complete=report.complete, outputs=outputs,
+                totals=dict(sorted(report.statuses.items())),
+            ).model_copy(update={
+                "retry_policy": job.policy, "retried_by_class": dict(sorted(retry.retried.items())),
+                "kept_by_class": dict(sorted(retry.kept.items())), "repair_passes": passes,
+                "consolidated_rows": report.rows, "output_rows": report.file_rows,
+                "consolidation_s": round(report.seconds, 3), "llm_budget": budget_figures, "llm": job.answering_llm(llm_rows.answered_by),
+                # what this run's rows say (a task redone after an actor lost its row counts once)
+                "ran": sum(statuses.values()), "by_status": statuses, "failed_by_reason": reasons,
+                # tokens and cost: what the endpoint answered (the budget's ledger), set against the rows kept
+                **summary_figures(ledger, llm_rows.kept, llm=job.llm, out=out),
+            })
+            summary.write(out)
     summary.print(console)
     _closing_lines(job, console, plan, retry, report)
     return summary
+
+
+def _has_work(job: CohortJob, keys: list[TaskKey]) -> bool:
+    """Whether some task of ``keys`` has no row yet or one to rerun, as the part files say before the lock is taken
+    (a hint for starting Ray early; the plan made under the lock decides)."""
+    states = latest_states(job.out, job.keys)
+    return any(key not in states or reruns(states[key], job.policy) for key in keys)
 
 
 @contextmanager
