@@ -68,9 +68,11 @@ class ActorSettings(Protocol):
 
 
 class OrderedSlots:
-    """At most ``size`` holders at once, granted lowest ``rank`` first rather than first come: an actor's tasks start
-    in the order their blocks reached it, even when a later block was prepared sooner (a block of long records takes
-    longer to read, and its tasks, the longest of the job, would otherwise start last).
+    """At most ``size`` holders at once, granted in rank order (``(block, index)``, lowest first) rather than first
+    come; and no task starts while its block or an earlier one is still being prepared (`expect` /
+    `expected`). So an actor's tasks start in the order their blocks reached it, although a block of long records
+    takes longer to read: with first-come slots the short tasks of later blocks took every slot, and the job's
+    longest chains started last.
 
     >>> async def demo():
     ...     slots, started = OrderedSlots(1), []
@@ -79,28 +81,36 @@ class OrderedSlots:
     ...         started.append(rank)
     ...         await asyncio.sleep(0)
     ...         slots.release()
-    ...     await slots.acquire(0)  # held: the next three wait
-    ...     waiting = [asyncio.ensure_future(task(rank)) for rank in (3, 1, 2)]
+    ...     slots.expect(0)  # block 0 arrived and is being read: block 1's task waits for it
+    ...     later = asyncio.ensure_future(task((1, 0)))
     ...     await asyncio.sleep(0)
-    ...     slots.release()
-    ...     await asyncio.gather(*waiting)
+    ...     first = [asyncio.ensure_future(task((0, n))) for n in (1, 0)]
+    ...     await asyncio.sleep(0)
+    ...     slots.expected(0)
+    ...     await asyncio.gather(later, *first)
     ...     return started
     >>> asyncio.run(demo())
-    [1, 2, 3]
+    [(0, 0), (0, 1), (1, 0)]
     """
 
     def __init__(self, size: int):
         self.free = size
-        self._waiting: list[tuple[tuple[int, ...], int, asyncio.Future[None]]] = []
+        self._waiting: list[tuple[tuple[int, int], int, asyncio.Future[None]]] = []
+        self._preparing: set[int] = set()
         self._arrivals = itertools.count()
 
-    async def acquire(self, rank: tuple[int, ...] | int) -> None:
-        rank = rank if isinstance(rank, tuple) else (rank,)
-        if self.free and not self._waiting:
-            self.free -= 1
-            return
+    def expect(self, block: int) -> None:
+        """Block ``block`` arrived: no task of a later block starts until `expected` says its tasks have asked."""
+        self._preparing.add(block)
+
+    def expected(self, block: int) -> None:
+        self._preparing.discard(block)
+        self._grant()
+
+    async def acquire(self, rank: tuple[int, int]) -> None:
         granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._waiting, (rank, next(self._arrivals), granted))
+        self._grant()
         try:
             await granted
         except asyncio.CancelledError:
@@ -109,12 +119,20 @@ class OrderedSlots:
             raise
 
     def release(self) -> None:
-        while self._waiting:
-            _, _, granted = heapq.heappop(self._waiting)
-            if not granted.done():  # (a waiter cancelled meanwhile is skipped)
-                granted.set_result(None)
-                return
         self.free += 1
+        self._grant()
+
+    def _grant(self) -> None:
+        while self.free and self._waiting:
+            rank, _, granted = self._waiting[0]
+            if granted.done():  # a waiter cancelled meanwhile
+                heapq.heappop(self._waiting)
+                continue
+            if self._preparing and min(self._preparing) <= rank[0]:  # (its own block: all its tasks ask first)
+                return
+            heapq.heappop(self._waiting)
+            self.free -= 1
+            granted.set_result(None)
 
 
 class TaskActor(ABC, Generic[Item]):
@@ -133,7 +151,7 @@ class TaskActor(ABC, Generic[Item]):
         self.parts = PartWriter(settings.out, run_id=settings.run_id, schema=self.part_schema,
                                 flush_rows=settings.flush_rows, flush_s=settings.flush_s)
         self.gateway: JobGateway | None = None
-        self.slots: OrderedSlots | None = None
+        self.slots = OrderedSlots(settings.patients_per_actor)
         self._blocks = itertools.count()  # the order blocks reached this actor: its tasks start in that order
         self._starting: asyncio.Lock | None = None
         self._flusher: asyncio.Task | None = None
@@ -155,12 +173,17 @@ class TaskActor(ABC, Generic[Item]):
     # ------------------------------------------------------------------------------------------ the stream
     async def __call__(self, batch: pa.Table) -> AsyncIterator[pa.Table]:
         block = next(self._blocks)
+        self.slots.expect(block)
         keys = task_keys(batch)
         self.active += len(keys)
         try:
-            await self._ready()
-            items = await self.prepare(batch, keys)
-            running = [asyncio.ensure_future(self._run_one(item, (block, n))) for n, item in enumerate(items)]
+            try:
+                await self._ready()
+                items = await self.prepare(batch, keys)
+                running = [asyncio.ensure_future(self._run_one(item, (block, n))) for n, item in enumerate(items)]
+                await asyncio.sleep(0)  # (each task asks for its slot before a later block may go ahead)
+            finally:
+                self.slots.expected(block)
             try:
                 for finished in asyncio.as_completed(running):
                     yield status_table([await finished])
@@ -175,7 +198,6 @@ class TaskActor(ABC, Generic[Item]):
                     await self.gateway.flush_limits()
 
     async def _run_one(self, item: Item, rank: tuple[int, int]) -> StatusRow:
-        assert self.slots is not None
         await self.slots.acquire(rank)
         try:
             record, status = await self.run(item)
@@ -204,10 +226,9 @@ class TaskActor(ABC, Generic[Item]):
         if self._starting is None:
             self._starting = asyncio.Lock()
         async with self._starting:
-            if self.slots is None:
+            if self._flusher is None:
                 if self.uses_llm():
                     self.gateway = await self._start_gateway()
-                self.slots = OrderedSlots(self.settings.patients_per_actor)
                 self._flusher = asyncio.get_running_loop().create_task(self._flush_when_due())
 
     async def _flush_when_due(self) -> None:
