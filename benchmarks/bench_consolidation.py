@@ -13,7 +13,7 @@ Each measured step runs in a fresh process (the driver), which reports its wall 
 RSS after imports, then ``VmHWM`` reset to it before the step, so the peak is the step's own):
 
 * plan a rerun: read the label file (`vista.meds.tasks.read_label_tasks`), the newest state of every task
-  (`vista.runs.parts.latest_states`, four small columns) and `jobs.tasks.plan_tasks` with the retry policy;
+  (`vista.runs.parts.latest_states`, four small columns) and `vista.runs.plan.plan_tasks` with the retry policy;
 * consolidate: `vista.runs.parts.consolidate_parts` into the job's own outputs (`jobs.predict.prediction_outputs`:
   ``prediction_details.parquet`` and ``predictions.parquet``), read back by `trajonco.prediction_files.read_predictions`
   and checked (one row per task, the retried tasks ``ok``);
@@ -220,7 +220,7 @@ def _plan(work: Path) -> str:
 
     from vista.runs.retry import reruns
     from vista.runs.parts import latest_states
-    from jobs.tasks import plan_tasks
+    from vista.runs.plan import plan_tasks
 
     keys = task_keys(read_label_tasks(work / "labels.parquet").table)
     states = latest_states(work / "parts")

@@ -47,7 +47,7 @@ from jobs.llm_budget import BudgetRef, job_llm_gateway
 from jobs.preprocess_pool import PreprocessorPool
 from vista.runs.progress import StatusRow, status_table
 from vista.runs.parts import PartWriter
-from jobs.tasks import TaskKey
+from vista.meds.task_key import TaskKey
 
 log = logging.getLogger(__name__)
 

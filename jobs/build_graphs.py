@@ -36,7 +36,7 @@ from jobs.runner import (
     stream_actor_pool,
 )
 from vista.runs.summary import RunSummary
-from jobs.tasks import TaskKey
+from vista.meds.task_key import TaskKey
 from jobs.vista_actor import VistaActor, VistaSettings
 from jobs.vista_tasks import dataset_task_keys, xml_dataset
 from vista.graph.xml_files import XmlDirectoryError, XmlFile, list_xml_patients

@@ -26,7 +26,7 @@ from vista.runs.progress import ProgressTracker
 from vista.runs.parts import PartConsolidation
 from jobs.runner import CohortJob, LazyRay, check_common_options, exit_status, run_job, sized_settings
 from vista.runs.summary import RunSummary
-from jobs.tasks import TaskKey
+from vista.meds.task_key import TaskKey
 from vista.meds.tasks import keys_table
 from vista.cli_kit import check_output_dir
 from vista.evaluation.cohort_rows import COHORT_SCHEMA, read_rows

@@ -26,7 +26,7 @@ from vista.llm.task_usage import usage_scope
 from jobs.actor_base import TaskActor
 from jobs.actor_settings import ActorRunSettings
 from vista.runs.progress import StatusRow
-from jobs.tasks import TaskKey
+from vista.meds.task_key import TaskKey
 
 
 class EvaluateSettings(ActorRunSettings):

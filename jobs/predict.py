@@ -33,7 +33,8 @@ from jobs.resources import ResourcePlan
 from vista.runs.parts import OutputFile, PartConsolidation
 from jobs.runner import CohortJob, LazyRay, check_common_options, run_job, sized_settings
 from vista.runs.summary import RunSummary
-from jobs.tasks import TaskKey, schedule
+from vista.meds.task_key import TaskKey
+from vista.runs.plan import schedule
 from trajonco.prediction_files import (
     DETAILS_FILE,
     DETAILS_SCHEMA,

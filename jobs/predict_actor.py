@@ -32,7 +32,7 @@ from jobs.actor_base import TaskActor
 from jobs.actor_settings import ActorRunSettings
 from jobs.preprocess_pool import PreprocessorPool
 from vista.runs.progress import StatusRow
-from jobs.tasks import TaskKey
+from vista.meds.task_key import TaskKey
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ The run, in order:
    ``job.check_llm_endpoint()`` asks the LLM endpoint once (unreachable, key refused, model unknown: one line).
 2. Under ``OUT``'s lock: the manifest checked (`jobs.manifest`: other settings, or other code, are refused),
    temporaries of interrupted writes removed, the tasks listed (``job.task_keys``), each task's newest row read from
-   the part files (`vista.runs.parts.latest_states`, a few columns) and the run planned (`jobs.tasks.plan_tasks` with
+   the part files (`vista.runs.parts.latest_states`, a few columns) and the run planned (`vista.runs.plan.plan_tasks` with
    the retry policy of `vista.runs.retry`).
 3. When there is work: Ray joined (or started), the actors sized (``job.size``: by default `jobs.resources` from the
    sizing options), the tasks ordered (``job.order``), the plan announced (``job.announce``: by default the plan,
@@ -63,7 +63,8 @@ from vista.runs.parts import (
     run_llm_rows,
 )
 from vista.runs.summary import AnsweringLLM, RunSummary
-from jobs.tasks import TaskKey, TaskPlan, plan_tasks
+from vista.meds.task_key import TaskKey
+from vista.runs.plan import TaskPlan, plan_tasks
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from vista.pipeline import VISTA_PART_SCHEMA, PatientRun, PipelineConfig, TaskPi
 from jobs.actor_base import TaskActor
 from jobs.actor_settings import ActorRunSettings
 from vista.runs.progress import StatusRow
-from jobs.tasks import TaskKey
+from vista.meds.task_key import TaskKey
 from jobs.vista_tasks import XML_FILE
 
 

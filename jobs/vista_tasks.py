@@ -14,7 +14,7 @@ from vista.meds.labels import BOOLEAN_VALUE, PREDICTION_TIME, SUBJECT_ID
 from vista.meds.subjects import SHARD_PROBLEM, list_shard_subjects, unlistable_error
 
 from jobs.ray_runtime import LIGHT_TASK_CPUS
-from jobs.tasks import TaskKey
+from vista.meds.task_key import TaskKey
 
 XML_FILE = "xml_file"
 """Column of an XML task's file path (relative to ``--xml-dir``)."""

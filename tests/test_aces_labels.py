@@ -28,7 +28,7 @@ import pytest
 
 from baselines import read_labels as baseline_read_labels
 from baselines.errors import LabelDataError
-from jobs.tasks import TaskKey
+from vista.meds.task_key import TaskKey
 from trajonco.cli import _label_time, main
 from trajonco.cohort_timelines import iter_cohort_timelines, read_labels as timeline_read_labels
 from vista.errors import CommandLineError

@@ -92,7 +92,7 @@ def test_a_failed_chain_is_a_failed_any_cancer_result():
 def test_prediction_row_records_the_named_cancer():
     from vista.llm.task_usage import TaskUsage
     from trajonco.prediction_rows import RowContext, row_from_result
-    from jobs.tasks import TaskKey
+    from vista.meds.task_key import TaskKey
 
     result = run(Script(worker=worker_answer, manager=naming("bladder", 8)), PipelineConfig(chunk_tokens=600))
     context = RowContext(cancer="any", variant="one_stage", model="scripted", run_id="r1")

@@ -121,7 +121,7 @@ def test_job_rows_consolidation_lock_manifest_and_summary_are_private(tmp_path):
     from vista.runs.progress import ProgressTracker
     from vista.runs.parts import PartWriter, consolidate_parts
     from vista.runs.summary import RunSummary
-    from jobs.tasks import TaskKey
+    from vista.meds.task_key import TaskKey
     from jobs.predict import prediction_outputs
     from trajonco.prediction_rows import PART_SCHEMA, RowContext, part_record, row_from_failure
     from vista.llm.task_usage import TaskUsage
@@ -190,7 +190,7 @@ def test_a_build_graphs_actor_writes_a_private_store_and_sets_its_workers_umask(
     cache are private, and the worker's umask now keeps whatever else it writes private too."""
     from tests.graph_fixtures import synth_records, synth_root
     from tests.test_jobs_vista import run_actor
-    from jobs.tasks import TaskKey
+    from vista.meds.task_key import TaskKey
     from jobs.vista_actor import VistaSettings
     from vista.llm import LLMConfig
     from vista.pipeline import STAGES, PipelineConfig

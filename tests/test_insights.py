@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.tasks import TaskKey
+from vista.meds.task_key import TaskKey
 from trajonco.agents.results import ChunkRisk, ChunkStats, EvidenceEvent, Latency, PatientResult, Variant
 from trajonco.agents.schemas import RiskLevel
 from trajonco.insights import (InsightsInputError, InsightsResult, InsightsSettings, compute_insights,

@@ -20,7 +20,7 @@ from vista.runs.accounting import cache_origin, summary_figures
 from vista.runs.progress import ProgressTracker
 from vista.runs.parts import PartWriter, run_llm_rows
 from vista.runs.summary import RunSummary
-from jobs.tasks import TaskKey
+from vista.meds.task_key import TaskKey
 from trajonco.prediction_rows import PART_SCHEMA, RowContext, part_record, row_from_failure
 from vista.llm import LLMConfig, LLMGateway
 from vista.llm.backend import ChatReply, ChatRequest

@@ -17,7 +17,7 @@ from jobs.evaluate import EVALUATED_FILE, exit_status
 from jobs.evaluate_actor import EvaluateActor, EvaluateSettings
 from vista.runs.lock import OutputLock
 from vista.runs.parts import latest_states
-from jobs.tasks import TaskKey
+from vista.meds.task_key import TaskKey
 from vista.meds.tasks import keys_table
 from vista.evaluation import EvaluationReport
 from vista.llm import LLMConfig

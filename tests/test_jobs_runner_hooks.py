@@ -13,7 +13,8 @@ from jobs.predict import PredictJob
 from jobs.ray_runtime import RayRuntime
 from vista.runs.retry import RetryCounts
 from jobs.runner import CohortJob
-from jobs.tasks import TaskKey, TaskPlan
+from vista.meds.task_key import TaskKey
+from vista.runs.plan import TaskPlan
 from vista.testing.synthetic_server import SyntheticLLMServer
 
 SHARED = ("announce", "check_llm_endpoint", "size", "pool_strategy", "stream_pool", "stall_hint")

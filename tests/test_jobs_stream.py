@@ -19,7 +19,7 @@ from aiohttp import web
 from rich.console import Console
 
 from vista.runs.parts import latest_states, part_files
-from jobs.tasks import TaskKey
+from vista.meds.task_key import TaskKey
 from trajonco.prediction_files import read_predictions
 from vista.testing.synthetic_server import SyntheticLLMServer, prompt_text
 

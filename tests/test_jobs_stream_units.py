@@ -15,7 +15,8 @@ from jobs.driver import JobStalled, stream_status
 from vista.runs.retry import reruns
 from vista.runs.progress import ProgressTracker, StatusRow, status_table
 from vista.runs.parts import OutputFile, PartWriter, RowState, consolidate_parts, latest_states, part_files, remove_stale_temporaries
-from jobs.tasks import TaskKey, plan_tasks, schedule
+from vista.meds.task_key import TaskKey
+from vista.runs.plan import plan_tasks, schedule
 from trajonco.prediction_rows import PART_SCHEMA, PREDICTION_SCHEMA, RowContext, part_record, row_from_failure
 from vista.llm.task_usage import TaskUsage
 from vista.meds.tasks import estimate_lengths

@@ -20,7 +20,8 @@ from vista.runs.lock import OutputLock
 from vista.runs.progress import ProgressTracker, StatusRow, status_table
 from jobs.resources import plan_resources
 from vista.runs.summary import RunSummary
-from jobs.tasks import TaskKey, plan_tasks
+from vista.meds.task_key import TaskKey
+from vista.runs.plan import plan_tasks
 from test_agents_patients import CATALOG, lung_patient
 from trajonco.agents.schemas import COMPACT_LIMITS, STANDARD_LIMITS, output_models
 from trajonco.pipeline import PipelineConfig, run_patient

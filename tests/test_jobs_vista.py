@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from graph_fixtures import synth_records, synth_root
-from jobs.tasks import TaskKey
+from vista.meds.task_key import TaskKey
 from vista.runs.parts import ROWS, part_files
 from jobs.vista_actor import VistaActor, VistaSettings
 from jobs.vista_tasks import XML_FILE

@@ -672,7 +672,7 @@ def test_the_report_over_a_mimic_style_dataset_finishes_and_says_what_is_too_sma
 
     from benchmarks.report import PredictionSource, ReportSettings, reproduce
     from benchmarks.report.agent_analyses import insights_builder
-    from jobs.tasks import TaskKey
+    from vista.meds.task_key import TaskKey
     from spellings import write_mimic_style
     from test_insights import CONTEXT, patient_result
     from trajonco.agents.schemas import RiskLevel
