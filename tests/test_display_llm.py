@@ -51,7 +51,7 @@ def test_real_model_fills_every_variable_with_checked_citations(tmp_path):
     assert display.uncited_values == sum(v.origin == "uncited" for v in display.values)
 
 
-WINDOW = 4096  # half of SmolLM2's 8,192: the same cut and the same overflow check at a quarter of the prompt-reading cost
+WINDOW = 4096  # half of SmolLM2's 8,192: the same cut and overflow check, with half the prompt for the model to read
 
 
 def test_a_long_timeline_is_fitted_to_the_embedded_models_context_window(tmp_path):
@@ -77,5 +77,6 @@ def test_a_long_timeline_is_fitted_to_the_embedded_models_context_window(tmp_pat
     assert view.omitted > 0 and KEY_IDS <= view.shown_ids  # cut to the window, the tumor-board facts kept
     (record,) = gateway.ledger.records
     assert record.ok, record.error_message
-    assert WINDOW // 2 < record.prompt_tokens and record.prompt_tokens + 256 <= WINDOW  # the model's own count: it fills the window, no more
+    # the model's own count of the prompt it read: the view fills the window, and no more
+    assert WINDOW // 2 < record.prompt_tokens and record.prompt_tokens + 256 <= WINDOW
     assert built.display.value_of("histology").origin in ("llm", "uncited") and built.stats.failed_calls == 0
