@@ -27,17 +27,11 @@ N_PATIENTS = 4
 
 
 @pytest.fixture(scope="module")
-def cohort(tmp_path_factory) -> dict[str, Path]:
-    """A synthetic MEDS dataset and a label file of a few lung-cohort patients."""
-    from trajonco.cohorts import build_cohort, load_definition
-    from vista.synth import SynthConfig, generate
-
+def cohort(lung_cohort_1500, tmp_path_factory) -> dict[str, Path]:
+    """A few lung-cohort patients of the session's shared synthetic dataset (tests/conftest.py)."""
     root = tmp_path_factory.mktemp("llm_choice")
-    generate(SynthConfig(n_subjects=600, seed=3, workers=1), root / "meds", progress=False)
-    build_cohort(root / "meds", load_definition("lung"), root / "lung")
-    labels = pl.read_parquet(root / "lung" / "labels" / "train.parquet").sort("subject_id").head(N_PATIENTS)
-    pq.write_table(labels.to_arrow(), root / "labels.parquet")
-    return {"dataset": root / "meds", "labels": root / "labels.parquet", "root": root}
+    pq.write_table(lung_cohort_1500.first_train_labels(N_PATIENTS).to_arrow(), root / "labels.parquet")
+    return {"dataset": lung_cohort_1500.dataset, "labels": root / "labels.parquet", "root": root}
 
 
 def test_predict_with_a_base_url_and_no_backend_asks_that_endpoint(cohort, ray_session, tmp_path, monkeypatch):
@@ -77,7 +71,7 @@ def test_a_run_on_the_embedded_model_is_labelled_with_it_in_rows_summary_and_rep
     labels = cohort["root"] / "one.parquet"
     pq.write_table(pl.read_parquet(cohort["labels"]).head(1).to_arrow(), labels)
     argv = ["--labels", str(labels), "--dataset", str(cohort["dataset"]), "--out", str(out), "--actors", "1",
-            "--actor-cpus", "1", "--patients-per-actor", "1", "--llm", "max_tokens=384", "--truncate-tokens", "3000"]
+            "--actor-cpus", "1", "--patients-per-actor", "1", "--llm", "max_tokens=256", "--truncate-tokens", "800"]
     summary = predict.run(predict.build_parser().parse_args(argv))
     assert summary.ran == 1 and summary.llm is not None
     assert (summary.llm.backend, summary.llm.endpoint_host) == ("embedded", "in-process")

@@ -383,7 +383,7 @@ def test_embedded_model_predicts_and_resumes_from_its_cache(cohort, ray_session,
     assert n >= 1
     out = tmp_path / "embedded"
     argv = ["--labels", str(labels), "--dataset", str(cohort["dataset"]), "--out", str(out), "--backend", "embedded",
-            "--actors", "1", "--actor-cpus", "1", "--patients-per-actor", "1", "--llm", "max_tokens=384"]
+            "--actors", "1", "--actor-cpus", "1", "--patients-per-actor", "1", "--llm", "max_tokens=256"]
     first = run_in_process(predict, argv)
     assert first.complete and first.ran == n and first.llm_calls >= 2 * n and first.cache_hits == 0
     frame = pl.from_arrow(read_predictions(out))

@@ -18,7 +18,10 @@ answer a burst of 429s with Retry-After (``rate_limit_burst``), or answer every 
 runaway body (``body_bytes`` of JSON-looking text, or ``endless_body``: streamed until the client hangs up) to test
 the response-size cap. ``served_model`` is the name its answers and listing carry (default: ``model``, the name it
 accepts). It records each request's arrival time and status
-(``stats.arrivals``) and the most requests it held at once (``stats.max_in_flight``, also in ``GET /stats``), and
+(``stats.arrivals``) and the most requests it held at once (``stats.max_in_flight``, also in ``GET /stats``). To prove
+a client reaches a concurrency without paying a long latency per call, ``hold_until_in_flight=N`` holds every chat
+request until N are open at once (or ``hold_timeout_s`` after the first one arrived), then answers all of them and
+every later one at once. It
 can append every chat body it receives to a JSON-lines file (``record_bodies``: what a benchmark replays to send a
 job's exact requests; the bodies hold the prompts, so keep that file as private as the data).
 """
@@ -205,8 +208,13 @@ class SyntheticLLMServer:
                  host: str = "127.0.0.1", port: int = 0, reject_status: int | None = None,
                  invalid_answers: bool = False, rate_limit_burst: RateLimitBurst | None = None,
                  quota_exhausted: bool = False, served_model: str | None = None, body_bytes: int | None = None,
-                 endless_body: bool = False, record_bodies: Path | None = None):
+                 endless_body: bool = False, record_bodies: Path | None = None,
+                 hold_until_in_flight: int | None = None, hold_timeout_s: float = 120.0):
         self.model = model
+        self.hold_until_in_flight = hold_until_in_flight
+        self.hold_timeout_s = hold_timeout_s
+        self._gate: asyncio.Event | None = None  # set once: the held requests go (made on the server's loop)
+        self._first_held: float | None = None
         self.record_bodies = record_bodies
         self.served_model = served_model or model
         self.body_bytes = body_bytes
@@ -236,6 +244,7 @@ class SyntheticLLMServer:
         with self._lock:
             self.stats.in_flight += 1
             self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+        await self._hold()
         if self.endless_body or self.body_bytes is not None:
             response = await self._runaway(request)
         else:
@@ -244,6 +253,22 @@ class SyntheticLLMServer:
             self.stats.in_flight -= 1
             self.stats.arrivals.append((arrived, response.status))
         return response
+
+    async def _hold(self) -> None:
+        """With ``hold_until_in_flight``: wait until that many requests are open at once, or until ``hold_timeout_s``
+        after the first held one arrived; either opens the gate for good."""
+        if self.hold_until_in_flight is None or self._gate is None or self._gate.is_set():
+            return
+        now = time.monotonic()
+        if self._first_held is None:
+            self._first_held = now
+        if self.stats.in_flight >= self.hold_until_in_flight:
+            self._gate.set()
+            return
+        try:
+            await asyncio.wait_for(self._gate.wait(), max(0.0, self._first_held + self.hold_timeout_s - now))
+        except TimeoutError:
+            self._gate.set()
 
     def _fault(self, body: Mapping[str, object], arrived: float) -> web.Response | None:
         """The configured failure for this request, if any (unknown model, forced status, rate-limit burst)."""
@@ -363,6 +388,7 @@ class SyntheticLLMServer:
 
     # --------------------------------------------------------------------------------------------- lifecycle
     async def _start(self) -> None:
+        self._gate = asyncio.Event()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
