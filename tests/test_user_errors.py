@@ -19,6 +19,7 @@ INTERNAL_ERRORS = {
     "vista.llm.errors.LLMEndpointFailure", "vista.llm.errors.ResponseTooLarge", "vista.llm.errors.SchemaError",
     "vista.synth.generator.SynthShardError", "vista.meds.writer.MedsWriteError", "vista.prompts.PromptNotFoundError",
     "vista.llm.openai_backend._TooLarge",
+    "vista.llm.shared_budget.BudgetGone",  # the budget actor is gone: the client refuses waiting requests as stopped
     # caught by the one command that raises them (one line, exit 2 there)
     "vista.meds.omop.OmopRouteError", "vista.pipeline.config.StageChoiceError", "trajonco.judge.errors.EvaluationInputError", "trajonco.judge.runs.RunFileError",
     "baselines.errors.BaselineError", "baselines.errors.FeatureMismatchError", "baselines.errors.MetricInputError",
