@@ -128,8 +128,8 @@ class LazyRay:
 
     Ray is joined on a thread of its own that holds it until `close`: the processes of a local Ray die with the
     *thread* that started them (Linux's parent-death signal), so that thread must outlive the job's use of Ray. The
-    thread is not a daemon: a job that fails while Ray is still starting prints its error at once and the process
-    ends when the thread has stopped the Ray it started (a next job in the same process first waits for it).
+    thread is not a daemon: a job that fails while Ray is still starting prints its error at once, and the process
+    ends when the thread has stopped what of that Ray had started (a next job in the same process first waits).
     """
 
     _holders: ClassVar[list[threading.Thread]] = []  # threads still holding (or stopping) a Ray, in this process

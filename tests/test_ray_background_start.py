@@ -75,11 +75,11 @@ def test_ray_started_in_the_background_runs_tasks_and_is_stopped_at_the_end(ray_
 
 
 def test_a_job_failing_while_ray_starts_says_so_at_once_and_leaves_no_ray_behind(ray_tmp):
-    began = time.monotonic()
     done = _run(FAIL_WHILE_STARTING, ray_tmp)
-    took = time.monotonic() - began
     assert done.returncode == 2, done.stderr[-2000:]
     said = float(done.stdout.split(" after ")[1].split(" s")[0])
-    assert said < 1.0 < took  # the error line at once; the process ends once the Ray it started has stopped
-    time.sleep(1.0)
+    assert said < 1.0  # the error at once, not after Ray has started (and stopped)
+    deadline = time.monotonic() + 30  # whatever of the local Ray had started is stopped, or dies with the process
+    while _ray_processes(ray_tmp) and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert _ray_processes(ray_tmp) == []
