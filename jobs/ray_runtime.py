@@ -172,8 +172,8 @@ class LazyRay:
         return self._runtime
 
     def close(self) -> None:
-        """Leave Ray (stopping a local Ray this job started) once it is up; wait for that unless the job is failing
-        (`__exit__` with an exception: the non-daemon thread finishes on its own)."""
+        """Leave Ray (stopping a local Ray this job started) once it is up; `__exit__` waits for that, except while
+        Ray is still starting under a failing job (the non-daemon thread then finishes on its own)."""
         self._done.set()
         if self._thread is None and self._runtime is not None:
             shutdown(self._runtime)
@@ -195,7 +195,7 @@ class LazyRay:
 
     def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
         self.close()
-        if exc_type is None and self._thread is not None:
+        if self._thread is not None and (exc_type is None or self._up.is_set()):
             self._thread.join()
 
 

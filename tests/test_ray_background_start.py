@@ -47,6 +47,18 @@ except ValueError as exc:
     sys.exit(2)
 """
 
+FAIL_WHEN_UP = """
+import ray
+from jobs.ray_runtime import LazyRay, RayOptions
+try:
+    with LazyRay(RayOptions(num_cpus=1)) as lazy:
+        lazy.runtime()
+        raise ValueError("no task finished for --stall-timeout")
+except ValueError:
+    assert not ray.is_initialized()  # left (and the local Ray stopped) before the error goes up
+    print("stopped", flush=True)
+"""
+
 
 def _ray_processes(tmp: str) -> list[str]:
     found = subprocess.run(["pgrep", "-af", tmp], capture_output=True, text=True).stdout.splitlines()
@@ -82,4 +94,12 @@ def test_a_job_failing_while_ray_starts_says_so_at_once_and_leaves_no_ray_behind
     deadline = time.monotonic() + 30  # whatever of the local Ray had started is stopped, or dies with the process
     while _ray_processes(ray_tmp) and time.monotonic() < deadline:
         time.sleep(0.5)
+    assert _ray_processes(ray_tmp) == []
+
+
+def test_a_job_failing_once_ray_is_up_leaves_it_before_the_error_goes_up(ray_tmp):
+    done = _run(FAIL_WHEN_UP, ray_tmp)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "stopped" in done.stdout
+    time.sleep(1.0)
     assert _ray_processes(ray_tmp) == []
