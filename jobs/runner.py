@@ -281,7 +281,7 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
         with OutputLock(out):
             check_manifest(out, job.name, job.fingerprint(), allow_code_change=args.resume_with_changed_code)
             remove_stale_temporaries(out)
-            budget_figures = ledger = None
+            budget_figures = None
             passes = 0
             states = latest_states(out, job.keys)
             groups = job.match_groups()
@@ -301,7 +301,6 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
                 with _budget(job, in_flight, tracker) as budget:
                     passes = _run_passes(job, ordered, budget.ref if budget is not None else None, tracker, console)
                 budget_figures = budget.final if budget is not None else None
-                ledger = budget_figures
             else:
                 job.say(console, f"run {job.run_id}: all {len(plan.selected)} selected tasks already have an output; "
                                  f"consolidating only{kept_note(retry, job.policy)}")
@@ -322,7 +321,7 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
                 # what this run's rows say (a task redone after an actor lost its row counts once)
                 "ran": sum(statuses.values()), "by_status": statuses, "failed_by_reason": reasons,
                 # tokens and cost: what the endpoint answered (the budget's ledger), set against the rows kept
-                **summary_figures(ledger, llm_rows.kept, llm=job.llm, out=out),
+                **summary_figures(budget_figures, llm_rows.kept, llm=job.llm, out=out),
             })
             summary.write(out)
     summary.print(console)
