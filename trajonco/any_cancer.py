@@ -24,7 +24,7 @@ from trajonco.fitting import GatewayFacts, gateway_facts
 from trajonco.cancers import CANCERS, applicable_cancers
 from trajonco.pipeline import assess
 from trajonco.pipeline_config import PipelineConfig
-from trajonco.preparation import PreparedPatient, prepare_patient
+from trajonco.preparation import PreparedPatient, prepare_patient_off_loop
 from trajonco.sync_run import run_with_gateway
 from vista.llm import Backend, LLMConfig
 from vista.llm.caller import LLMCaller
@@ -84,7 +84,7 @@ async def run_any_cancer(
     """Assess the patient for any cancer its sex allows (``config.any_cancer_mode``: one chain, or max pooling)."""
     started = time.perf_counter()
     facts = await gateway_facts(gateway, config)
-    prepared = prepare_patient(record, catalog, config, facts, prediction_time)
+    prepared = await prepare_patient_off_loop(record, catalog, config, facts, prediction_time)
     return await assess_any_cancer(prepared, gateway, config, facts, started=started)
 
 

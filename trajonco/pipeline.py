@@ -44,7 +44,7 @@ from trajonco.fitting import (
 )
 from trajonco.cancers import CANCERS, CancerType
 from trajonco.pipeline_config import PipelineConfig
-from trajonco.preparation import PreparedPatient, default_prediction_time, prepare_patient
+from trajonco.preparation import PreparedPatient, default_prediction_time, prepare_patient, prepare_patient_off_loop
 from trajonco.sync_run import run_with_gateway
 from trajonco.variants import VariantOutcome, run_variant
 from vista.llm import Backend, LLMConfig
@@ -128,7 +128,7 @@ async def run_patient(
 ) -> PatientResult:
     """Assess one patient for ``config.cancer`` with events strictly before ``prediction_time``."""
     facts = await gateway_facts(gateway, config)
-    prepared = prepare_patient(record, catalog, config, facts, prediction_time)
+    prepared = await prepare_patient_off_loop(record, catalog, config, facts, prediction_time)
     return await assess(prepared, CANCERS[config.cancer], gateway, config, facts)
 
 

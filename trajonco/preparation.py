@@ -5,6 +5,7 @@ Every cancer assessed for the patient (max pooling runs 12-15) shares the one `P
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -46,6 +47,16 @@ def prepare_patient(
     if config.truncate_tokens is not None:
         timeline = truncate_left(timeline, config.truncate_tokens)
     chunk_tokens = config.chunk_tokens or auto_chunk_tokens(facts.context_tokens)
-    chunks = chunk_timeline(timeline, chunk_tokens)  # also for the single agent: C describes the record's length
+    # Not re-encoded to check the sum: a block's text starts with '<' and ends with '>\n', where no cl100k token can
+    # cross (tests/test_timeline_properties.py checks it on hostile text); the check doubled the tokenizer's work.
+    chunks = chunk_timeline(timeline, chunk_tokens, verify=False)  # also for the single agent: C is the record's length
     rules = EventRules(frozenset(e.event_id for e in timeline.root.static), when, SourceIndex.from_record(record))
     return PreparedPatient(record, when, timeline, chunks, chunk_tokens, rules)
+
+
+async def prepare_patient_off_loop(
+    record: PatientRecord, catalog: CodeCatalog, config: PipelineConfig, facts: GatewayFacts, prediction_time: datetime | None
+) -> PreparedPatient:
+    """`prepare_patient` on a worker thread: a long record takes up to ~0.6 s to render and chunk, and on the event
+    loop that would hold back every other patient's LLM calls of the process (their answers unread, their slots idle)."""
+    return await asyncio.to_thread(prepare_patient, record, catalog, config, facts, prediction_time)
