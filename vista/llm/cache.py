@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 CACHE_FORMAT = 3  # bump when the key recipe or the entry layout changes (2: the endpoint; 3: backend, served model)
 OPEN_PATIENT_FILES = 256  # patient files kept open for appending (least recently written closed first)
 _KEY = re.compile(r"[0-9a-f]{64}")  # a cache key: what may stand before the tab of a patient file's line
+_ENTRY = re.compile(rb"(?=([0-9a-f]{64})\t([^\n]*)\n)")  # a finished line of a patient file (overlapping: glued too)
 
 
 def cache_key(
@@ -179,14 +180,12 @@ class ResponseCache:
         root: Path = self.root  # type: ignore[assignment]
         keys = {path.stem for path in root.glob("??/*.json")}
         for path in root.glob("patients/??/*.jsonl"):
-            for line in path.read_bytes().splitlines(keepends=True):
-                key, tab, text = line.partition(b"\t")
-                if tab and line.endswith(b"\n") and _KEY.fullmatch(key.decode("ascii", "replace")):
-                    try:
-                        CachedAnswer(**json.loads(text))
-                    except (ValueError, TypeError):
-                        continue
-                    keys.add(key.decode("ascii"))
+            for found in _ENTRY.finditer(path.read_bytes()):  # every finished entry, also one glued to a torn line
+                try:
+                    CachedAnswer(**json.loads(found[2]))
+                except (ValueError, TypeError):
+                    continue
+                keys.add(found[1].decode("ascii"))
         return len(keys)
 
     # ------------------------------------------------------------------ one file per patient
