@@ -228,10 +228,14 @@ class ResponseCache:
                 fd = self._open_for_append(patient)
             else:
                 self._appending.move_to_end(patient)
-            written = os.write(fd, line)  # one write on O_APPEND: the whole line lands after every other writer's
-            while written < len(line):  # only on a full disk or a signal: finish the line (readers skip it if torn)
-                line = line[written:]
-                written = os.write(fd, line)
+            try:
+                written = os.write(fd, line)  # one write on O_APPEND: the line lands after every other writer's
+                while written < len(line):  # only on a full disk or a signal: finish it (readers skip it if torn)
+                    line = line[written:]
+                    written = os.write(fd, line)
+            except OSError:
+                os.close(self._appending.pop(patient))  # the next put opens the file anew
+                raise
 
     def _open_for_append(self, patient: str) -> int:
         path = self._patient_file(patient)
