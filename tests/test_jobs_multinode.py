@@ -40,6 +40,7 @@ import pyarrow.parquet as pq
 import pytest
 from aiohttp import web
 
+from vista.llm.cache import ResponseCache
 from vista.runs.parts import latest_states, part_files
 from trajonco.prediction_files import read_predictions
 from trajonco.prediction_rows import RUN_DEPENDENT_COLUMNS
@@ -367,7 +368,7 @@ def test_a_worker_node_killed_mid_job_loses_no_row_and_pays_no_answer_twice(coho
         in_transit = not first.delivered or first.finished > killed_at - TRANSIT_S
         assert from_victim(first) and in_transit, (killed_at, tries)
     assert len(repeated) <= CALLS_PER_ACTOR  # at most what the dead node's actor had in flight (its gateway's slots)
-    assert sum(1 for _ in (out / "llm_cache").glob("??/*.json")) == len(asked)
+    assert len(ResponseCache(out / "llm_cache")) == len(asked)
     # the job's budget lived through the kill (on the driver's node): it saw every request the endpoint saw, but
     # those the dead node's actor sent on grants it kept in its last moments (it reports them every tenth of a second;
     # bounded like the tokens in transit below)

@@ -26,6 +26,7 @@ from vista.runs.parts import ROWS, latest_states, part_files
 from trajonco.prediction_rows import RUN_DEPENDENT_COLUMNS
 from trajonco.prediction_files import read_predictions
 from vista.testing.synthetic_server import SyntheticLLMServer
+from vista.llm.cache import ResponseCache
 
 pytestmark = pytest.mark.ray
 
@@ -82,7 +83,7 @@ def content_columns(path: Path) -> pl.DataFrame:
 
 
 def cache_entries(out: Path) -> int:
-    return sum(1 for _ in (out / "llm_cache").glob("??/*.json"))
+    return len(ResponseCache(out / "llm_cache"))
 
 
 def finished_in_log(log: Path) -> int:

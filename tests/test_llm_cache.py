@@ -22,8 +22,8 @@ def gateway_for(tmp_path, backend, **overrides) -> LLMGateway:
     return LLMGateway(LLMConfig(**settings), backend=backend)
 
 
-def ask(gateway, text="chunk 1", model=Risk, **kw):
-    return asyncio.run(gateway.complete([user(text)], model, agent="worker", patient_id=5, **kw))
+def ask(gateway, text="chunk 1", model=Risk, patient_id=5, **kw):
+    return asyncio.run(gateway.complete([user(text)], model, agent="worker", patient_id=patient_id, **kw))
 
 
 def test_repeat_is_a_free_cache_hit_even_across_gateways(tmp_path):
@@ -83,13 +83,73 @@ def test_use_cache_false_bypasses_it(tmp_path):
 def test_unreadable_entry_is_a_reported_miss(tmp_path, caplog):
     backend = ScriptedBackend(lambda request: GOOD)
     gateway = gateway_for(tmp_path, backend)
-    ask(gateway)
+    ask(gateway, patient_id=None)  # no patient: the answer's own file
     (entry,) = (tmp_path / "cache").glob("??/*.json")
     entry.write_text("{half an entr")
     with caplog.at_level(logging.WARNING, logger="vista.llm.cache"):
-        assert ask(gateway).ok
+        assert ask(gateway, patient_id=None).ok
     assert len(backend.requests) == 2 and "unreadable" in caplog.text
     assert json.loads(entry.read_text())["content"] == GOOD  # rewritten whole
+
+
+def test_answers_of_one_patient_make_one_file(tmp_path):
+    backend = ScriptedBackend(lambda request: GOOD)
+    gateway = gateway_for(tmp_path, backend)
+    for n in range(20):
+        assert ask(gateway, text=f"chunk {n}").ok
+    files = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert len(files) == 1 and files[0].suffix == ".jsonl"
+    assert len(ResponseCache(tmp_path / "cache")) == 20
+    rerun = gateway_for(tmp_path, backend)
+    assert all(ask(rerun, text=f"chunk {n}").usage.cache_hit for n in range(20)) and len(backend.requests) == 20
+
+
+ENTRY = CachedAnswer(GOOD, "m", "Risk", 3, 2)
+
+
+def _put_one(root: str, key: str) -> None:
+    ResponseCache(root).put(key, ENTRY, patient="p-7")
+
+
+def test_an_answer_another_process_wrote_is_found_by_the_next_lookup(tmp_path):
+    root = str(tmp_path / "c")
+    reader = ResponseCache(root)
+    reader.put("a" * 64, ENTRY, patient="p-7")  # the reader has the file open and has read it
+    assert reader.get("b" * 64, patient="p-7") is None
+    writer = multiprocessing.get_context("fork").Process(target=_put_one, args=(root, "b" * 64))
+    writer.start()
+    writer.join()
+    assert writer.exitcode == 0 and reader.get("b" * 64, patient="p-7") == ENTRY  # no stale index
+    assert ResponseCache(root).get("a" * 64, patient="p-7") == ENTRY  # and another instance sees the first
+    reader.close()
+
+
+def test_a_torn_last_line_is_a_quiet_miss_and_later_lines_still_hit(tmp_path, caplog):
+    cache = ResponseCache(tmp_path)
+    cache.put("a" * 64, ENTRY, patient="p")
+    (path,) = (tmp_path / "patients").glob("??/*.jsonl")
+    whole = path.read_bytes()
+    with path.open("ab") as f:
+        f.write(b"b" * 64 + b'\t{"content": "{\\"lev')  # a writer killed mid-line (or still writing)
+    with caplog.at_level(logging.WARNING, logger="vista.llm.cache"):
+        assert cache.get("b" * 64, patient="p") is None and "unreadable" not in caplog.text  # may be in progress
+        cache.put("c" * 64, ENTRY, patient="p")  # glued to the torn line
+        assert cache.get("c" * 64, patient="p") == ENTRY and cache.get("a" * 64, patient="p") == ENTRY
+        assert cache.get("b" * 64, patient="p") is None and "unreadable" in caplog.text  # finished, but torn
+    assert str(path) in caplog.text and GOOD not in caplog.text
+    cache.put("b" * 64, ENTRY, patient="p")  # asked again: the last readable line wins
+    assert cache.get("b" * 64, patient="p") == ENTRY and len(cache) == 3
+    assert path.read_bytes().startswith(whole)
+
+
+def test_the_per_key_layout_still_hits_and_counts(tmp_path):
+    old = ResponseCache(tmp_path)
+    old.put("d" * 64, ENTRY)  # as the code before the patient files wrote it
+    assert (tmp_path / "dd" / f"{'d' * 64}.json").is_file()
+    cache = ResponseCache(tmp_path)
+    assert cache.get("d" * 64, patient="p") == ENTRY
+    cache.put("e" * 64, ENTRY, patient="p")
+    assert len(cache) == 2 and cache.get("e" * 64) is None  # without the patient, only the per-key file is asked
 
 
 def _writer(root: str, worker: int, n: int) -> None:

@@ -262,7 +262,7 @@ class LLMGateway:
         request = self._request(messages, schema, call.schema_name, max_tokens)
         key = self._key(request, schema, await self.served_model()) if (self._cache is not None and use_cache) else None
 
-        if key is not None and (hit := self._cache_lookup(key, response_model)) is not None:
+        if key is not None and (hit := self._cache_lookup(key, response_model, call.patient_id)) is not None:
             output, entry = hit
             usage = self._record(call, _CallStats(served_model=entry.served_model), cache_hit=True, error=None)
             return LLMResult(output, None, usage, entry.content)
@@ -275,7 +275,7 @@ class LLMGateway:
         except BackendError as exc:
             error = LLMCallError(exc.kind, exc.message, status=exc.status, attempts=stats.attempts)
         if output is not None and key is not None:
-            self._cache_store(key, stats, call.schema_name)
+            self._cache_store(key, stats, call.schema_name, call.patient_id)
         usage = self._record(call, stats, cache_hit=False, error=error)
         if error is not None:
             log.warning(
@@ -299,6 +299,8 @@ class LLMGateway:
             if close is not None:
                 await close()
         await self.backend.aclose()
+        if self._cache is not None:
+            self._cache.close()  # the patient files it keeps open for appending
 
     async def __aenter__(self) -> LLMGateway:
         return self
@@ -500,22 +502,23 @@ class LLMGateway:
         return cost
 
     # ------------------------------------------------------------------- cache
-    def _cache_lookup(self, key: str, response_model: type[M]) -> tuple[M, CachedAnswer] | None:
+    def _cache_lookup(self, key: str, response_model: type[M], patient: str | None) -> tuple[M, CachedAnswer] | None:
         assert self._cache is not None
-        entry = self._cache.get(key)
+        entry = self._cache.get(key, patient)
         if entry is None:
             return None
         value, problem = parse_answer(entry.content, response_model)
         if value is None:
-            log.warning("LLM cache entry %s no longer validates (%s); asking again", self._cache.path(key), problem[:200])
+            log.warning("LLM cache entry %s in %s no longer validates (%s); asking again", key, self._cache.path(key, patient),
+                        problem[:200])
             return None
         return value, entry
 
-    def _cache_store(self, key: str, stats: _CallStats, name: str) -> None:
+    def _cache_store(self, key: str, stats: _CallStats, name: str, patient: str | None) -> None:
         assert self._cache is not None and stats.content is not None  # only called after a validated answer
         entry = CachedAnswer(stats.content, self.config.model, name, stats.prompt_tokens, stats.completion_tokens,
                              served_model=stats.served_model)
         try:
-            self._cache.put(key, entry)
+            self._cache.put(key, entry, patient)
         except OSError as exc:
-            log.warning("could not write LLM cache entry %s: %s", self._cache.path(key), exc)
+            log.warning("could not write LLM cache entry %s in %s: %s", key, self._cache.path(key, patient), exc)
