@@ -9,7 +9,7 @@ from test_agents_chain import PREDICTION, Script, manager_answer, worker_answer
 from test_agents_patients import CATALOG, lung_patient
 from trajonco.agents.results import AnyCancerResult, Variant
 from trajonco.cancers import applicable_cancers
-from trajonco.pipeline import PipelineConfig, run_any_cancer, run_any_cancer_sync
+from trajonco.pipeline import PipelineConfig, run_any_cancer, run_sync
 from vista.llm import LLMConfig, LLMGateway
 from vista.testing.scripted import ScriptedBackend
 
@@ -75,8 +75,8 @@ def test_chain_costs_one_chain_where_max_pooling_costs_one_per_cancer():
 
 def test_single_agent_any_cancer_names_the_type_too():
     script = Script(single_agent=naming("colorectal", 3))
-    result = run_any_cancer_sync(lung_patient(n_visits=4), CATALOG, PipelineConfig(variant=Variant.SINGLE_AGENT),
-                                 backend=ScriptedBackend(script), prediction_time=PREDICTION)
+    result = run_sync(run_any_cancer, lung_patient(n_visits=4), CATALOG, PipelineConfig(variant=Variant.SINGLE_AGENT),
+                      backend=ScriptedBackend(script), prediction_time=PREDICTION)
     assert result.strongest_cancer == "colorectal" and result.risk_score == 3
     system, _ = script.prompts("single_agent")[0]
     assert "any cancer" in system and '"likely_cancer"' in system

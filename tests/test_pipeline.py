@@ -19,8 +19,9 @@ from trajonco.pipeline import (
     PipelineConfig,
     auto_chunk_tokens,
     default_prediction_time,
-    run_any_cancer_sync,
-    run_patient_sync,
+    run_any_cancer,
+    run_patient,
+    run_sync,
 )
 from vista.llm import LLMConfig
 from vista.testing.scripted import ScriptedBackend
@@ -58,10 +59,10 @@ def scripted():
     return ScriptedBackend(Script(worker=worker_answer, manager=manager_answer(6), single_agent=manager_answer(2)))
 
 
-def test_run_patient_sync_uses_the_embedded_context_and_compact_answers_by_default():
+def test_run_sync_uses_the_embedded_context_and_compact_answers_by_default():
     backend = scripted()
-    result = run_patient_sync(lung_patient(n_visits=12), CATALOG, llm=LLMConfig(max_reasks=0), backend=backend,
-                              prediction_time=PREDICTION)
+    result = run_sync(run_patient, lung_patient(n_visits=12), CATALOG, llm=LLMConfig(max_reasks=0), backend=backend,
+                      prediction_time=PREDICTION)
     assert result.chunks.chunk_tokens == 1638  # a fifth of the 8192-token context the backend reports
     assert all(r.response_format["json_schema"]["name"].startswith("Compact") for r in backend.requests)
     assert result.model == LLMConfig().model and result.risk_score == 6 and result.cancer == "lung"
@@ -71,15 +72,15 @@ def test_run_patient_sync_uses_the_embedded_context_and_compact_answers_by_defau
 
 def test_standard_answers_for_large_contexts():
     backend = ScriptedBackend(Script(worker=worker_answer, manager=manager_answer(6)), context_window=128_000)
-    result = run_patient_sync(lung_patient(n_visits=12), CATALOG, llm=LLMConfig(max_reasks=0), backend=backend,
-                              prediction_time=PREDICTION)
+    result = run_sync(run_patient, lung_patient(n_visits=12), CATALOG, llm=LLMConfig(max_reasks=0), backend=backend,
+                      prediction_time=PREDICTION)
     assert result.chunks.chunk_tokens == 16_000 and result.chunks.n_chunks == 1
     assert backend.requests[0].response_format["json_schema"]["name"] == "WorkerOutput"
 
 
 def test_the_result_round_trips_through_json_and_prints_readably():
-    result = run_patient_sync(lung_patient(n_visits=12), CATALOG, PipelineConfig(chunk_tokens=600), backend=scripted(),
-                              prediction_time=PREDICTION)
+    result = run_sync(run_patient, lung_patient(n_visits=12), CATALOG, PipelineConfig(chunk_tokens=600),
+                      backend=scripted(), prediction_time=PREDICTION)
     text = result.model_dump_json()
     assert PatientResult.model_validate_json(text) == result
     assert json.loads(text)["probability"] == 0.6
@@ -94,15 +95,15 @@ def test_the_result_round_trips_through_json_and_prints_readably():
 
 
 def test_single_agent_variant_through_the_sync_entry_point():
-    result = run_patient_sync(lung_patient(n_visits=6), CATALOG, PipelineConfig(variant=Variant.SINGLE_AGENT),
-                              backend=scripted(), prediction_time=PREDICTION)
+    result = run_sync(run_patient, lung_patient(n_visits=6), CATALOG, PipelineConfig(variant=Variant.SINGLE_AGENT),
+                      backend=scripted(), prediction_time=PREDICTION)
     assert result.variant is Variant.SINGLE_AGENT and result.risk_score == 2 and result.usage["single_agent"].calls == 1
 
 
 def test_any_cancer_sync_prints_its_pooled_score():
-    pooled = run_any_cancer_sync(lung_patient(n_visits=4), CATALOG, PipelineConfig(chunk_tokens=2000, any_cancer_mode="max"),
-                                 backend=scripted(),
-                                 prediction_time=PREDICTION)
+    pooled = run_sync(run_any_cancer, lung_patient(n_visits=4), CATALOG,
+                      PipelineConfig(chunk_tokens=2000, any_cancer_mode="max"), backend=scripted(),
+                      prediction_time=PREDICTION)
     assert AnyCancerResult.model_validate_json(pooled.model_dump_json()) == pooled
     out = io.StringIO()
     print_result(pooled, console=Console(file=out, width=120))
@@ -113,7 +114,7 @@ def test_events_at_or_after_the_prediction_time_are_never_shown():
     backend = scripted()
     record = lung_patient(n_visits=12)
     cutoff = datetime(2019, 6, 1)
-    run_patient_sync(record, CATALOG, PipelineConfig(chunk_tokens=600), backend=backend, prediction_time=cutoff)
+    run_sync(run_patient, record, CATALOG, PipelineConfig(chunk_tokens=600), backend=backend, prediction_time=cutoff)
     late = {e.event_id for e in record.events if e.time is not None and e.time >= cutoff}
     for request in backend.requests:
         for message in request.messages:
@@ -122,10 +123,10 @@ def test_events_at_or_after_the_prediction_time_are_never_shown():
 
 def test_left_truncation_keeps_only_the_newest_tokens_of_the_timeline():
     patient = lung_patient(n_visits=40)
-    whole = run_patient_sync(patient, CATALOG, llm=LLMConfig(max_reasks=0), backend=scripted(),
-                             prediction_time=PREDICTION)
-    cut = run_patient_sync(patient, CATALOG, config=PipelineConfig(truncate_tokens=1000),
-                           llm=LLMConfig(max_reasks=0), backend=scripted(), prediction_time=PREDICTION)
+    whole = run_sync(run_patient, patient, CATALOG, llm=LLMConfig(max_reasks=0), backend=scripted(),
+                     prediction_time=PREDICTION)
+    cut = run_sync(run_patient, patient, CATALOG, config=PipelineConfig(truncate_tokens=1000),
+                   llm=LLMConfig(max_reasks=0), backend=scripted(), prediction_time=PREDICTION)
     assert whole.chunks.timeline_tokens > 1000 >= cut.chunks.timeline_tokens
     assert cut.chunks.timeline_events < whole.chunks.timeline_events
     with pytest.raises(ValidationError):

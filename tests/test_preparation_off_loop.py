@@ -12,7 +12,7 @@ import vista.timeline.model as timeline_model
 from test_agents_chain import Script, manager_answer, worker_answer
 from test_agents_patients import CATALOG, lung_patient
 from trajonco.fitting import GatewayFacts
-from trajonco.pipeline import PipelineConfig, default_prediction_time, run_any_cancer_sync, run_patient_sync
+from trajonco.pipeline import PipelineConfig, default_prediction_time, run_any_cancer, run_patient, run_sync
 from vista.llm import LLMConfig
 from vista.testing.scripted import ScriptedBackend
 
@@ -35,8 +35,8 @@ def preparing_threads(monkeypatch) -> list[threading.Thread]:
     return seen
 
 
-@pytest.mark.parametrize("run", [run_patient_sync, run_any_cancer_sync], ids=["one cancer", "any cancer"])
-def test_the_timeline_is_prepared_on_a_worker_thread_not_on_the_calls_loop(run, preparing_threads):
+@pytest.mark.parametrize("pipeline", [run_patient, run_any_cancer], ids=["one cancer", "any cancer"])
+def test_the_timeline_is_prepared_on_a_worker_thread_not_on_the_calls_loop(pipeline, preparing_threads):
     loop_threads: list[threading.Thread] = []
     backend = scripted()
     real_complete = backend.complete
@@ -46,7 +46,7 @@ def test_the_timeline_is_prepared_on_a_worker_thread_not_on_the_calls_loop(run, 
         return await real_complete(*args, **kwargs)
 
     backend.complete = complete
-    run(lung_patient(n_visits=12), CATALOG, PipelineConfig(chunk_tokens=600), llm=LLMConfig(max_reasks=0),
+    run_sync(pipeline, lung_patient(n_visits=12), CATALOG, PipelineConfig(chunk_tokens=600), llm=LLMConfig(max_reasks=0),
         backend=backend)
     assert preparing_threads and loop_threads
     assert set(preparing_threads).isdisjoint(loop_threads)

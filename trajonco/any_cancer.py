@@ -25,8 +25,6 @@ from trajonco.cancers import CANCERS, applicable_cancers
 from trajonco.pipeline import assess
 from trajonco.pipeline_config import PipelineConfig
 from trajonco.preparation import PreparedPatient, prepare_patient_off_loop
-from trajonco.sync_run import run_with_gateway
-from vista.llm import Backend, LLMConfig
 from vista.llm.caller import LLMCaller
 from vista.records import CodeCatalog, PatientRecord
 
@@ -86,19 +84,3 @@ async def run_any_cancer(
     facts = await gateway_facts(gateway, config)
     prepared = await prepare_patient_off_loop(record, catalog, config, facts, prediction_time)
     return await assess_any_cancer(prepared, gateway, config, facts, started=started)
-
-
-def run_any_cancer_sync(
-    record: PatientRecord,
-    catalog: CodeCatalog,
-    config: PipelineConfig = PipelineConfig(),
-    *,
-    llm: LLMConfig | None = None,
-    backend: Backend | None = None,
-    prediction_time: datetime | None = None,
-) -> AnyCancerResult:
-    """`run_any_cancer` from synchronous code (see `trajonco.pipeline.run_patient_sync`)."""
-    return run_with_gateway(
-        lambda gateway: run_any_cancer(record, catalog, gateway, config, prediction_time=prediction_time),
-        llm=llm, backend=backend,
-    )

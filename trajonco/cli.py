@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
 from trajonco.assessment_options import add_assessment_arguments, cancer_keys
 from vista.cli import add_llm_option, add_profile_option
-from vista.cli_kit import ArgumentParser, HelpFormatter, add_overwrite, add_version, check_output_dir, parse_when, subcommand
+from vista.cli_kit import AddCommands, ArgumentParser, HelpFormatter, add_commands, lazy_commands, add_overwrite, add_version, check_output_dir, parse_when, subcommand
 from vista.errors import CommandLineError, run_command, user_errors
 
 def _cmd_synth(args: argparse.Namespace) -> int:
@@ -292,7 +292,7 @@ async def _predict_with_progress(record, catalog, config, llm, when, *, any_canc
         return task.result()
 
 
-def build_parser(extra: Callable[[argparse._SubParsersAction], None] | None = None) -> argparse.ArgumentParser:
+def build_parser(extra: AddCommands | None = None) -> argparse.ArgumentParser:
     """The `trajonco` parser; ``extra`` adds the sub-commands that live above this package (the Ray jobs, the
     report), which the console script's entry point (`jobs.cli`) wires in."""
     parser = ArgumentParser(
@@ -398,37 +398,17 @@ def build_parser(extra: Callable[[argparse._SubParsersAction], None] | None = No
     add_llm_option(p)
     p.add_argument("--json", action="store_true", help="print the typed result as JSON")
     p.set_defaults(handler=_cmd_predict_one)
-    for add_parser in _PACKAGE_COMMANDS:
-        add_parser(sub)
-    if extra is not None:
-        extra(sub)
+    add_commands(sub, _PACKAGE_COMMANDS, extra)
     return parser
 
 
-def _add_judge(sub: argparse._SubParsersAction) -> None:
-    from trajonco.judge.cli import add_parser
-
-    add_parser(sub)
-
-
-def _add_review(sub: argparse._SubParsersAction) -> None:
-    from trajonco.human_eval.cli import add_parser
-
-    add_parser(sub)
-
-
-def _add_insights(sub: argparse._SubParsersAction) -> None:
-    from trajonco.insights.cli import add_parser
-
-    add_parser(sub)
-
-
-_PACKAGE_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_judge, _add_review, _add_insights)
+_PACKAGE_COMMANDS = (lazy_commands("trajonco.judge.cli"), lazy_commands("trajonco.human_eval.cli"),
+                     lazy_commands("trajonco.insights.cli"))
 """Sub-commands of this package that live in their own modules (judge, insights, human review)."""
 
 
 def main(argv: Sequence[str] | None = None,
-         extra: Callable[[argparse._SubParsersAction], None] | None = None) -> int:
+         extra: AddCommands | None = None) -> int:
     """The `trajonco` command (the console script adds the Ray jobs through ``extra``, see `jobs.cli`)."""
     return run_command(build_parser(extra).parse_args(argv), user_errors())
 

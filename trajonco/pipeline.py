@@ -15,8 +15,8 @@ so ``from trajonco.pipeline import ...`` keeps working:
 (1638, 16000)
 
 `run_patient` is async so a batch job can assess many patients (or many cancers) concurrently through one
-`vista.llm.LLMGateway`, whose concurrency limit paces the model; `run_patient_sync` builds a gateway from an
-`LLMConfig` and runs one patient, for scripts and the CLI.
+`vista.llm.LLMGateway`, whose concurrency limit paces the model; ``run_sync(run_patient, ...)`` (`trajonco.sync_run`)
+builds a gateway from an `LLMConfig` and runs one patient, for scripts and the CLI.
 Failed agent calls are recorded in the result (``errors``, ``status``); problems with the input itself
 (a malformed record, a context too small for the prompt) raise an exception naming the subject.
 """
@@ -45,9 +45,8 @@ from trajonco.fitting import (
 from trajonco.cancers import CANCERS, CancerType
 from trajonco.pipeline_config import PipelineConfig
 from trajonco.preparation import PreparedPatient, default_prediction_time, prepare_patient, prepare_patient_off_loop
-from trajonco.sync_run import run_with_gateway
+from trajonco.sync_run import run_sync
 from trajonco.variants import VariantOutcome, run_variant
-from vista.llm import Backend, LLMConfig
 from vista.llm.caller import LLMCaller
 from vista.records import CodeCatalog, PatientRecord
 
@@ -55,10 +54,10 @@ __all__ = [
     "COMPACT_CONTEXT_BELOW", "DEFAULT_CHUNK_TOKENS", "AnswerFit", "AnyCancerResult", "ContextFitError", "GatewayFacts",
     "PatientResult", "PipelineConfig", "PreparedPatient", "Variant", "VariantOutcome", "answer_fit", "assess",
     "assess_any_cancer", "auto_chunk_tokens", "default_prediction_time", "gateway_facts", "max_pool", "prepare_patient",
-    "run_any_cancer", "run_any_cancer_sync", "run_patient", "run_patient_sync",
+    "run_any_cancer", "run_patient", "run_sync",
 ]
 
-_ANY_CANCER_NAMES = frozenset({"assess_any_cancer", "max_pool", "run_any_cancer", "run_any_cancer_sync"})
+_ANY_CANCER_NAMES = frozenset({"assess_any_cancer", "max_pool", "run_any_cancer"})
 
 
 def __getattr__(name: str) -> object:
@@ -130,22 +129,3 @@ async def run_patient(
     facts = await gateway_facts(gateway, config)
     prepared = await prepare_patient_off_loop(record, catalog, config, facts, prediction_time)
     return await assess(prepared, CANCERS[config.cancer], gateway, config, facts)
-
-
-def run_patient_sync(
-    record: PatientRecord,
-    catalog: CodeCatalog,
-    config: PipelineConfig = PipelineConfig(),
-    *,
-    llm: LLMConfig | None = None,
-    backend: Backend | None = None,
-    prediction_time: datetime | None = None,
-) -> PatientResult:
-    """`run_patient` from synchronous code: a gateway for ``llm`` (default: the embedded model) on its own loop.
-
-    ``backend`` replaces the one ``llm`` describes (a `vista.testing.scripted.ScriptedBackend` in tests).
-    """
-    return run_with_gateway(
-        lambda gateway: run_patient(record, catalog, gateway, config, prediction_time=prediction_time),
-        llm=llm, backend=backend,
-    )

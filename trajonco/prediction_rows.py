@@ -47,6 +47,7 @@ from vista.llm.task_usage import (
     usage_scope,
 )
 from vista.meds.task_key import TaskKey
+from vista.runs.retry import classify_failure
 
 log = logging.getLogger(__name__)
 
@@ -312,17 +313,8 @@ def failure_kind(exc: BaseException) -> str:
     from vista.meds.errors import MedsDataError
     from vista.timeline import TimelineError
 
-    if isinstance(exc, LLMCallFailed):
-        return "llm_call_failed"
-    if isinstance(exc, MedsDataError):
-        return "data"
-    if isinstance(exc, (TimelineError, ChunkingError)):
-        return "timeline"
-    if isinstance(exc, ContextFitError):
-        return "context_budget"
-    if isinstance(exc, TimeoutError):
-        return "timeout"
-    return "internal"
+    return classify_failure(exc, [(LLMCallFailed, "llm_call_failed"), (MedsDataError, "data"),
+                                  ((TimelineError, ChunkingError), "timeline"), (ContextFitError, "context_budget")])
 
 
 def row_from_failure(

@@ -1,8 +1,9 @@
-"""`run_with_gateway`: run async TrajOnco work from synchronous code, with a gateway of its own.
+"""`run_sync`: run a patient's async assessment from synchronous code, with a gateway of its own.
 
-Scripts and the CLI assess one patient at a time without an event loop of their own; `run_patient_sync` and
-`run_any_cancer_sync` both do it the same way: open an `LLMGateway` for ``llm`` on a fresh loop, await the work with
-it, close the gateway (its HTTP client and any embedded model) when the work ends or raises.
+Scripts and the CLI assess one patient at a time without an event loop of their own:
+``run_sync(run_patient, record, catalog, config, llm=...)`` (or ``run_sync(run_any_cancer, ...)``) opens an
+`LLMGateway` for ``llm`` on a fresh loop, awaits the pipeline with it, and closes the gateway (its HTTP client and
+any embedded model) when the work ends or raises. `run_with_gateway` does the same for any async work:
 
 >>> from vista.llm import LLMConfig
 >>> from vista.testing.scripted import ScriptedBackend
@@ -16,11 +17,23 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from datetime import datetime
+from typing import Protocol, TypeVar
 
+from trajonco.pipeline_config import PipelineConfig
 from vista.llm import Backend, LLMConfig, LLMGateway
+from vista.llm.caller import LLMCaller
+from vista.records import CodeCatalog, PatientRecord
 
 T = TypeVar("T")
+R_co = TypeVar("R_co", covariant=True)
+
+
+class PatientPipeline(Protocol[R_co]):
+    """One patient's async assessment through a gateway: `trajonco.pipeline.run_patient`, `trajonco.any_cancer.run_any_cancer`."""
+
+    def __call__(self, record: PatientRecord, catalog: CodeCatalog, gateway: LLMCaller, config: PipelineConfig = ...,
+                 *, prediction_time: datetime | None = None) -> Awaitable[R_co]: ...
 
 
 def run_with_gateway(work: Callable[[LLMGateway], Awaitable[T]], *, llm: LLMConfig | None = None,
@@ -33,3 +46,11 @@ def run_with_gateway(work: Callable[[LLMGateway], Awaitable[T]], *, llm: LLMConf
             return await work(gateway)
 
     return asyncio.run(run())
+
+
+def run_sync(pipeline: PatientPipeline[T], record: PatientRecord, catalog: CodeCatalog,
+             config: PipelineConfig = PipelineConfig(), *, llm: LLMConfig | None = None, backend: Backend | None = None,
+             prediction_time: datetime | None = None) -> T:
+    """``pipeline`` for one patient from synchronous code, through a gateway of its own (`run_with_gateway`)."""
+    return run_with_gateway(lambda gateway: pipeline(record, catalog, gateway, config, prediction_time=prediction_time),
+                            llm=llm, backend=backend)

@@ -20,10 +20,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from vista.cli_kit import ArgumentParser, HelpFormatter, add_version, subcommand
+from vista.cli_kit import AddCommands, ArgumentParser, HelpFormatter, add_commands, lazy_commands, add_version, subcommand
 from vista.errors import CommandLineError, run_command, user_errors
 
 # ---------------------------------------------------------------------------------------------------- graph
@@ -310,7 +310,7 @@ def _add_patient(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--subject", type=int, required=True, help="subject_id")
 
 
-def build_parser(extra: Callable[[argparse._SubParsersAction], None] | None = None) -> argparse.ArgumentParser:
+def build_parser(extra: AddCommands | None = None) -> argparse.ArgumentParser:
     """The `vista` parser; ``extra`` adds the sub-commands that live above this package (the Ray build job), which
     the console script's entry point (`jobs.cli`) wires in."""
     parser = ArgumentParser(prog="vista", formatter_class=HelpFormatter,
@@ -391,31 +391,17 @@ def build_parser(extra: Callable[[argparse._SubParsersAction], None] | None = No
     p.add_argument("--out", help="also write evaluation.md and evaluation.json here")
     p.add_argument("--json", action="store_true", help="print the evaluation report as JSON")
     p.set_defaults(handler=_cmd_evaluate)
-    for add_parser in _PACKAGE_COMMANDS:
-        add_parser(sub)
-    if extra is not None:
-        extra(sub)
+    add_commands(sub, _PACKAGE_COMMANDS, extra)
     return parser
 
 
-def _add_similar(sub: argparse._SubParsersAction) -> None:
-    from vista.patient_search.cli import add_similar_parser
-
-    add_similar_parser(sub)
-
-
-def _add_cohort_query(sub: argparse._SubParsersAction) -> None:
-    from vista.patient_search.cli import add_query_parser
-
-    add_query_parser(sub)
-
-
-_PACKAGE_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_similar, _add_cohort_query)
+_PACKAGE_COMMANDS = (lazy_commands("vista.patient_search.cli", "add_similar_parser"),
+                     lazy_commands("vista.patient_search.cli", "add_query_parser"))
 """Sub-commands of this package that live in their own modules (patient similarity, cohort queries)."""
 
 
 def main(argv: Sequence[str] | None = None,
-         extra: Callable[[argparse._SubParsersAction], None] | None = None) -> int:
+         extra: AddCommands | None = None) -> int:
     """The `vista` command (the console script adds the Ray build job through ``extra``, see `jobs.cli`)."""
     return run_command(build_parser(extra).parse_args(argv), user_errors())
 

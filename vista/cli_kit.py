@@ -13,8 +13,10 @@ True
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
@@ -57,6 +59,25 @@ def subcommand(sub: argparse._SubParsersAction, name: str, summary: str, example
     description += "\n\nexample:\n" + "\n".join(f"  {line}" for line in examples)
     return sub.add_parser(name, help=summary, description=description, formatter_class=HelpFormatter,
                           aliases=list(aliases))
+
+
+AddCommands = Callable[[argparse._SubParsersAction], None]
+"""What adds sub-commands to a parser: a package's commands kept in their own modules, a layer's ``extra``."""
+
+
+def lazy_commands(module: str, function: str = "add_parser") -> AddCommands:
+    """The sub-commands ``module.function`` adds, imported only when the parser is built (not with the CLI module)."""
+
+    def add(sub: argparse._SubParsersAction) -> None:
+        getattr(importlib.import_module(module), function)(sub)
+
+    return add
+
+
+def add_commands(sub: argparse._SubParsersAction, commands: Sequence[AddCommands], extra: AddCommands | None) -> None:
+    """Add a package's sub-commands kept in their own modules, then ``extra`` (those of the layer above it)."""
+    for add in (*commands, *(() if extra is None else (extra,))):
+        add(sub)
 
 
 def version_text() -> str:

@@ -29,12 +29,24 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from vista.display import VariableSpec
 from vista.evaluation.answer import Expected
 from vista.evaluation.normalize import NOT_DOCUMENTED, normalize_site
 from vista.records import Demographics
 from vista.synth.ground_truth import OncologyRecord, TreatmentLineTruth
+
+
+class _DatedFact(Protocol):
+    @property
+    def date(self) -> dt.date: ...
+
+    @property
+    def event_ids(self) -> Sequence[str]: ...
+
+
+D = TypeVar("D", bound=_DatedFact)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,22 +232,22 @@ def _radiation(f: _Facts, spec: VariableSpec) -> Expected:
 
 
 def _performance_status(f: _Facts, spec: VariableSpec) -> Expected:
-    seen = [p for p in f.truth.performance_status if p.date <= f.as_of]
-    hint = "The ECOG score must match exactly; its date within a week."
-    if not seen:
-        return _silent(spec, hint)
-    last = seen[-1]
-    return _ok(spec, f"ECOG {last.ecog} ({last.date.isoformat()})", hint, last.event_ids)
+    return _latest(f, spec, f.truth.performance_status, lambda p: f"ECOG {p.ecog} ({p.date.isoformat()})",
+                   "The ECOG score must match exactly; its date within a week.")
 
 
 def _latest_imaging(f: _Facts, spec: VariableSpec) -> Expected:
-    seen = [i for i in f.truth.imaging if i.date <= f.as_of]
-    hint = "Date (within 3 days) and modality must match; the impression's meaning (e.g. progression, stable, " \
-           "suspicious mass) must agree. The reference is the latest cancer-related study."
+    return _latest(f, spec, f.truth.imaging, lambda i: f"{i.date.isoformat()} {i.modality}: {i.impression}",
+                   "Date (within 3 days) and modality must match; the impression's meaning (e.g. progression, stable, "
+                   "suspicious mass) must agree. The reference is the latest cancer-related study.")
+
+
+def _latest(f: _Facts, spec: VariableSpec, facts: Sequence[D], text: Callable[[D], str], hint: str) -> Expected:
+    """The last of the dated ``facts`` (in date order) known at ``f.as_of`` as the reference; silent when none is."""
+    seen = [fact for fact in facts if fact.date <= f.as_of]
     if not seen:
         return _silent(spec, hint)
-    last = seen[-1]
-    return _ok(spec, f"{last.date.isoformat()} {last.modality}: {last.impression}", hint, last.event_ids)
+    return _ok(spec, text(seen[-1]), hint, seen[-1].event_ids)
 
 
 def _progression(f: _Facts, spec: VariableSpec) -> Expected:

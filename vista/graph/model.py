@@ -41,17 +41,19 @@ care_site_id, note_id, source table…). The providers and care sites a source d
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from functools import cached_property
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from vista.records import Demographics, RowRef
+
+E = TypeVar("E")
 
 
 class NodeType(StrEnum):
@@ -486,19 +488,19 @@ class PatientGraph:
 
     def provider_of(self, event: str | GraphEvent) -> Provider | None:
         """The provider an event names (``provider_id`` attribute): as the source describes it, or with its id only."""
-        found = event if isinstance(event, GraphEvent) else self.event(event)
-        provider_id = found.attribute("provider_id")
-        if provider_id is None:
-            return None
-        return next((p for p in self.info.providers if p.provider_id == provider_id), None) or Provider(provider_id)
+        return self._named(event, "provider_id", self.info.providers, Provider)
 
     def care_site_of(self, event: str | GraphEvent) -> CareSite | None:
         """The care site an event names (``care_site_id`` attribute): as the source describes it, or with its id only."""
+        return self._named(event, "care_site_id", self.info.care_sites, CareSite)
+
+    def _named(self, event: str | GraphEvent, id_field: str, known: Iterable[E], make: Callable[[str], E]) -> E | None:
+        """What an event's ``id_field`` attribute names: the ``known`` entity with that id, else ``make(id)``."""
         found = event if isinstance(event, GraphEvent) else self.event(event)
-        site_id = found.attribute("care_site_id")
-        if site_id is None:
+        named = found.attribute(id_field)
+        if named is None:
             return None
-        return next((s for s in self.info.care_sites if s.care_site_id == site_id), None) or CareSite(site_id)
+        return next((e for e in known if getattr(e, id_field) == named), None) or make(named)
 
     def code(self, code: str) -> GraphCode:
         """The code node of ``code`` (KeyError naming the patient if the patient's graph has none)."""

@@ -3,25 +3,55 @@ blocking face of `vista.llm.caller.LLMCaller` (`complete` takes the same argumen
 
 The async gateway and its HTTP client live on one background loop for the gateway's lifetime, so
 blocking calls from any thread reuse one connection pool instead of starting a loop per call.
+Its methods are the async ones made `blocking`, so their parameters are declared once, on `LLMGateway`:
+
+>>> from typing import Literal
+>>> from vista.testing.scripted import ScriptedBackend
+>>> class Risk(BaseModel):
+...     level: Literal["Low", "High"]
+>>> with SyncLLMGateway(LLMConfig(model="m"), backend=ScriptedBackend(['{"level": "High"}'])) as gateway:
+...     gateway.complete([{"role": "user", "content": "Risk?"}], Risk, agent="worker").unwrap().level
+'High'
+>>> list(inspect.signature(SyncLLMGateway.complete).parameters)
+['self', 'messages', 'response_model', 'agent', 'patient_id', 'max_tokens', 'use_cache']
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import BaseModel
 
 from vista.llm.config import LLMConfig
-from vista.llm.gateway import LLMGateway, LLMResult
-from vista.llm.messages import Message
+from vista.llm.gateway import LLMGateway
 from vista.llm.schema import JSONSchema
 from vista.llm.usage import UsageLedger
 
-M = TypeVar("M", bound=BaseModel)
+P = ParamSpec("P")
 T = TypeVar("T")
+
+
+def blocking(
+    method: Callable[Concatenate[LLMGateway, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[SyncLLMGateway, P], T]:
+    """An async `LLMGateway` method as a blocking `SyncLLMGateway` one, awaited on the gateway's loop thread.
+
+    The parameters are declared once, on the async method: the type checker carries them over (``P``), and
+    ``functools.wraps`` shows them to `help` and `inspect.signature`.
+    """
+
+    @functools.wraps(method)
+    def call(self: SyncLLMGateway, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._run(method(self.gateway, *args, **kwargs))
+
+    call.__qualname__ = f"SyncLLMGateway.{method.__name__}"
+    call.__doc__ = f"`LLMGateway.{method.__name__}`, blocking until it returns.\n\n{inspect.cleandoc(method.__doc__ or '')}"
+    return call
 
 
 class SyncLLMGateway:
@@ -52,22 +82,8 @@ class SyncLLMGateway:
     def config(self) -> LLMConfig:
         return self.gateway.config
 
-    def complete(
-        self,
-        messages: Sequence[Message | Mapping[str, str]],
-        response_model: type[M],
-        *,
-        agent: str,
-        patient_id: str | int | None = None,
-        max_tokens: int | None = None,
-        use_cache: bool = True,
-    ) -> LLMResult[M]:
-        """`LLMGateway.complete`, blocking until the call has a result or an error record."""
-        return self._run(
-            self.gateway.complete(
-                messages, response_model, agent=agent, patient_id=patient_id, max_tokens=max_tokens, use_cache=use_cache
-            )
-        )
+    complete = blocking(LLMGateway.complete)
+    discover_context_tokens = blocking(LLMGateway.discover_context_tokens)
 
     def run(self, work: Callable[[LLMGateway], Awaitable[T]]) -> T:
         """``work(gateway)`` awaited on the gateway's loop: an async pipeline (`vista.llm.caller.LLMCaller`'s user)
@@ -88,9 +104,6 @@ class SyncLLMGateway:
     @property
     def context_tokens(self) -> int | None:
         return self.gateway.context_tokens
-
-    def discover_context_tokens(self) -> int | None:
-        return self._run(self.gateway.discover_context_tokens())
 
     def close(self) -> None:
         if self._loop.is_closed():

@@ -31,6 +31,7 @@ from vista.llm.task_usage import (
     IDENTITY_COLUMNS, USAGE_COLUMNS, TaskUsage, UsageColumns, identity_columns, usage_columns, usage_in_place,
 )
 from vista.meds.task_key import TaskKey
+from vista.runs.retry import classify_failure
 
 _MAX_ERROR_CHARS = 2000
 
@@ -151,19 +152,8 @@ def vista_failure_kind(exc: BaseException) -> str:
     from vista.meds.errors import MedsDataError
     from vista.toa import TOAError
 
-    if isinstance(exc, GraphInputError):
-        return "input"
-    if isinstance(exc, MedsDataError):
-        return "data"
-    if isinstance(exc, GraphFileError):
-        return "graph_file"
-    if isinstance(exc, TOAError):
-        return "timeline"
-    if isinstance(exc, LLMConfigError):
-        return "llm_config"
-    if isinstance(exc, TimeoutError):
-        return "timeout"
-    return "internal"
+    return classify_failure(exc, [(GraphInputError, "input"), (MedsDataError, "data"), (GraphFileError, "graph_file"),
+                                  (TOAError, "timeline"), (LLMConfigError, "llm_config")])
 
 
 def error_text(exc: BaseException) -> str:

@@ -18,12 +18,28 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from vista.meds.task_key import TaskKey
 from vista.runs.errors import JobInputError
 from vista.runs.parts import RowState
+
+FailureKinds = Sequence[tuple[type[BaseException] | tuple[type[BaseException], ...], str]]
+"""A system's reason classes of the exceptions that stop a task: (exception types, name), first match wins."""
+
+
+def classify_failure(exc: BaseException, kinds: FailureKinds) -> str:
+    """The reason class of an exception that stopped a task (the summary counts failures by it): the first of
+    ``kinds`` it is an instance of, ``timeout`` for a `TimeoutError`, else ``internal``.
+
+    >>> kinds = [(KeyError, "data"), ((OSError, EOFError), "file")]
+    >>> classify_failure(KeyError(1), kinds), classify_failure(EOFError(), kinds), classify_failure(TimeoutError(), kinds)
+    ('data', 'file', 'timeout')
+    >>> classify_failure(ValueError(), kinds)
+    'internal'
+    """
+    return next((kind for types, kind in (*kinds, (TimeoutError, "timeout")) if isinstance(exc, types)), "internal")
 
 
 def retry_policy(args: argparse.Namespace) -> str:
