@@ -3,7 +3,7 @@
 # pyproject's [tool.pytest]) and list its 25 slowest tests. pytest's exit 5 (no tests) is a failure.
 #
 # One pytest run on three pytest-xdist workers: one runs the `ray` tests serially (one Ray cluster at a time, on one
-# session head; they mostly wait on Ray and the test endpoints), while the other two take every other file whole (a
+# session head; over tests/test_jobs_ray.py they used ~1.2 of 2 cores), while the other two take every other file whole (a
 # module's fixtures are built once); see tests/conftest.py. TEST_WORKERS (default 2) is the number of the latter.
 # Arguments (e.g. one test file) run a single serial pytest with them instead.
 set -uo pipefail
