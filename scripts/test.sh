@@ -2,8 +2,9 @@
 # Run the whole test suite (unit, slow, real-model and Ray tests, and every docstring example in the packages: see
 # pyproject's [tool.pytest]) and list its 25 slowest tests. pytest's exit 5 (no tests) is a failure.
 #
-# Two passes: the tests that start no Ray run on two pytest-xdist workers (whole files per worker, so a module's
-# fixtures are built once), then the `ray` tests run serially (one Ray cluster at a time, on one session head).
+# One pytest run on three pytest-xdist workers: one runs the `ray` tests serially (one Ray cluster at a time, on one
+# session head; over tests/test_jobs_ray.py they used ~1.2 of 2 cores), while the other two take every other file whole (a
+# module's fixtures are built once); see tests/conftest.py. TEST_WORKERS (default 2) is the number of the latter.
 # Arguments (e.g. one test file) run a single serial pytest with them instead.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -23,11 +24,9 @@ if [[ $# -gt 0 ]]; then
 fi
 timings=$(mktemp -d)
 trap 'rm -rf "$timings"' EXIT
-run -m "not ray" -n "${TEST_WORKERS:-2}" --dist loadfile --durations=25 --junitxml="$timings/no_ray.xml"
-first=$?
-run -m ray --durations=25 --junitxml="$timings/ray.xml"
-second=$?
-echo "===== slowest 25 tests of both passes (setup + call + teardown) ====="
-.venv/bin/python scripts/slowest_tests.py --top 25 "$timings/no_ray.xml" "$timings/ray.xml"
-if [[ $first -ne 0 ]]; then exit $first; fi
-exit $second
+run -n "$(( ${TEST_WORKERS:-2} + 1 ))" --dist loadgroup --no-loadscope-reorder --durations=25 \
+  --junitxml="$timings/all.xml"
+status=$?
+echo "===== slowest 25 tests (setup + call + teardown) ====="
+.venv/bin/python scripts/slowest_tests.py --top 25 "$timings/all.xml"
+exit $status

@@ -75,6 +75,43 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _is_ray(item: pytest.Item) -> bool:
+    return item.get_closest_marker("ray") is not None
+
+
+def _is_heavy(item: pytest.Item) -> bool:
+    return any(item.get_closest_marker(name) for name in ("slow", "llm"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group into the test id ("...@ray")
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup`` (scripts/test.sh) every ``ray`` test joins the xdist group "ray", run serially by
+    one worker on one session head while the other workers take the rest file by file. The Ray group comes first,
+    then the files holding slow or real-model tests, so the longest work starts at once."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    heavy_files = {item.path for item in items if not _is_ray(item) and _is_heavy(item)}
+    for item in items:
+        if _is_ray(item):
+            item.add_marker(pytest.mark.xdist_group("ray"))
+    items.sort(key=lambda item: 0 if _is_ray(item) else 1 if item.path in heavy_files else 2)  # stable
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadgroup``: the "ray" group is one work unit and every other file is one (``--dist loadfile``: a
+    module's fixtures are built once), handed out in collection order (``--no-loadscope-reorder``)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class RayGroupOrFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "ray" if nodeid.endswith("@ray") else nodeid.split("::", 1)[0]
+
+    return RayGroupOrFile(config, log)
+
+
 @dataclass(frozen=True)
 class RayHead:
     """A running local head: where to reach it and what identifies its processes."""
