@@ -33,7 +33,7 @@ def classify_failure(exc: BaseException, kinds: FailureKinds) -> str:
     """The reason class of an exception that stopped a task (the summary counts failures by it): the first of
     ``kinds`` it is an instance of, ``timeout`` for a `TimeoutError`, else ``internal``.
 
-    >>> kinds = [(KeyError, "data"), ((OSError, EOFError), "file")]
+    >>> kinds = [(KeyError, "data"), ((UnicodeError, EOFError), "file")]
     >>> classify_failure(KeyError(1), kinds), classify_failure(EOFError(), kinds), classify_failure(TimeoutError(), kinds)
     ('data', 'file', 'timeout')
     >>> classify_failure(ValueError(), kinds)
