@@ -5,9 +5,10 @@ The async gateway and its HTTP client live on one background loop for the gatewa
 blocking calls from any thread reuse one connection pool instead of starting a loop per call.
 Its methods are the async ones made `blocking`, so their parameters are declared once, on `LLMGateway`:
 
+>>> from pydantic import Field
 >>> from vista.testing.scripted import ScriptedBackend
 >>> class Risk(BaseModel):
-...     level: str
+...     level: str = Field(max_length=8)
 >>> with SyncLLMGateway(LLMConfig(model="m"), backend=ScriptedBackend(['{"level": "High"}'])) as gateway:
 ...     gateway.complete([{"role": "user", "content": "Risk?"}], Risk, agent="worker").unwrap().level
 'High'
