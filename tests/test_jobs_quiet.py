@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from datetime import datetime
 
 import pyarrow as pa
@@ -39,12 +41,18 @@ def small_job(tmp_path_factory):
 
 def run_predict(root, dataset, labels, server, out: str, *extra: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_") or k == "RAY_USAGE_STATS_ENABLED"}
-    env["RAY_TMPDIR"] = str(root / "ray")  # its own Ray, as a user's first run would start
+    # its own Ray, as a user's first run would start; in a short folder, since Ray's socket paths must fit AF_UNIX's
+    # 107 bytes (under pytest-xdist, tmp_path alone is ~60)
+    ray_dir = tempfile.mkdtemp(prefix="rayq_", dir="/tmp")
+    env["RAY_TMPDIR"] = ray_dir
     command = [sys.executable, "-c", "from jobs.cli import trajonco_main; raise SystemExit(trajonco_main())",
                "predict", "--labels", str(labels), "--dataset", str(dataset), "--out", str(root / out),
                "--backend", "openai", "--base-url", server.base_url, "--model", "synthetic", "--num-cpus", "2",
                "--startup-timeout", "300", *extra]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, cwd=root)
+    try:
+        return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, cwd=root)
+    finally:
+        shutil.rmtree(ray_dir, ignore_errors=True)
 
 
 def test_a_job_prints_no_ray_lines_unless_verbose(small_job):
