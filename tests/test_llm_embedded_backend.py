@@ -72,7 +72,7 @@ def test_queued_requests_do_not_spend_their_timeout_waiting():
 
 
 def test_timeout_is_reported_promptly_and_the_model_is_not_double_booked():
-    model = StandInModel(seconds=0.6)
+    model = StandInModel(seconds=2.0)  # far beyond the timeout: a prompt report stands clear of load noise
     backend = EmbeddedBackend(model)
 
     async def go():
@@ -85,7 +85,7 @@ def test_timeout_is_reported_promptly_and_the_model_is_not_double_booked():
         return caught.value, reported
 
     error, reported = asyncio.run(go())
-    assert error.kind is ErrorKind.TIMEOUT and reported < 0.45
+    assert error.kind is ErrorKind.TIMEOUT and reported < 1.5
     (first_begin, first_end), (second_begin, _) = model.spans
     assert second_begin >= first_end  # the second request waited for the abandoned one to finish
 
