@@ -36,7 +36,6 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from trajonco.chunking import chunk_timeline

@@ -8,6 +8,7 @@ run under that temp dir (never ``ray stop``, which would end other Ray instances
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -15,6 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +33,26 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextmanager
+def short_ray_dir(prefix: str = "ray_") -> Iterator[Path]:
+    """A fresh folder directly under /tmp for a Ray of a test's own, removed afterwards: Ray puts AF_UNIX sockets in
+    it, whose paths must fit in 107 bytes (under pytest-xdist, ``tmp_path`` alone is ~60)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def own_ray_env() -> Iterator[dict[str, str]]:
+    """The environment of a job that starts its own local Ray, as a user's first run does: none of the session
+    head's ``RAY_`` variables (the usage-stats opt-out kept), and ``RAY_TMPDIR`` a short folder of its own."""
+    with short_ray_dir() as ray_dir:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_") or k == "RAY_USAGE_STATS_ENABLED"}
+        yield {**env, "RAY_TMPDIR": str(ray_dir)}
 
 
 def processes_mentioning(text: str) -> list[int]:
@@ -153,7 +175,7 @@ class RayHead:
 @pytest.fixture(scope="session")
 def ray_head() -> Iterator[RayHead]:
     """A local Ray head with the dashboard (2 CPUs), for the whole session."""
-    temp_dir = Path(tempfile.mkdtemp(prefix="rayjobs_", dir="/tmp"))
+    temp_dir = Path(tempfile.mkdtemp(prefix="rayjobs_", dir="/tmp"))  # short: see `short_ray_dir`
     port, dashboard = free_port(), free_port()
     cmd = [
         str(RAY), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",

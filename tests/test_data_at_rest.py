@@ -9,8 +9,6 @@ real output folder: ``find OUT -perm /o=r`` and ``-perm /g=r`` must find nothing
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 import stat
 import subprocess
@@ -20,7 +18,6 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 import pytest
-from pydantic import BaseModel, Field
 
 from vista.atomic import DATA_MODE_ENV, DataModeError, atomic_path, atomic_write_text, data_mode, make_dirs, open_private
 

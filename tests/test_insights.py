@@ -272,7 +272,7 @@ def test_report_section_builds_with_the_report_classes(tmp_path):
     assert isinstance(section, Section) and section.id == "insights"
     assert len(section.figures) == 4 and all(f.png.startswith(PNG_MAGIC) for f in section.figures)
     assert {t.id.rsplit("-", 1)[-1] for t in section.tables} == {"topics", "transitions"}
-    assert all(f"n = 12 cases / 12 controls" in f.caption for f in section.figures if "similarity" not in f.id)
+    assert all("n = 12 cases / 12 controls" in f.caption for f in section.figures if "similarity" not in f.id)
     page = render_html("r", [section])
     assert all(f'id="{f.id}"' in page for f in section.figures)
     empty = insights_section([], reason_if_none="no run")

@@ -8,11 +8,8 @@ budget fails on its peak too."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
@@ -25,20 +22,14 @@ PATIENTS = 300
 BUDGET = 256
 
 
-def test_a_local_job_puts_its_whole_budget_in_flight(tmp_path):
+def test_a_local_job_puts_its_whole_budget_in_flight(tmp_path, own_ray_env):
     dataset, labels = make_inputs(tmp_path, 320, PATIENTS)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_") or k == "RAY_USAGE_STATS_ENABLED"}
-    ray_dir = tempfile.mkdtemp(prefix="ray_if_", dir="/tmp")  # short: Ray's socket paths must fit AF_UNIX's limit
-    env["RAY_TMPDIR"] = ray_dir  # its own Ray, as a user's local run starts
     command = [sys.executable, "-m", "jobs.predict", "--labels", str(labels), "--dataset", str(dataset),
                "--out", str(tmp_path / "out"), "--backend", "openai", "--model", "synthetic", "--context-tokens", "32768",
                "--chunk-tokens", "6000", "--in-flight", str(BUDGET), "--num-cpus", "2", "--startup-timeout", "300"]
     with SyntheticLLMServer(hold_until_in_flight=BUDGET, hold_timeout_s=100.0, context_window=32768) as server:
-        try:
-            done = subprocess.run([*command, "--base-url", server.base_url], capture_output=True, text=True, env=env,
-                                  timeout=900, cwd=tmp_path)
-        finally:
-            shutil.rmtree(ray_dir, ignore_errors=True)
+        done = subprocess.run([*command, "--base-url", server.base_url], capture_output=True, text=True,
+                              env=own_ray_env, timeout=900, cwd=tmp_path)
         peak, answered = server.stats.max_in_flight, server.stats.requests
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert answered >= PATIENTS, done.stdout[-3000:]

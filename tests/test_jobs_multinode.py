@@ -28,7 +28,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -46,7 +45,7 @@ from trajonco.prediction_files import read_predictions
 from trajonco.prediction_rows import RUN_DEPENDENT_COLUMNS
 from vista.testing.synthetic_server import SyntheticLLMServer, request_digest
 
-from conftest import RAY, TEST_ENV, free_port
+from conftest import RAY, TEST_ENV, free_port, short_ray_dir
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow,
               pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc")]
@@ -186,12 +185,13 @@ class LocalCluster:
 
 @pytest.fixture()
 def cluster() -> Iterator[LocalCluster]:
-    running = LocalCluster(Path(tempfile.mkdtemp(prefix="raymn_", dir="/tmp")))
-    try:
-        running.start(NODES)
-        yield running
-    finally:
-        running.stop()
+    with short_ray_dir("raymn_") as root:
+        running = LocalCluster(root)
+        try:
+            running.start(NODES)
+            yield running
+        finally:
+            running.stop()
 
 
 # ------------------------------------------------------------------------------------------------ the endpoint

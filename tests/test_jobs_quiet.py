@@ -4,12 +4,9 @@ on stderr (no token-auth notice, no core_worker E-line, no "Progress bars disabl
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 from datetime import datetime
 
 import pyarrow as pa
@@ -39,27 +36,20 @@ def small_job(tmp_path_factory):
     return root, dataset, labels
 
 
-def run_predict(root, dataset, labels, server, out: str, *extra: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_") or k == "RAY_USAGE_STATS_ENABLED"}
-    # its own Ray, as a user's first run would start; in a short folder, since Ray's socket paths must fit AF_UNIX's
-    # 107 bytes (under pytest-xdist, tmp_path alone is ~60)
-    ray_dir = tempfile.mkdtemp(prefix="rayq_", dir="/tmp")
-    env["RAY_TMPDIR"] = ray_dir
+def run_predict(root, dataset, labels, server, env: dict[str, str], out: str, *extra: str) -> subprocess.CompletedProcess:
+    """The job in its own Ray (``env``: `conftest.own_ray_env`), as a user's first run starts one."""
     command = [sys.executable, "-c", "from jobs.cli import trajonco_main; raise SystemExit(trajonco_main())",
                "predict", "--labels", str(labels), "--dataset", str(dataset), "--out", str(root / out),
                "--backend", "openai", "--base-url", server.base_url, "--model", "synthetic", "--num-cpus", "2",
                "--startup-timeout", "300", *extra]
-    try:
-        return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, cwd=root)
-    finally:
-        shutil.rmtree(ray_dir, ignore_errors=True)
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, cwd=root)
 
 
-def test_a_job_prints_no_ray_lines_unless_verbose(small_job):
+def test_a_job_prints_no_ray_lines_unless_verbose(small_job, own_ray_env):
     root, dataset, labels = small_job
     with SyntheticLLMServer() as server:
-        quiet = run_predict(root, dataset, labels, server, "quiet")
-        verbose = run_predict(root, dataset, labels, server, "verbose", "--verbose")
+        quiet = run_predict(root, dataset, labels, server, own_ray_env, "quiet")
+        verbose = run_predict(root, dataset, labels, server, own_ray_env, "verbose", "--verbose")
     assert quiet.returncode == 0, quiet.stderr[-2000:]
     ray_lines = [line for line in quiet.stderr.splitlines() if RAY_LINE.search(line)]
     assert ray_lines == [], "\n".join(ray_lines)

@@ -8,7 +8,6 @@ import asyncio
 import socket
 from datetime import datetime
 
-import pyarrow.parquet as pq
 import pytest
 from pydantic import BaseModel, Field
 

@@ -6,14 +6,14 @@ Each case runs in a fresh process with its own Ray temp directory, so that the p
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
+
+from conftest import short_ray_dir
 
 pytestmark = pytest.mark.ray
 
@@ -74,9 +74,8 @@ def _run(code: str, tmp: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def ray_tmp():
-    tmp = tempfile.mkdtemp(prefix="rbg_", dir="/tmp")  # short: Ray's socket paths must fit AF_UNIX's limit
-    yield tmp
-    shutil.rmtree(tmp, ignore_errors=True)
+    with short_ray_dir("rbg_") as tmp:
+        yield str(tmp)
 
 
 def test_ray_started_in_the_background_runs_tasks_and_is_stopped_at_the_end(ray_tmp):

@@ -20,7 +20,7 @@ import pytest
 
 from baselines import PredictionFileModel, SummaryFeaturizer, evaluate, fit_and_score, make_baselines
 from benchmarks.report import SECTION_IDS, ReportResults, load_results, pareto_front
-from benchmarks.report.tables import ci, ci_n
+from benchmarks.report.tables import ci_n
 from browser_check import SKIP_WITHOUT_CHROMIUM, check_figure_files, open_report
 from trajonco.prediction_files import read_predictions
 from vista.testing.synthetic_server import SyntheticLLMServer

@@ -156,7 +156,6 @@ def paired_table(comparisons: Sequence[PairedComparison]) -> Table:
     """Each agent run against each comparator on the agent's own patients, with the paired difference."""
     rows = []
     for c in comparisons:
-        d = c.difference
         rows.append([c.cohort, c.agent, c.comparator, c.comparator_kind.replace("_", " "),
                      f"{c.n_cases} / {c.n_controls}", *_paired_numbers(c), c.note or ""])
     return Table("table-paired", "Agents vs baselines on the same patients (AUROC; difference with paired 95% CI)",
