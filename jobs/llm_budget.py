@@ -62,11 +62,12 @@ class RayBudgetTransport:
         self.handle = handle
 
     async def acquire_batch(self, requests: list[tuple[int, float | None]], releases: Reports,
-                            renewals: Reports) -> BudgetReply:
+                            renewals: Reports, priority: float) -> BudgetReply:
         from ray.exceptions import RayActorError
 
         try:
-            return await asyncio.wrap_future(self.handle.acquire_batch.remote(requests, releases, renewals).future())
+            return await asyncio.wrap_future(self.handle.acquire_batch.remote(requests, releases, renewals,
+                                                                              priority).future())
         except RayActorError as exc:
             raise BudgetGone(str(exc)) from exc
 

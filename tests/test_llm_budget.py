@@ -713,9 +713,9 @@ class LocalTransport:
         self.service = service
         self.calls = Counter()
 
-    async def acquire_batch(self, requests, releases, renewals):
+    async def acquire_batch(self, requests, releases, renewals, priority=0.0):
         self.calls["acquire_batch"] += 1
-        return await asyncio.ensure_future(self.service.acquire_batch(requests, releases, renewals))
+        return await asyncio.ensure_future(self.service.acquire_batch(requests, releases, renewals, priority))
 
     def release_batch(self, releases, renewals):
         self.calls["release_batch"] += 1

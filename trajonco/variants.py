@@ -1,7 +1,11 @@
 """Variant dispatch: run the single agent, the one-stage chain or the two-stage chain for one prepared patient.
 
 Each variant returns a `VariantOutcome` (the calls, the final answer and events, the chunk statistics, the stage
-latencies, what was dropped or cut); `trajonco.pipeline.assess` turns it into a `PatientResult`.
+latencies, what was dropped or cut); `trajonco.pipeline.assess` turns it into a `PatientResult`. Its calls are served
+as one chain of `expected_calls` (`vista.llm.priority`: a budget serves the longest remaining chain first).
+
+>>> expected_calls(Variant.ONE_STAGE, 12), expected_calls(Variant.TWO_STAGE, 12), expected_calls(Variant.SINGLE_AGENT, 12)
+(13, 25, 1)
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from trajonco.agents.single_agent import run_single_agent
 from trajonco.fitting import check_worker_fits
 from trajonco.preparation import PreparedPatient
 from vista.llm.caller import LLMCaller
+from vista.llm.priority import chain_calls
 
 
 @dataclass(slots=True)
@@ -39,13 +44,22 @@ class VariantOutcome:
     errors: tuple[AgentError, ...] = ()
 
 
+def expected_calls(variant: Variant, chunks: int) -> int:
+    """The calls a variant makes for a patient of ``chunks`` chunks when every answer comes at the first ask: a worker
+    call per chunk and the manager's (two-stage: a preprocessor call per chunk first), or the single agent's one."""
+    if variant is Variant.SINGLE_AGENT:
+        return 1
+    return (2 if variant is Variant.TWO_STAGE else 1) * chunks + 1
+
+
 async def run_variant(variant: Variant, prepared: PreparedPatient, ctx: PromptContext, gateway: LLMCaller,
                       models: OutputModels, fit: ContextFit, stats: ChunkStats) -> VariantOutcome:
     """Run ``variant`` (the chain variants first check that a full chunk fits the room for the prompt)."""
-    if variant is Variant.SINGLE_AGENT:
-        return await single_agent(prepared, ctx, gateway, models, fit, stats)
-    check_worker_fits(prepared.record.subject_id, prepared.chunk_tokens, ctx, models.limits, fit)
-    return await agent_chain(prepared, ctx, gateway, models, fit, stats, two_stage=variant is Variant.TWO_STAGE)
+    with chain_calls(expected_calls(variant, len(prepared.chunks))):
+        if variant is Variant.SINGLE_AGENT:
+            return await single_agent(prepared, ctx, gateway, models, fit, stats)
+        check_worker_fits(prepared.record.subject_id, prepared.chunk_tokens, ctx, models.limits, fit)
+        return await agent_chain(prepared, ctx, gateway, models, fit, stats, two_stage=variant is Variant.TWO_STAGE)
 
 
 async def single_agent(prepared: PreparedPatient, ctx: PromptContext, gateway: LLMCaller, models: OutputModels,

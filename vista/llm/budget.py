@@ -16,8 +16,9 @@ unchanged.
 
 One request = `acquire` (wait for the turn; a `Grant`, or a `Refusal` when the job is stopped or the cool-down is
 longer than the caller may wait), send, then `release` with an `AttemptReport` (tokens really used, answer valid
-or not, failure kind, Retry-After). Waiters are served first come, first served: the head of the line waits until
-every limit allows it, the others wait behind it.
+or not, failure kind, Retry-After). Waiters are served by priority, then first come, first served: the head of the
+line waits until every limit allows it, the others wait behind it, and a waiter of higher priority takes the head's
+place whenever it would otherwise wait (`vista.llm.priority`: the longest remaining chain first).
 
 Tokens per minute are reserved up front (estimated prompt tokens + max_tokens, capped at one minute's worth) and
 corrected on release with the server's usage: unused tokens go back, extra tokens become a debt the next requests
@@ -44,6 +45,8 @@ gets its slot reclaimed when the lease expires, so a lost actor never shrinks th
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -160,13 +163,90 @@ class Limiter(Protocol):
         """True when `acquire` should be given a token estimate (a tokens/min limit is set)."""
         ...
 
-    async def acquire(self, tokens: int = 0, *, max_wait_s: float | None = None) -> Grant | Refusal: ...
+    async def acquire(self, tokens: int = 0, *, max_wait_s: float | None = None,
+                      priority: float = 0.0) -> Grant | Refusal: ...
 
     def release(self, grant: Grant, report: AttemptReport) -> None: ...
 
     def pause_remaining(self) -> float:
         """The cool-down this side knows of (seconds), to sleep before a retry."""
         ...
+
+
+class _Line:
+    """The budget's waiting line: one holder at a time (the head), the others served highest priority first, then
+    in arrival order. The head hands the line over (`yield_to`) when a waiter of higher priority arrives.
+
+    >>> async def demo():
+    ...     line, order = _Line(), []
+    ...     async def wait(name, priority):
+    ...         await line.enter(priority)
+    ...         order.append(name)
+    ...         await asyncio.sleep(0)
+    ...         line.leave()
+    ...     await line.enter(0.0)  # held: the next three queue
+    ...     waiting = [asyncio.ensure_future(wait(n, p)) for n, p in (("low", 1.0), ("high", 5.0), ("low2", 1.0))]
+    ...     await asyncio.sleep(0)
+    ...     line.leave()
+    ...     await asyncio.gather(*waiting)
+    ...     return order
+    >>> asyncio.run(demo())
+    ['high', 'low', 'low2']
+    """
+
+    def __init__(self) -> None:
+        self._holder: asyncio.Task | None = None
+        self._holder_arrival = 0
+        self._waiting: list[tuple[float, int, asyncio.Future[None], asyncio.Task | None]] = []
+        self._arrivals = itertools.count()
+
+    def locked(self) -> bool:
+        """Someone holds the line (waits for its turn under the limits)."""
+        return self._holder is not None
+
+    async def enter(self, priority: float, arrival: int | None = None) -> None:
+        """Hold the line (waiting behind the holder and every waiter of higher priority, or of equal priority that
+        came earlier; ``arrival``: when this caller first came, for one that queues again)."""
+        task = asyncio.current_task()
+        arrival = next(self._arrivals) if arrival is None else arrival
+        if self._holder is None and not self._waiting:
+            self._holder, self._holder_arrival = task, arrival
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (-priority, arrival, turn, task))
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():  # handed the line, then cancelled before it ran: pass it on
+                self.leave()
+            raise
+
+    def leave(self) -> None:
+        """(The holder) hand the line to the next waiter, or free it; from anyone else, nothing (a waiter cancelled
+        while it queued again in `yield_to` no longer holds the line it leaves on its way out)."""
+        if self._holder is not asyncio.current_task():
+            return
+        while self._waiting:
+            _, arrival, turn, task = heapq.heappop(self._waiting)
+            if not turn.done():
+                self._holder, self._holder_arrival = task, arrival
+                turn.set_result(None)
+                return
+        self._holder = None
+
+    def outranked(self, priority: float) -> bool:
+        """A live waiter has a higher priority than ``priority``."""
+        while self._waiting and self._waiting[0][2].done():  # cancelled waiters
+            heapq.heappop(self._waiting)
+        return bool(self._waiting) and -self._waiting[0][0] > priority
+
+    async def yield_to(self, priority: float) -> None:
+        """(The holder, of ``priority``) let a waiter of higher priority go first, and queue for the line again in
+        its first place among equals."""
+        if self.outranked(priority):
+            arrival = self._holder_arrival
+            self.leave()
+            await self.enter(priority, arrival)
 
 
 @dataclass(slots=True)
@@ -186,7 +266,7 @@ class RequestBudget:
         self.breaker = breaker
         self._clock = clock or SystemClock()  # (the breaker keeps its own clock: pass it the same one in tests)
         self._poll_s = poll_s
-        self._line = asyncio.Lock()
+        self._line = _Line()
         self._changed = asyncio.Event()
         self._cooldown = Cooldown(clock=self._clock)
         self._window = ConcurrencyWindow(self.limits.max_in_flight, policy=self.limits.window)
@@ -213,19 +293,23 @@ class RequestBudget:
     def pause_remaining(self) -> float:
         return self._cooldown.remaining()
 
-    async def acquire(self, tokens: int = 0, *, max_wait_s: float | None = None) -> Grant | Refusal:
-        """Wait for a turn under every limit; `Refusal` when stopped or when the cool-down exceeds ``max_wait_s``."""
-        return (await self.acquire_many([(tokens, max_wait_s)]))[0]
+    async def acquire(self, tokens: int = 0, *, max_wait_s: float | None = None,
+                      priority: float = 0.0) -> Grant | Refusal:
+        """Wait for a turn under every limit (higher ``priority`` first); `Refusal` when stopped or when the cool-down
+        exceeds ``max_wait_s``."""
+        return (await self.acquire_many([(tokens, max_wait_s)], priority=priority))[0]
 
-    async def acquire_many(self, requests: Sequence[tuple[int, float | None]]) -> list[Grant | Refusal]:
-        """Outcomes for a prefix (at least one) of ``requests`` — ``(tokens, max_wait_s)`` each: the first waits its
-        turn like `acquire`; the following are granted while the limits allow it right away. One call thus serves
-        a whole batch of a remote caller's requests (see `vista.llm.shared_budget`)."""
+    async def acquire_many(self, requests: Sequence[tuple[int, float | None]], *,
+                           priority: float = 0.0) -> list[Grant | Refusal]:
+        """Outcomes for a prefix (at least one) of ``requests`` — ``(tokens, max_wait_s)`` each, ``priority`` that of
+        the first: the first waits its turn like `acquire`; the following are granted while the limits allow it
+        right away. One call thus serves a whole batch of a remote caller's requests (see `vista.llm.shared_budget`)."""
         if not requests:
             raise ValueError("acquire_many needs at least one request")
         asked = self._clock.monotonic()
-        async with self._line:
-            first = await self._wait_turn(*requests[0], asked)
+        await self._line.enter(priority)
+        try:
+            first = await self._wait_turn(*requests[0], asked, priority)
             outcomes: list[Grant | Refusal] = [first]
             if isinstance(first, Grant):
                 for tokens, _ in requests[1:]:
@@ -233,9 +317,12 @@ class RequestBudget:
                         break
                     outcomes.append(self._grant(tokens, asked))
             return outcomes
+        finally:
+            self._line.leave()
 
-    async def _wait_turn(self, tokens: int, max_wait_s: float | None, asked: float) -> Grant | Refusal:
-        """(Holding the line) wait until every limit allows one request of ``tokens``, then grant it."""
+    async def _wait_turn(self, tokens: int, max_wait_s: float | None, asked: float, priority: float) -> Grant | Refusal:
+        """(Holding the line) wait until every limit allows one request of ``tokens``, then grant it; after each wait,
+        a waiter of higher priority goes first."""
         while True:
             if self.stopped is not None:
                 return Refusal(True, self.stopped)
@@ -246,15 +333,13 @@ class RequestBudget:
                 if left is not None and pause > left:
                     return Refusal(False, f"asked to pause {pause:.0f} s", pause)
                 await self._clock.sleep(min(pause, self._poll_s))
-                continue
-            if self._slots_full():
+            elif self._slots_full():
                 await self._wait_for_change(min(self._held, default=None))
-                continue
-            wait = self._wait_for(tokens)
-            if wait > 0:
+            elif (wait := self._wait_for(tokens)) > 0:
                 await self._clock.sleep(min(wait, self._poll_s))
-                continue
-            return self._grant(tokens, asked)
+            else:
+                return self._grant(tokens, asked)
+            await self._line.yield_to(priority)
 
     def _slots_full(self) -> bool:
         limit = self._window.limit
@@ -422,7 +507,6 @@ class RequestBudget:
     def _extend_cooldown(self, seconds: float) -> None:
         """Pause everyone for ``seconds``: a pause that overlaps the current one extends it (one pause, counted
         once, ending at the later deadline)."""
-        now = self._clock.monotonic()
         left = self._cooldown.remaining()
         self._cooldown.extend(seconds)
         added = self._cooldown.remaining() - left

@@ -46,6 +46,7 @@ from vista.llm.errors import BackendError, ErrorKind, LLMCallError, LLMCallFaile
 from vista.llm.messages import Message, as_messages, with_schema_prompt
 from vista.llm.pacing import Clock, SystemClock
 from vista.llm.prices import PriceTable
+from vista.llm.priority import call_done, request_priority
 from vista.llm.retry import RetryPolicy
 from vista.llm.schema import JSONSchema, response_format, response_schema, schema_instructions, schema_name
 from vista.llm.usage import CallRecord, UsageLedger, utc_now
@@ -247,8 +248,17 @@ class LLMGateway:
         ``messages`` are `Message`s or ``{"role", "content"}`` mappings. Raises only for caller mistakes:
         malformed messages (`ValueError`/`TypeError`) or an unbounded response model (`SchemaError`) — and
         `LLMEndpointFailure` when a shared ``limiter`` stopped the job (its circuit breaker tripped, the quota is
-        exhausted): that is the job's failure, not this call's.
+        exhausted): that is the job's failure, not this call's. Budgets serve the call by its chain's priority
+        (`vista.llm.priority`), which counts one call off when it returns.
         """
+        try:
+            return await self._complete(messages, response_model, agent=agent, patient_id=patient_id,
+                                        max_tokens=max_tokens, use_cache=use_cache)
+        finally:
+            call_done()
+
+    async def _complete(self, messages: Sequence[Message | Mapping[str, str]], response_model: type[M], *, agent: str,
+                        patient_id: str | int | None, max_tokens: int | None, use_cache: bool) -> LLMResult[M]:
         messages = as_messages(messages)
         schema = self.schema_for(response_model)
         call = _CallInfo(
@@ -445,10 +455,11 @@ class LLMGateway:
     async def _acquire(self, tokens: int, start: float) -> list[tuple[Limiter, Grant]]:
         """A grant from every limiter (own first, then the shared one), within what is left of the retry budget."""
         grants: list[tuple[Limiter, Grant]] = []
+        priority = request_priority()
         try:
             for limiter in self._limiters:
                 left = self._policy.budget_s - (self._clock.monotonic() - start)
-                outcome = await limiter.acquire(tokens, max_wait_s=left)
+                outcome = await limiter.acquire(tokens, max_wait_s=left, priority=priority)
                 if isinstance(outcome, Refusal):
                     if outcome.stopped:
                         raise LLMEndpointFailure(outcome.message)

@@ -58,10 +58,11 @@ class BudgetService:
         self.budget = RequestBudget(limits, breaker=breaker, first_id=secrets.randbits(40) << 20)
 
     async def acquire_batch(self, requests: list[tuple[int, float | None]], releases: Reports,
-                            renewals: Reports = ()) -> BudgetReply:
-        """Apply a caller's renewals and releases, then grant a prefix of its waiting requests (at least one)."""
+                            renewals: Reports = (), priority: float = 0.0) -> BudgetReply:
+        """Apply a caller's renewals and releases, then grant a prefix of its waiting requests (at least one;
+        ``priority``: that of the first, against other callers' batches)."""
         self._apply(releases, renewals)
-        outcomes = await self.budget.acquire_many(requests)
+        outcomes = await self.budget.acquire_many(requests, priority=priority)
         return BudgetReply(outcomes, self.budget.reuse_allowed())
 
     async def release_batch(self, releases: Reports, renewals: Reports = ()) -> bool:
@@ -90,7 +91,7 @@ class BudgetTransport(Protocol):
     """How a `RemoteBudget` reaches its `BudgetService` (a Ray actor handle in a job)."""
 
     def acquire_batch(self, requests: list[tuple[int, float | None]], releases: Reports,
-                      renewals: Reports) -> Awaitable[BudgetReply]:
+                      renewals: Reports, priority: float) -> Awaitable[BudgetReply]:
         """`BudgetService.acquire_batch` there; raises `BudgetGone` when the service is gone."""
         ...
 
@@ -112,6 +113,7 @@ class _Kept:
 class _Waiter:
     tokens: int
     max_wait_s: float | None
+    priority: float
     future: asyncio.Future
 
 
@@ -167,7 +169,8 @@ class RemoteBudget:
         Retry-After in the gateway's retry loop, without holding back this actor's other requests)."""
         return 0.0
 
-    async def acquire(self, tokens: int = 0, *, max_wait_s: float | None = None) -> Grant | Refusal:
+    async def acquire(self, tokens: int = 0, *, max_wait_s: float | None = None,
+                      priority: float = 0.0) -> Grant | Refusal:
         if self._kept and self._reuse and tokens == 0:
             kept = self._kept.pop()
             self._renewed.append((kept.grant.grant_id, kept.report))
@@ -176,7 +179,7 @@ class RemoteBudget:
                 self._report = asyncio.get_running_loop().call_later(self._report_s, self._send_releases)
             return kept.grant
         self.asked += 1
-        waiter = _Waiter(tokens, max_wait_s, asyncio.get_running_loop().create_future())
+        waiter = _Waiter(tokens, max_wait_s, priority, asyncio.get_running_loop().create_future())
         self._waiting.append(waiter)
         if self._pump is None or self._pump.done():
             self._pump = asyncio.ensure_future(self._run_pump())
@@ -263,11 +266,13 @@ class RemoteBudget:
             self._waiting = [w for w in self._waiting if not w.future.done()]  # drop cancelled waiters
             if not self._waiting:
                 return
-            batch = self._waiting[: self._max_batch]
+            # highest priority first (the budget grants a prefix), arrival order among equals (the sort is stable)
+            batch = sorted(self._waiting, key=lambda w: -w.priority)[: self._max_batch]
             releases, self._released = self._released, []
             renewals, self._renewed = self._renewed, []
             try:
-                reply = await self._transport.acquire_batch([(w.tokens, w.max_wait_s) for w in batch], releases, renewals)
+                reply = await self._transport.acquire_batch([(w.tokens, w.max_wait_s) for w in batch], releases, renewals,
+                                                            batch[0].priority)
                 outcomes = reply.outcomes
                 self._allow_reuse(reply.reuse)
             except BudgetGone:  # the driver ended the job (it kills the budget on its way out)
