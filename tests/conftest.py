@@ -119,6 +119,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: 0 if _is_ray(item) else 1 if item.path in heavy_files else 2)  # stable
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Refuse ``--dist loadgroup`` under pytest 9 (pyproject pins pytest <9): pytest 9 keeps a node's id in ``_id``
+    and ignores the group suffix pytest-xdist 3.8 writes to ``_nodeid``, so the scheduler below would split the
+    Ray group and run Ray tests on every worker at once (seen: three session heads, load 12 on 2 cores)."""
+    if config.getoption("dist", "no") == "loadgroup" and int(pytest.__version__.split(".")[0]) >= 9:
+        raise pytest.UsageError(f"pytest {pytest.__version__} cannot group the Ray tests under pytest-xdist's "
+                                "--dist loadgroup: install the dev dependencies (pytest <9), e.g. `make setup`")
+
+
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """``--dist loadgroup``: the "ray" group is one work unit and every other file is one (``--dist loadfile``: a
