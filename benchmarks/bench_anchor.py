@@ -33,6 +33,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -57,6 +58,7 @@ class Run:
     server_max_in_flight: int
     exit_code: int
     startup_s: float | None = None  # the job's own start-up (summary.json)
+    first_request_s: float | None = None  # launch to the endpoint's first chat request
     failed: int = 0  # anchor: answers that did not parse; job: rows not ok
     method: str = "subreaper"  # how the tree's CPU was counted (`benchmarks.tree_cpu`)
 
@@ -105,6 +107,7 @@ def run_job(args: argparse.Namespace, dataset: Path, labels: Path, budget: int, 
                         base_url=proxy.base_url if proxy else endpoint.base_url, budget=budget,
                         chunk_tokens=args.chunk_tokens)
         ray_dir = tempfile.mkdtemp(prefix="ray_anchor_", dir="/tmp")
+        launched = time.time()
         try:
             counted = run_counted(argv, env=job_env(ray_dir), timeout_s=args.timeout)
         finally:
@@ -129,8 +132,10 @@ def run_job(args: argparse.Namespace, dataset: Path, labels: Path, budget: int, 
     calls = stats["requests"]
     bound = max(calls * latency / budget, longest * latency)
     not_ok = sum(n for status, n in (summary.get("by_status") or {}).items() if status != "ok")
+    first = stats.get("first_arrival")
     return Run(who, budget, latency, calls, usage.cpu_s, usage.wall_s, round(bound, 1), stats["max_in_flight"],
-               usage.returncode, summary.get("startup_s"), not_ok, usage.method)
+               usage.returncode, summary.get("startup_s"), round(first - launched, 2) if first else None, not_ok,
+               usage.method)
 
 
 def run_anchor(args: argparse.Namespace, bodies: Path, budget: int, latency: float) -> Run:
@@ -138,6 +143,7 @@ def run_anchor(args: argparse.Namespace, bodies: Path, budget: int, latency: flo
     try:
         command = [sys.executable, "-m", "benchmarks.anchor_asyncio", "--bodies", str(bodies), "--base-url",
                    endpoint.base_url, "--in-flight", str(budget)]
+        launched = time.time()
         counted = run_counted(command, timeout_s=args.timeout)
         stats = endpoint.stats()
     finally:
@@ -150,8 +156,10 @@ def run_anchor(args: argparse.Namespace, bodies: Path, budget: int, latency: flo
                    stats["max_in_flight"], usage.returncode)
     result = json.loads(lines[-1])
     bound = math.ceil(result["calls"] / budget) * latency
+    first = stats.get("first_arrival")
     return Run("anchor", budget, latency, stats["requests"], usage.cpu_s, usage.wall_s, round(bound, 1),
-               stats["max_in_flight"], usage.returncode, None, int(result["failed"]), usage.method)
+               stats["max_in_flight"], usage.returncode, None, round(first - launched, 2) if first else None,
+               int(result["failed"]), usage.method)
 
 
 def say(run: Run) -> Run:
@@ -164,14 +172,15 @@ def say(run: Run) -> Run:
 
 def print_table(runs: list[Run]) -> None:
     head = (f"{'setting':<14} {'who':<10} {'calls':>6} {'CPU s':>7} {'CPU ms/call':>11} {'wall s':>7} {'start s':>7} "
-            f"{'bound s':>7} {'wall/bound':>10} {'server max':>10} {'failed':>6}")
+            f"{'1st req s':>9} {'bound s':>7} {'wall/bound':>10} {'server max':>10} {'failed':>6}")
     print(head)
     print("-" * len(head))
     for r in runs:
         setting = f"{r.in_flight} @ {r.latency_s:g} s"
         start = f"{r.startup_s:.1f}" if r.startup_s is not None else "-"
+        first = f"{r.first_request_s:.1f}" if r.first_request_s is not None else "-"
         print(f"{setting:<14} {r.who:<10} {r.calls:>6} {r.cpu_s:>7.1f} {r.cpu_ms_per_call:>11.1f} {r.wall_s:>7.1f} "
-              f"{start:>7} {r.bound_s:>7.1f} {r.wall_over_bound:>10.2f} {r.server_max_in_flight:>10} {r.failed:>6}"
+              f"{start:>7} {first:>9} {r.bound_s:>7.1f} {r.wall_over_bound:>10.2f} {r.server_max_in_flight:>10} {r.failed:>6}"
               + ("" if r.exit_code == 0 else f"  (exit {r.exit_code})"))
 
 
@@ -246,7 +255,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"\nCPU: user + system of the whole process tree (the job's driver, actors and every Ray process; counted by "
           f"{' and '.join(methods)}{'' if methods == ['cgroup'] else ': a subreaper count is a lower bound'}); wall: "
           "launch to exit, start-up included; bound: job max(calls x latency / N, longest chain x latency), anchor "
-          "ceil(calls / N) x latency; server max: most requests the endpoint held at once")
+          "ceil(calls / N) x latency; start: the job's own start-up (its first task started, summary.json); 1st "
+          "req: launch to the endpoint's first chat request; server max: most requests the endpoint held at once")
     for line in compare(runs):
         print(line)
     if args.results is not None:

@@ -151,9 +151,10 @@ class Endpoint:
         raise RuntimeError("the synthetic endpoint did not start")
 
     def stats(self) -> dict[str, int]:
-        """Requests answered so far and the most held at once (``max_in_flight``)."""
+        """Requests answered so far, the most held at once (``max_in_flight``), and when the first one arrived
+        (``first_arrival``, a ``time.time()``; absent before any)."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=10) as answer:
-            return {k: int(v) for k, v in json.load(answer).items()}
+            return {k: v for k, v in json.load(answer).items() if v is not None}
 
     def requests(self) -> int:
         return self.stats()["requests"]

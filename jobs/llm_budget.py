@@ -101,7 +101,9 @@ class JobBudget:
     @classmethod
     def start(cls, *, run_id: str, llm: LLMConfig, limits: BudgetLimits,
               policy: BreakerPolicy | None = BreakerPolicy(**JOB_HINTS)) -> JobBudget:
-        """Start the budget actor of job ``run_id`` (no CPU; on the driver's node, whose loss ends the job anyway)."""
+        """Start the budget actor of job ``run_id`` (no CPU; on the driver's node, whose loss ends the job anyway),
+        without waiting for it: its name is registered at once (the job's actors find it while it starts), and
+        its process starts while the patient actors do."""
         import ray
 
         name = f"llm-budget-{run_id}"
@@ -119,7 +121,6 @@ class JobBudget:
             # no record of the requests still in flight (tests/test_jobs_multinode.py).
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=False)
         handle = ray.remote(LLMBudgetActor).options(**options).remote(limits, policy, endpoint_of(llm), llm.model)
-        ray.get(handle.stats.remote(), timeout=120)  # started and answering
         return cls(handle, BudgetRef(name, BUDGET_NAMESPACE, wants_tokens=limits.tokens_per_min is not None), limits)
 
     def stats(self, timeout_s: float = 30.0) -> BudgetStats | None:

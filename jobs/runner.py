@@ -294,9 +294,9 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
             retry = RetryCounts.of(plan.selected, states, job.policy)
             tracker = ProgressTracker(job.name, to_run=len(plan.todo), skipped_before=plan.skipped)
             if plan.todo:
+                ordered, order_s = job.order(plan.todo)  # (while Ray may still be starting)
                 runtime = ray.runtime()
                 in_flight = job.size(runtime, len(plan.todo))
-                ordered, order_s = job.order(plan.todo)
                 job.announce(console, plan, runtime, retry, order_s)
                 with _budget(job, in_flight, tracker) as budget:
                     passes = _run_passes(job, ordered, budget.ref if budget is not None else None, tracker, console)

@@ -384,7 +384,9 @@ class SyntheticLLMServer:
         with self._lock:
             return web.json_response({"requests": self.stats.requests, "rejected": self.stats.rejected,
                                       "distinct": len(self.stats.digests), "in_flight": self.stats.in_flight,
-                                      "max_in_flight": self.stats.max_in_flight})
+                                      "max_in_flight": self.stats.max_in_flight,
+                                      # time.time() of the earliest chat request (None before one arrived)
+                                      "first_arrival": min((t for t, _ in self.stats.arrivals), default=None)})
 
     # --------------------------------------------------------------------------------------------- lifecycle
     async def _start(self) -> None:
