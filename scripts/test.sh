@@ -2,10 +2,9 @@
 # Run the whole test suite (unit, slow, real-model and Ray tests, and every docstring example in the packages: see
 # pyproject's [tool.pytest]) and list its 25 slowest tests. pytest's exit 5 (no tests) is a failure.
 #
-# One pytest run on three pytest-xdist workers: the `ray` tests are split by file into two groups (TEST_RAY_GROUPS),
-# each run serially by one worker on its own session head (so at most two Ray clusters at once; one serial group made
-# the suite 29.5 min), while the remaining worker, and each Ray worker once its group is done, take every other file
-# whole (a module's fixtures are built once); see tests/conftest.py. TEST_WORKERS (default 3) is the number of workers.
+# One pytest run on three pytest-xdist workers: one runs the `ray` tests serially (one Ray cluster at a time, on one
+# session head; over tests/test_jobs_ray.py they used ~1.2 of 2 cores), while the other two take every other file whole (a
+# module's fixtures are built once); see tests/conftest.py. TEST_WORKERS (default 2) is the number of the latter.
 # Arguments (e.g. one test file) run a single serial pytest with them instead.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +24,7 @@ if [[ $# -gt 0 ]]; then
 fi
 timings=$(mktemp -d)
 trap 'rm -rf "$timings"' EXIT
-run -n "${TEST_WORKERS:-3}" --dist loadgroup --no-loadscope-reorder --durations=25 \
+run -n "$(( ${TEST_WORKERS:-2} + 1 ))" --dist loadgroup --no-loadscope-reorder --durations=25 \
   --junitxml="$timings/all.xml"
 status=$?
 echo "===== slowest 25 tests (setup + call + teardown) ====="

@@ -105,40 +105,18 @@ def _is_heavy(item: pytest.Item) -> bool:
     return any(item.get_closest_marker(name) for name in ("slow", "llm"))
 
 
-RAY_GROUPS = int(os.environ.get("TEST_RAY_GROUPS", "2"))
-"""Ray groups under ``--dist loadgroup``: at most this many Ray clusters run at once, one per worker (measured on 2
-cores: one serial group made the suite 29.5 min, the Ray tests then being its critical path; unbounded, three
-workers ran three clusters at once, load 12, and wall-clock assertions broke)."""
-
-
-def _ray_groups(items: list[pytest.Item], groups: int) -> dict[Path, int]:
-    """Each Ray test file's group: longest first onto the lightest group, a file's weight its tests (a slow or
-    real-model test counted as 60 s, another as 8 s, roughly what they take on 2 cores)."""
-    weights: dict[Path, int] = {}
-    for item in items:
-        if _is_ray(item):
-            weights[item.path] = weights.get(item.path, 0) + (60 if _is_heavy(item) else 8)
-    loads, chosen = [0] * groups, {}
-    for path, weight in sorted(weights.items(), key=lambda kv: (-kv[1], str(kv[0]))):
-        chosen[path] = loads.index(min(loads))
-        loads[chosen[path]] += weight
-    return chosen
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group into the test id ("...@ray0")
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group into the test id ("...@ray")
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``--dist loadgroup`` (scripts/test.sh) the ``ray`` tests are split by file into `RAY_GROUPS` xdist
-    groups ("ray0", "ray1"), each run serially by one worker on its own session head, while the other workers take
-    the rest file by file. The Ray groups come first, then the files holding slow or real-model tests, so the
-    longest work starts at once."""
+    """Under ``--dist loadgroup`` (scripts/test.sh) every ``ray`` test joins the xdist group "ray", run serially by
+    one worker on one session head while the other workers take the rest file by file. The Ray group comes first,
+    then the files holding slow or real-model tests, so the longest work starts at once."""
     if not getattr(config.option, "loadgroup", False):
         return
     heavy_files = {item.path for item in items if not _is_ray(item) and _is_heavy(item)}
-    groups = _ray_groups(items, max(1, RAY_GROUPS))
     for item in items:
         if _is_ray(item):
-            item.add_marker(pytest.mark.xdist_group(f"ray{groups[item.path]}"))
-    items.sort(key=lambda item: (0, groups[item.path]) if _is_ray(item) else (1 if item.path in heavy_files else 2, 0))
+            item.add_marker(pytest.mark.xdist_group("ray"))
+    items.sort(key=lambda item: 0 if _is_ray(item) else 1 if item.path in heavy_files else 2)  # stable
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -152,7 +130,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """``--dist loadgroup``: each Ray group is one work unit and every other file is one (``--dist loadfile``: a
+    """``--dist loadgroup``: the "ray" group is one work unit and every other file is one (``--dist loadfile``: a
     module's fixtures are built once), handed out in collection order (``--no-loadscope-reorder``)."""
     if config.getvalue("dist") != "loadgroup":
         return None
@@ -160,8 +138,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
     class RayGroupOrFile(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            group = nodeid.rpartition("@")[2] if "@" in nodeid else ""
-            return group if group.startswith("ray") else nodeid.split("::", 1)[0]
+            return "ray" if nodeid.endswith("@ray") else nodeid.split("::", 1)[0]
 
     return RayGroupOrFile(config, log)
 
