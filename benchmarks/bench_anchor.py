@@ -96,6 +96,12 @@ def job_env(ray_dir: str) -> dict[str, str]:
     return env
 
 
+def first_request_s(stats: dict, launched: float) -> float | None:
+    """Seconds from ``launched`` (a ``time.time()``) to the endpoint's first chat request (None: it had none)."""
+    first = stats.get("first_arrival")
+    return round(first - launched, 2) if first is not None else None
+
+
 def run_job(args: argparse.Namespace, dataset: Path, labels: Path, budget: int, latency: float, *, who: str,
             record: Path | None = None, faults: FaultPlan | None = None) -> Run:
     out = args.work / f"out_{who.replace('+', '_')}_{budget}"
@@ -132,10 +138,8 @@ def run_job(args: argparse.Namespace, dataset: Path, labels: Path, budget: int, 
     calls = stats["requests"]
     bound = max(calls * latency / budget, longest * latency)
     not_ok = sum(n for status, n in (summary.get("by_status") or {}).items() if status != "ok")
-    first = stats.get("first_arrival")
     return Run(who, budget, latency, calls, usage.cpu_s, usage.wall_s, round(bound, 1), stats["max_in_flight"],
-               usage.returncode, summary.get("startup_s"), round(first - launched, 2) if first else None, not_ok,
-               usage.method)
+               usage.returncode, summary.get("startup_s"), first_request_s(stats, launched), not_ok, usage.method)
 
 
 def run_anchor(args: argparse.Namespace, bodies: Path, budget: int, latency: float) -> Run:
@@ -156,10 +160,9 @@ def run_anchor(args: argparse.Namespace, bodies: Path, budget: int, latency: flo
                    stats["max_in_flight"], usage.returncode)
     result = json.loads(lines[-1])
     bound = math.ceil(result["calls"] / budget) * latency
-    first = stats.get("first_arrival")
     return Run("anchor", budget, latency, stats["requests"], usage.cpu_s, usage.wall_s, round(bound, 1),
-               stats["max_in_flight"], usage.returncode, None, round(first - launched, 2) if first else None,
-               int(result["failed"]), usage.method)
+               stats["max_in_flight"], usage.returncode, None, first_request_s(stats, launched), int(result["failed"]),
+               usage.method)
 
 
 def say(run: Run) -> Run:

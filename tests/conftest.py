@@ -184,7 +184,8 @@ class RayHead:
 @pytest.fixture(scope="session")
 def ray_head() -> Iterator[RayHead]:
     """A local Ray head with the dashboard (2 CPUs), for the whole session."""
-    temp_dir = Path(tempfile.mkdtemp(prefix="rayjobs_", dir="/tmp"))  # short: see `short_ray_dir`
+    # short, as `short_ray_dir` makes, but kept after the session: the head's logs stay for a post-mortem
+    temp_dir = Path(tempfile.mkdtemp(prefix="rayjobs_", dir="/tmp"))
     port, dashboard = free_port(), free_port()
     cmd = [
         str(RAY), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
