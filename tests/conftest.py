@@ -105,6 +105,25 @@ def _is_heavy(item: pytest.Item) -> bool:
     return any(item.get_closest_marker(name) for name in ("slow", "llm"))
 
 
+
+def _ray_initialized() -> bool:
+    ray = sys.modules.get("ray")  # never imported here: a test that did not import Ray started none
+    return ray is not None and ray.is_initialized()
+
+
+@pytest.fixture(autouse=True)
+def _no_stray_ray(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test without the ``ray`` marker that leaves a Ray runtime of its own running fails: its cluster would run
+    beside the session head for the rest of the session (seen: one left from a worker's test, 9 minutes)."""
+    before = _ray_initialized()
+    yield
+    if not before and _ray_initialized() and not _is_ray(request.node):
+        import ray
+
+        ray.shutdown()
+        pytest.fail(f"{request.node.nodeid} left a Ray runtime running: mark it `ray` (or shut Ray down)",
+                    pytrace=False)
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group into the test id ("...@ray")
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under ``--dist loadgroup`` (scripts/test.sh) every ``ray`` test joins the xdist group "ray", run serially by

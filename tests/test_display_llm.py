@@ -51,11 +51,11 @@ def test_real_model_fills_every_variable_with_checked_citations(tmp_path):
     assert display.uncited_values == sum(v.origin == "uncited" for v in display.values)
 
 
-WINDOW = 4096  # half of SmolLM2's 8,192: the same cut and overflow check, with half the prompt for the model to read
+WINDOW = 2048  # a quarter of SmolLM2's 8,192: the same cut and overflow check, with a quarter of the prompt to read
 
 
 def test_a_long_timeline_is_fitted_to_the_embedded_models_context_window(tmp_path):
-    """400 follow-up events (≈40k characters) cut to what the embedded model's context holds (loaded with a 4k
+    """400 follow-up events (≈40k characters) cut to what the embedded model's context holds (loaded with a 2k
     window): the call succeeds (no context overflow: the model itself refuses a longer prompt) and the view keeps
     histology, stage and biomarkers."""
     from test_display_view import KEY_IDS, long_timeline

@@ -1,7 +1,7 @@
 """`trajonco predict` asks the endpoint its options name, and says so: the README's form (``--base-url URL --model
 M``, no ``--backend``) sends every request to that server, and the rows and the summary record the backend, the
-endpoint's host:port and the model the server named; a run left to the embedded model is labelled with it in rows,
-summary and report. (The rule itself, without Ray: tests/test_llm_choice.py.)"""
+endpoint's host:port and the model the server named. (A run left to the embedded model, labelled with it in rows,
+summary and report: tests/test_jobs_ray.py; the rule itself, without Ray: tests/test_llm_choice.py.)"""
 
 from __future__ import annotations
 
@@ -55,33 +55,3 @@ def test_predict_with_a_base_url_and_no_backend_asks_that_endpoint(cohort, ray_s
     llm = json.loads(summary)["llm"]
     assert (llm["backend"], llm["endpoint_host"], llm["model"]) == ("openai", f"127.0.0.1:{port}", "M")
     assert llm["served_models"] == ["M-2026-01-15"] and server.base_url not in summary
-
-
-@pytest.mark.llm
-def test_a_run_on_the_embedded_model_is_labelled_with_it_in_rows_summary_and_report(cohort, ray_session, tmp_path,
-                                                                                     monkeypatch):
-    from benchmarks.report.predictions import evaluate_predictions, load_predictions
-    from benchmarks.report.sections import ran_embedded
-    from benchmarks.report.settings import PredictionSource
-    from jobs import predict
-
-    for var in ("VISTA_LLM_BACKEND", "VISTA_LLM_BASE_URL", "VISTA_LLM_MODEL", "TRAJONCO_LLM_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-    out = tmp_path / "embedded"
-    labels = cohort["root"] / "one.parquet"
-    pq.write_table(pl.read_parquet(cohort["labels"]).head(1).to_arrow(), labels)
-    argv = ["--labels", str(labels), "--dataset", str(cohort["dataset"]), "--out", str(out), "--actors", "1",
-            "--actor-cpus", "1", "--patients-per-actor", "1", "--llm", "max_tokens=256", "--truncate-tokens", "800"]
-    summary = predict.run(predict.build_parser().parse_args(argv))
-    assert summary.ran == 1 and summary.llm is not None
-    assert (summary.llm.backend, summary.llm.endpoint_host) == ("embedded", "in-process")
-    assert summary.llm.served_models == ["SmolLM2-135M-Instruct.Q4_1"]
-    row = rows_of(out).row(0, named=True)
-    assert (row["backend"], row["endpoint_host"], row["served_model"]) == ("embedded", "in-process",
-                                                                          "SmolLM2-135M-Instruct.Q4_1")
-    path = out / "predictions.parquet"
-    loaded = load_predictions(PredictionSource(path=path, cohort="lung"))
-    assert loaded.llm_backend == "embedded" and loaded.served_model == "SmolLM2-135M-Instruct.Q4_1"
-    result, _ = evaluate_predictions(loaded, pl.read_parquet(labels), cohort="lung", gap_days=365, n_resamples=10,
-                                     seed=0)
-    assert ran_embedded(result)  # the report's caveat: machinery only

@@ -376,19 +376,38 @@ def _short_patients(cohort, n: int, max_tokens: int = 1400) -> Path:
 
 @pytest.mark.llm
 @pytest.mark.slow
-def test_embedded_model_predicts_and_resumes_from_its_cache(cohort, ray_session, tmp_path):
+def test_embedded_model_predicts_and_resumes_from_its_cache(cohort, ray_session, tmp_path, monkeypatch):
+    """A run left to the default LLM (no ``--backend``) answers with the embedded model, says so in rows, summary
+    and report, and a rerun without its rows answers every call from the cache."""
+    from benchmarks.report.predictions import evaluate_predictions, load_predictions
+    from benchmarks.report.sections import ran_embedded
+    from benchmarks.report.settings import PredictionSource
     from jobs import predict
 
     labels = _short_patients(cohort, 1)  # one patient whose timeline fits one chunk of the small model: a worker
     n = pq.read_metadata(labels).num_rows  # and a manager call, each asked again (from the cache) on the rerun
     assert n == 1
+    for var in ("VISTA_LLM_BACKEND", "VISTA_LLM_BASE_URL", "VISTA_LLM_MODEL", "TRAJONCO_LLM_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
     out = tmp_path / "embedded"
-    argv = ["--labels", str(labels), "--dataset", str(cohort["dataset"]), "--out", str(out), "--backend", "embedded",
+    argv = ["--labels", str(labels), "--dataset", str(cohort["dataset"]), "--out", str(out),
             "--actors", "1", "--actor-cpus", "1", "--patients-per-actor", "1", "--llm", "max_tokens=256"]
     first = run_in_process(predict, argv)
     assert first.complete and first.ran == n and first.llm_calls >= 2 * n and first.cache_hits == 0
     frame = pl.from_arrow(read_predictions(out))
     assert frame["status"].to_list() == ["ok"] * n and frame["model"].to_list() == ["smollm2-135m-instruct-q4_1"] * n
+    # labelled with the model that answered, in rows, summary and report (the choice itself:
+    # tests/test_jobs_llm_choice_ray.py and tests/test_llm_choice.py)
+    served = "SmolLM2-135M-Instruct.Q4_1"
+    assert first.llm is not None and (first.llm.backend, first.llm.endpoint_host) == ("embedded", "in-process")
+    assert first.llm.served_models == [served]
+    rows = pl.concat([pl.read_parquet(path) for path in part_files(out)], how="diagonal_relaxed")
+    assert set(zip(rows["backend"], rows["endpoint_host"], rows["served_model"])) == {("embedded", "in-process", served)}
+    loaded = load_predictions(PredictionSource(path=out / "predictions.parquet", cohort="lung"))
+    assert (loaded.llm_backend, loaded.served_model) == ("embedded", served)
+    result, _ = evaluate_predictions(loaded, pl.read_parquet(labels), cohort="lung", gap_days=365, n_resamples=10,
+                                     seed=0)
+    assert ran_embedded(result)  # the report's caveat: machinery only
 
     for part in part_files(out):  # forget the rows, keep the LLM cache
         part.unlink()

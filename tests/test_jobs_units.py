@@ -205,13 +205,18 @@ def test_two_stage_with_remote_preprocessors_gives_the_in_process_result():
     assert usage.calls == sum(u.calls for u in local.usage.values())
 
 
-def test_a_preprocessor_call_lost_on_the_hop_is_a_recorded_error_answer():
-    """The pool's handles stand in for actors that never answer: the call times out and comes back as an error
-    answer (the chunk is then kept whole), and the pool says whose calls it serves (the two-stage preprocessor)."""
+def test_a_preprocessor_call_lost_on_the_hop_is_a_recorded_error_answer(monkeypatch):
+    """The pool's handles stand in for actors that never answer: the call times out, is cancelled and comes back as
+    an error answer (the chunk is then kept whole), and the pool says whose calls it serves (the two-stage
+    preprocessor). (`ray.cancel` itself is not called here: on a stand-in ref it would start a local Ray.)"""
     import concurrent.futures
 
+    from jobs import preprocess_pool
     from jobs.preprocess_pool import PreprocessorPool
     from vista.llm import ErrorKind
+
+    cancelled = []
+    monkeypatch.setattr(preprocess_pool, "_cancel", cancelled.append)
 
     class Silent:
         class complete:
@@ -223,7 +228,7 @@ def test_a_preprocessor_call_lost_on_the_hop_is_a_recorded_error_answer():
     pool = PreprocessorPool([Silent()], model="m", timeout_s=0.05)
     call = RemoteCall((), ModelRef("trajonco.pipeline_config", "PipelineConfig"), "preprocessor", "7")
     result = asyncio.run(pool.complete(call)).to_result(PipelineConfig)
-    assert pool.agent == "preprocessor" and result.error.kind is ErrorKind.TIMEOUT
+    assert pool.agent == "preprocessor" and result.error.kind is ErrorKind.TIMEOUT and len(cancelled) == 1
     assert (result.usage.agent, result.usage.patient_id, result.usage.backend, result.usage.ok) == (
         "preprocessor", "7", "ray-actor", False)
 
