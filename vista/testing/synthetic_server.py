@@ -396,7 +396,9 @@ class SyntheticLLMServer:
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/health", self._health)
         app.router.add_get("/stats", self._stats)
-        self._runner = web.AppRunner(app, access_log=None)
+        # stopping cancels what is still open after 1 s (a held or slow request of a job that is gone), instead of
+        # aiohttp's 60 s wait for every handler to finish
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
