@@ -120,3 +120,36 @@ def test_through_a_gateway_the_long_chain_goes_first_and_counts_its_calls_down()
     # calls left as they do, and equals go in the order they first asked
     assert served == ["short-1", "long", "long", "long", "long", "long", "long", "short-2", "long", "short-1",
                       "short-2", "long"], served
+
+
+def test_a_call_answered_in_another_process_carries_its_chains_rank_and_is_counted_off_here():
+    """Two-stage preprocessor calls go to a pool of actors (`vista.llm.remote.JobGateway`): the call carries the
+    chain's calls left, the answering side's budgets rank it so, and the asking chain counts it off (its gateway
+    never sees the call)."""
+    from vista.llm.remote import JobGateway, answer_remote
+
+    class Pool:  # the answering side in this process: its own gateway, its own copy of the rank
+        agent = "preprocessor"
+
+        def __init__(self, gateway):
+            self.gateway, self.ranks = gateway, []
+
+        async def complete(self, call):
+            self.ranks.append(call.calls_left)
+            return await answer_remote(self.gateway, call)
+
+    async def go():
+        backend = ScriptedBackend([Delayed(0.0, GOOD)] * 4)
+        async with LLMGateway(LLMConfig(model="m"), backend=backend) as gateway:
+            pool = Pool(gateway)
+            job = JobGateway(gateway, remote=pool)
+            left = []
+            with chain_calls(4):
+                for agent in ("preprocessor", "preprocessor", "worker"):
+                    await job.complete([user(agent)], Risk, agent=agent, use_cache=False)
+                    left.append(request_priority())
+            return pool.ranks, left
+
+    ranks, left = asyncio.run(go())
+    assert ranks == [4, 3]  # each remote call carries what its chain had left when it asked
+    assert left == [3.0, 2.0, 1.0]  # remote and local calls alike counted off once

@@ -30,6 +30,7 @@ from vista.llm.answers import parse_answer
 from vista.llm.caller import GatewayWrapper, LLMCaller
 from vista.llm.errors import ErrorKind, LLMCallError, LLMEndpointFailure
 from vista.llm.messages import Message, as_messages
+from vista.llm.priority import call_done, chain_calls, request_priority
 from vista.llm.task_usage import record_usage
 from vista.llm.usage import CallRecord
 
@@ -89,6 +90,7 @@ class RemoteCall:
     patient_id: str | None
     max_tokens: int | None = None
     use_cache: bool = True
+    calls_left: int = 0  # the asking chain's calls left (`vista.llm.priority`): the answering side's budgets rank by it
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,10 +132,12 @@ class RemoteAnswer:
 
 
 async def answer_remote(gateway: LLMGateway, call: RemoteCall) -> RemoteAnswer:
-    """Run a `RemoteCall` on this side's gateway (the answering side of the hop)."""
+    """Run a `RemoteCall` on this side's gateway (the answering side of the hop), ranked as the asking chain."""
     try:
-        result = await gateway.complete(call.messages, resolve_model(call.model), agent=call.agent,
-                                        patient_id=call.patient_id, max_tokens=call.max_tokens, use_cache=call.use_cache)
+        with chain_calls(call.calls_left):
+            result = await gateway.complete(call.messages, resolve_model(call.model), agent=call.agent,
+                                            patient_id=call.patient_id, max_tokens=call.max_tokens,
+                                            use_cache=call.use_cache)
     except LLMEndpointFailure as exc:
         record = CallRecord(call_id="stopped", agent=call.agent, model=gateway.config.model, patient_id=call.patient_id,
                             backend=gateway.backend_kind, endpoint_host=gateway.endpoint_host, ok=False,
@@ -172,8 +176,11 @@ class JobGateway(GatewayWrapper):
         remote = self.remote is not None and agent == self.remote.agent
         if remote:
             call = RemoteCall(messages, model_ref(response_model), agent, None if patient_id is None else str(patient_id),
-                              max_tokens, use_cache)
-            result = (await self.remote.complete(call)).to_result(response_model)
+                              max_tokens, use_cache, calls_left=int(request_priority()))
+            try:
+                result = (await self.remote.complete(call)).to_result(response_model)
+            finally:
+                call_done()  # the chain's count lives here: the remote gateway counts off only its own copy
         else:
             result = await self.inner.complete(messages, response_model, agent=agent, patient_id=patient_id,
                                                max_tokens=max_tokens, use_cache=use_cache)
