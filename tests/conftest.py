@@ -146,8 +146,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """Under ``--dist loadgroup`` the serial Ray group is the suite's critical path (about 13 of 21 minutes on its
     own, with ~0.6 of 2 cores to spare): a worker taking the other files lowers its CPU priority once, so they fill
     what the Ray tests leave instead of slowing them (their own subprocesses inherit it)."""
-    if getattr(item.config, "workerinput", None) is None or item.config.getoption("dist", "no") != "loadgroup":
-        return
+    if getattr(item.config, "workerinput", None) is None or not getattr(item.config.option, "loadgroup", False):
+        return  # (a worker's own ``dist`` option is "no": xdist marks the mode with ``loadgroup``)
     if not _is_ray(item) and not getattr(pytest_runtest_setup, "niced", False):
         os.nice(OTHER_TESTS_NICENESS)
         pytest_runtest_setup.niced = True  # type: ignore[attr-defined]
