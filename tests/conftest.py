@@ -138,14 +138,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: 0 if _is_ray(item) else 1 if item.path in heavy_files else 2)  # stable
 
 
-OTHER_TESTS_NICENESS = 10
-"""How much lower the CPU priority of a worker taking the files outside the Ray group is (see below)."""
+OTHER_TESTS_NICENESS = 19
+"""How much lower the CPU priority of a worker taking the files outside the Ray group is (see below): below Ray's
+own workers, which Ray starts at niceness 15 (its ``worker_niceness``), so the Ray tests' actors come first."""
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Under ``--dist loadgroup`` the serial Ray group is the suite's critical path (about 13 of 21 minutes on its
     own, with ~0.6 of 2 cores to spare): a worker taking the other files lowers its CPU priority once, so they fill
-    what the Ray tests leave instead of slowing them (their own subprocesses inherit it)."""
+    what the Ray tests leave instead of slowing them (their own subprocesses inherit it). At niceness 0 they
+    starved the Ray actors (seen: a 3-patient evaluation job 134 s in the suite, 9 s alone)."""
     if getattr(item.config, "workerinput", None) is None or not getattr(item.config.option, "loadgroup", False):
         return  # (a worker's own ``dist`` option is "no": xdist marks the mode with ``loadgroup``)
     if not _is_ray(item) and not getattr(pytest_runtest_setup, "niced", False):
