@@ -4,7 +4,7 @@
 #
 # One pytest run on three pytest-xdist workers: one runs the `ray` tests serially (one Ray cluster at a time, on one
 # session head; over tests/test_jobs_ray.py they used ~1.2 of 2 cores), while the other two take every other file whole (a
-# module's fixtures are built once); see tests/conftest.py. TEST_WORKERS (default 2) is the number of the latter.
+# module's fixtures are built once) at niceness 19, below Ray's workers (15); see tests/conftest.py. TEST_WORKERS (default 2) is the number of the latter.
 # Arguments (e.g. one test file) run a single serial pytest with them instead.
 set -uo pipefail
 cd "$(dirname "$0")/.."
