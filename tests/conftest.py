@@ -105,7 +105,6 @@ def _is_heavy(item: pytest.Item) -> bool:
     return any(item.get_closest_marker(name) for name in ("slow", "llm"))
 
 
-
 def _ray_initialized() -> bool:
     ray = sys.modules.get("ray")  # never imported here: a test that did not import Ray started none
     return ray is not None and ray.is_initialized()
@@ -123,6 +122,7 @@ def _no_stray_ray(request: pytest.FixtureRequest) -> Iterator[None]:
         ray.shutdown()
         pytest.fail(f"{request.node.nodeid} left a Ray runtime running: mark it `ray` (or shut Ray down)",
                     pytrace=False)
+
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group into the test id ("...@ray")
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -150,9 +150,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     starved the Ray actors (seen: a 3-patient evaluation job 134 s in the suite, 9 s alone)."""
     if getattr(item.config, "workerinput", None) is None or not getattr(item.config.option, "loadgroup", False):
         return  # (a worker's own ``dist`` option is "no": xdist marks the mode with ``loadgroup``)
-    if not _is_ray(item) and not getattr(pytest_runtest_setup, "niced", False):
-        os.nice(OTHER_TESTS_NICENESS)
-        pytest_runtest_setup.niced = True  # type: ignore[attr-defined]
+    if not _is_ray(item) and os.nice(0) < OTHER_TESTS_NICENESS:  # (once: the process keeps its niceness)
+        os.nice(OTHER_TESTS_NICENESS - os.nice(0))
 
 
 def pytest_configure(config: pytest.Config) -> None:
