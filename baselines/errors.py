@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sklearn.exceptions import NotFittedError as SklearnNotFittedError
 
-from vista.errors import LocatedError
+from vista.shared.errors import LocatedError
 
 
 class BaselineError(Exception):

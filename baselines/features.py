@@ -49,7 +49,7 @@ import scipy.sparse as sp
 
 from baselines.errors import EventDataError, FeatureMismatchError, NotFittedError
 from baselines.labels import BOOLEAN_VALUE, PREDICTION_TIME, SUBJECT_ID, check_labels
-from vista.meds import schema
+from vista.shared.meds import schema
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from baselines.errors import LabelDataError
-from vista.meds.labels import LabelFileError, read_label_table
+from vista.shared.meds.labels import LabelFileError, read_label_table
 
 SUBJECT_ID = "subject_id"
 PREDICTION_TIME = "prediction_time"
@@ -29,7 +29,7 @@ BOOLEAN_VALUE = "boolean_value"
 
 
 def read_labels(path: str | Path, *, require_outcome: bool = True) -> pl.DataFrame:
-    """A label parquet file (MEDS labels or ACES output, read by `vista.meds.labels.read_label_table`), checked (see
+    """A label parquet file (MEDS labels or ACES output, read by `vista.shared.meds.labels.read_label_table`), checked (see
     `check_labels`); errors name ``path``."""
     try:
         table = read_label_table(path)

@@ -27,7 +27,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vista.atomic import atomic_path
+from vista.shared.atomic import atomic_path
 
 from trajonco.prediction_files import PredictionFilesError, read_predictions
 

@@ -28,7 +28,7 @@ from baselines.features import CODE, DAYS_PER_YEAR, ENCOUNTER_PREFIX, TIME, chec
 from baselines.labels import PREDICTION_TIME, SUBJECT_ID, check_labels
 from baselines.metrics import MIN_CASES, Interval, bootstrap_interval
 from baselines.predictions import ModelScores
-from vista.meds import schema
+from vista.shared.meds import schema
 
 SCREENING_CANCERS = ("breast", "cervical", "colorectal", "lung", "prostate")
 """Cancers with an established routine screening recommendation (the paper's Appendix B.2 grouping)."""

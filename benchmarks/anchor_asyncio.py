@@ -1,6 +1,6 @@
 """The honest baseline for LLM throughput: a plain ``openai.AsyncOpenAI`` + ``asyncio.Semaphore(N)`` script.
 
-It sends recorded chat-completion bodies (one JSON object a line, e.g. what ``python -m vista.testing.synthetic_server
+It sends recorded chat-completion bodies (one JSON object a line, e.g. what ``python -m vista.shared.testing.synthetic_server
 --record-bodies FILE`` received from a job: the job's own prompts, json_schema and limits) to an endpoint, at most
 ``--in-flight`` at once, parses each answer's content as JSON, and prints one JSON line: calls, answers that parsed,
 failures, wall seconds. No cache, no ledger, no per-patient chain: what any job's request path is measured against

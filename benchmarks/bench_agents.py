@@ -6,7 +6,7 @@ gateway bookkeeping, validation, memory), then runs the same patients again with
 response cache: every call must be a cache hit and every result the same. Patients run one after another so
 the overhead is not hidden behind model time (``--concurrent`` runs them together, as a batch job would).
 
-Patients come from the synthetic generator (`vista.synth`): each record is cut at the first visit where its
+Patients come from the synthetic generator (`vista.shared.synth`): each record is cut at the first visit where its
 timeline reaches ``--target-tokens``, so every patient spans a few chunks of ``--chunk-tokens``.
 
     python -m benchmarks.bench_agents [--patients 20] [--variants one_stage two_stage] [--chunk-tokens 400]
@@ -28,11 +28,11 @@ from pathlib import Path
 
 from trajonco.agents.results import PatientResult, Variant
 from trajonco.pipeline import PipelineConfig, run_patient
-from vista.llm import Backend, ChatReply, ChatRequest, LLMConfig, LLMGateway, build_backend
-from vista.meds.reader import MedsDataset
-from vista.records import CodeCatalog, PatientRecord
-from vista.synth import SynthConfig, generate
-from vista.timeline import render_timeline
+from vista.shared.llm import Backend, ChatReply, ChatRequest, LLMConfig, LLMGateway, build_backend
+from vista.shared.meds.reader import MedsDataset
+from vista.shared.records import CodeCatalog, PatientRecord
+from vista.shared.synth import SynthConfig, generate
+from vista.shared.timeline import render_timeline
 
 
 class TimedBackend:

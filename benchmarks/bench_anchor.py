@@ -4,7 +4,7 @@ For each setting (``--in-flight`` at an endpoint latency: 64 at 0.5 s and 256 at
 can sustain the load), it runs
 
 * **the job**: ``python -m jobs.predict`` (one-stage, on its own local Ray, cold cache) against the synthetic
-  endpoint (``python -m vista.testing.synthetic_server --latency-ms ... --record-bodies``), which records every request
+  endpoint (``python -m vista.shared.testing.synthetic_server --latency-ms ... --record-bodies``), which records every request
   body it answers;
 * **the anchor**: ``python -m benchmarks.anchor_asyncio`` (`openai.AsyncOpenAI` + ``asyncio.Semaphore(N)``) sending
   exactly those recorded bodies to a fresh endpoint of the same latency;
@@ -14,7 +14,7 @@ its driver, actors and every Ray process (raylet, GCS, workers, agents). It prin
 time (launch to exit, start-up included) and wall / ideal bound, and the most requests the endpoint held at once.
 The ideal bound of the job is max(calls x latency / N, longest chain x latency) (a patient's calls are sequential);
 the anchor's is ceil(calls / N) x latency. Then, unless ``--no-faults``, the job once more at the first setting
-behind `vista.testing.fault_proxy` (8% 429 with Retry-After 1 s, 5% 500, 4% garbage body, 3% truncated answer), and its
+behind `vista.shared.testing.fault_proxy` (8% 429 with Retry-After 1 s, 5% 500, 4% garbage body, 3% truncated answer), and its
 wall / the same job's fault-free wall. Figures are printed, never asserted.
 
     python -m benchmarks.bench_anchor                  # 200 patients (about 8 minutes on 2 cores)
@@ -39,7 +39,7 @@ from pathlib import Path
 
 from benchmarks.bench_predict_throughput import RAY_ENV, Endpoint, job_argv, longest_chain, make_inputs
 from benchmarks.tree_cpu import run_counted
-from vista.testing.fault_proxy import FaultPlan, FaultProxy
+from vista.shared.testing.fault_proxy import FaultPlan, FaultProxy
 
 FAULT_MIX = FaultPlan(rate_limit=0.08, server_error=0.05, garbage_body=0.04, truncated=0.03, retry_after_s=1.0)
 

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from trajonco.chunking import Chunk, chunk_timeline
-from vista.records import CodeCatalog, CodeInfo, Event, PatientRecord
-from vista.timeline import Timeline, render_timeline
-from vista.timeline.model import BLOCK_CLOSE, block_open, group_close, group_open
-from vista.tokens import count_tokens, get_encoding
+from vista.shared.records import CodeCatalog, CodeInfo, Event, PatientRecord
+from vista.shared.timeline import Timeline, render_timeline
+from vista.shared.timeline.model import BLOCK_CLOSE, block_open, group_close, group_open
+from vista.shared.tokens import count_tokens, get_encoding
 
 _CONDITIONS = [
     ("ICD10CM//I10", "Essential (primary) hypertension"),

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from trajonco.cohorts import build_cohort, load_definition
-from vista.meds import schema
+from vista.shared.meds import schema
 
 OTHER_CODES = np.array(
     [f"LOINC//{i}-{i % 9}" for i in range(200)]

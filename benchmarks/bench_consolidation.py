@@ -4,7 +4,7 @@ consolidate the outputs, add up the run's LLM accounting — with wall time, CPU
 ``--patients`` rows are simulated as the actors write them: a seeded `PatientResult` per patient with realistically
 sized text (a 600-2,000 character summary, 300-1,200 characters of reasoning, 2-30 evidence events with 1-4 MEDS
 source rows each, one risk step per chunk, chains of 1 to ~90 chunks), turned into its row by the job's own
-`trajonco.prediction_rows.row_from_result`/`part_record` and written by the job's own `vista.runs.parts.PartWriter`
+`trajonco.prediction_rows.row_from_result`/`part_record` and written by the job's own `vista.shared.runs.parts.PartWriter`
 (``--rows-per-part`` rows a part file; the job's default is 256, an actor whose ``--flush-seconds`` fires first
 writes smaller ones). A share of the patients (``--retry-share``) first gets a transient failure row in run ``r1``
 and its ``ok`` row in run ``r2`` (newest row wins), and some keep a transient failure (the rerun's work).
@@ -12,12 +12,12 @@ and its ``ok`` row in run ``r2`` (newest row wins), and some keep a transient fa
 Each measured step runs in a fresh process (the driver), which reports its wall time, CPU time and peak RSS (the
 RSS after imports, then ``VmHWM`` reset to it before the step, so the peak is the step's own):
 
-* plan a rerun: read the label file (`vista.meds.tasks.read_label_tasks`), the newest state of every task
-  (`vista.runs.parts.latest_states`, four small columns) and `vista.runs.plan.plan_tasks` with the retry policy;
-* consolidate: `vista.runs.parts.consolidate_parts` into the job's own outputs (`jobs.predict.prediction_outputs`:
+* plan a rerun: read the label file (`vista.shared.meds.tasks.read_label_tasks`), the newest state of every task
+  (`vista.shared.runs.parts.latest_states`, four small columns) and `vista.shared.runs.plan.plan_tasks` with the retry policy;
+* consolidate: `vista.shared.runs.parts.consolidate_parts` into the job's own outputs (`jobs.predict.prediction_outputs`:
   ``prediction_details.parquet`` and ``predictions.parquet``), read back by `trajonco.prediction_files.read_predictions`
   and checked (one row per task, the retried tasks ``ok``);
-* the run's LLM accounting: `vista.runs.parts.run_llm_rows` (who answered run ``r2``, what its kept rows spent).
+* the run's LLM accounting: `vista.shared.runs.parts.run_llm_rows` (who answered run ``r2``, what its kept rows spent).
 
     python -m benchmarks.bench_consolidation [--patients 100000] [--rows-per-part 256 16] [--work DIR] [--keep]
 
@@ -63,14 +63,14 @@ def _text(rng: random.Random, low: int, high: int) -> str:
 
 def task_key_of(k: int):
     """The k-th simulated task (subject ids spread like a real cohort's; one prediction time each)."""
-    from vista.meds.task_key import TaskKey
+    from vista.shared.meds.task_key import TaskKey
 
     return TaskKey(100_000 + 7 * k, _BASE_TIME + timedelta(days=k % 700, hours=k % 13))
 
 
 def simulated_result(k: int, rng: random.Random, *, status: str = "ok"):
     """A seeded `PatientResult` of realistic size for task ``k`` (and its `TaskUsage`)."""
-    from vista.llm.task_usage import TaskUsage
+    from vista.shared.llm.task_usage import TaskUsage
     from trajonco.agents.results import (AgentError, AgentUsage, ChunkRisk, ChunkStats, EvidenceEvent, Latency,
                                          PatientResult, SourceRow, Variant)
     from trajonco.agents.schemas import RiskLevel
@@ -162,7 +162,7 @@ def simulate(work: Path, patients: int, rows_per_part: int, *, seed: int, retry_
     import pyarrow.parquet as pq
 
     from trajonco.prediction_rows import PART_SCHEMA, part_record
-    from vista.runs.parts import PartWriter, part_files
+    from vista.shared.runs.parts import PartWriter, part_files
 
     started = time.perf_counter()
     keys = [task_key_of(k) for k in range(patients)]
@@ -216,11 +216,11 @@ def _peak_mb() -> float:
 
 
 def _plan(work: Path) -> str:
-    from vista.meds.tasks import read_label_tasks, task_keys
+    from vista.shared.meds.tasks import read_label_tasks, task_keys
 
-    from vista.runs.retry import reruns
-    from vista.runs.parts import latest_states
-    from vista.runs.plan import plan_tasks
+    from vista.shared.runs.retry import reruns
+    from vista.shared.runs.parts import latest_states
+    from vista.shared.runs.plan import plan_tasks
 
     keys = task_keys(read_label_tasks(work / "labels.parquet").table)
     states = latest_states(work / "parts")
@@ -232,10 +232,10 @@ def _consolidate(work: Path) -> str:
     import pyarrow.compute as pc
 
     from trajonco.prediction_files import read_predictions
-    from vista.meds.tasks import read_label_tasks, task_keys
+    from vista.shared.meds.tasks import read_label_tasks, task_keys
 
     from jobs.predict import prediction_outputs
-    from vista.runs.parts import consolidate_parts
+    from vista.shared.runs.parts import consolidate_parts
 
     tasks = read_label_tasks(work / "labels.parquet").table
     keys = task_keys(tasks)
@@ -249,7 +249,7 @@ def _consolidate(work: Path) -> str:
 
 
 def _accounting(work: Path) -> str:
-    from vista.runs.parts import run_llm_rows
+    from vista.shared.runs.parts import run_llm_rows
 
     rows = run_llm_rows(work / "parts", "r2")
     return (f"run r2 answered by {rows.answered_by['backend'] or 'no backend recorded'}; its kept rows: "
@@ -268,7 +268,7 @@ def _child(step: str, work: str, queue) -> None:
     import pyarrow.parquet  # noqa: F401
 
     import jobs.predict  # noqa: F401
-    import vista.runs.parts  # noqa: F401
+    import vista.shared.runs.parts  # noqa: F401
 
     base = _status_mb("VmRSS")
     _reset_peak()

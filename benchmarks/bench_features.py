@@ -1,6 +1,6 @@
 """Benchmark: summary features of 100,000 patients (≥ 10M MEDS rows) with polars, against a plain pandas version.
 
-Builds (once, cached under /tmp) a synthetic MEDS dataset with `vista.synth`, gives every subject one label row
+Builds (once, cached under /tmp) a synthetic MEDS dataset with `vista.shared.synth`, gives every subject one label row
 (a seeded prediction time inside its record), splits the subjects 80:20 into training and test labels, then times
 
 - ``polars``: `SummaryFeaturizer.fit_transform` on the training labels + `transform` on the test labels, over
@@ -29,7 +29,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from baselines.features import AGE_KEY, DAYS_PER_YEAR, ENCOUNTER_PREFIX, FeatureConfig, FeatureKind, SummaryFeaturizer
-from vista.meds import schema
+from vista.shared.meds import schema
 
 SID, TIME, CODE, VALUE = schema.SUBJECT_ID, schema.TIME, schema.CODE, schema.NUMERIC_VALUE
 PT = "prediction_time"
@@ -40,7 +40,7 @@ MIN_ROWS = 10_000_000
 # ------------------------------------------------------------------------------------------------ data
 def cached_dataset(n_subjects: int, seed: int, cache: Path) -> Path:
     """A synthetic MEDS dataset of ``n_subjects``, generated once into ``cache`` (reused while the config matches)."""
-    from vista.synth import SynthConfig, generate
+    from vista.shared.synth import SynthConfig, generate
 
     config = SynthConfig(n_subjects=n_subjects, seed=seed, workers=2)
     marker = cache / "bench_config.json"
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=None, help="dataset cache (default /tmp/trajonco-bench/synth-<N>)")
     parser.add_argument("--no-pandas", action="store_true", help="skip the pandas comparison")
     args = parser.parse_args(argv)
-    from vista.meds.reader import MedsDataset
+    from vista.shared.meds.reader import MedsDataset
 
     root = cached_dataset(args.subjects, args.seed, args.cache or Path(f"/tmp/trajonco-bench/synth-{args.subjects}"))
     started = time.perf_counter()

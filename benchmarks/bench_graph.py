@@ -30,9 +30,9 @@ from vista.graph import build_graph, read_graph, write_graph
 from vista.graph.build import _NOT_MENTIONABLE
 from vista.graph.mentions import TermMatcher
 from vista.graph.sections import split_sections
-from vista.meds import schema
-from vista.records import CodeCatalog, Event, PatientRecord
-from vista.synth.vocabulary import code_metadata
+from vista.shared.meds import schema
+from vista.shared.records import CodeCatalog, Event, PatientRecord
+from vista.shared.synth.vocabulary import code_metadata
 
 _VITALS = ("LOINC//8480-6", "LOINC//8462-4", "LOINC//8867-4", "LOINC//29463-7", "LOINC//39156-5")
 _PANEL = ("LOINC//718-7", "LOINC//4544-3", "LOINC//6690-2", "LOINC//777-3", "LOINC//2160-0", "LOINC//2951-2",

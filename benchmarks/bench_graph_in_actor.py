@@ -1,11 +1,11 @@
 """Benchmark: should the predict actor build the patient's MEDS Graph before the agent chain (the design card's actor)?
 
 What the actor does now: read the patient's `PatientRecord` from the MEDS dataset, render the XML timeline from it
-(`vista.timeline.render_timeline`) and chunk it (`trajonco.chunking.chunk_timeline`); the chain's evidence events
+(`vista.shared.timeline.render_timeline`) and chunk it (`trajonco.chunking.chunk_timeline`); the chain's evidence events
 carry their MEDS provenance through the timeline's event ids (``e<k>`` -> shard and row), no graph needed. There is
 no graph -> TrajOnco-timeline path (`vista.toa.serialize` writes VISTA's encounter text, a different format for a
 different prompt), so building the graph in the predict actor means *also* building it: its cost is pure overhead
-for the chain. Measured per patient, on a `vista.synth` cohort (its smallest, median, 90th-percentile and largest
+for the chain. Measured per patient, on a `vista.shared.synth` cohort (its smallest, median, 90th-percentile and largest
 records) plus one ~10,000-node patient (`benchmarks.bench_graph.large_patient`), median of ``--repeats`` runs:
 
 * ``render``: `render_timeline` (events before the prediction time) and ``+ chunk``: `chunk_timeline`, what the
@@ -41,8 +41,8 @@ from pathlib import Path
 from trajonco.chunking import chunk_timeline
 from trajonco.pipeline import default_prediction_time
 from vista.graph import build_graph, content_hash, index_table, read_graph, source_from_record, write_graph
-from vista.records import CodeCatalog, PatientRecord
-from vista.timeline import render_timeline
+from vista.shared.records import CodeCatalog, PatientRecord
+from vista.shared.timeline import render_timeline
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +142,8 @@ def pick(records: list[PatientRecord]) -> list[tuple[str, PatientRecord]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--subjects", type=int, default=2000, help="size of the vista.synth cohort to generate")
-    parser.add_argument("--dataset", type=Path, default=None, help="an existing MEDS dataset instead of vista.synth")
+    parser.add_argument("--subjects", type=int, default=2000, help="size of the vista.shared.synth cohort to generate")
+    parser.add_argument("--dataset", type=Path, default=None, help="an existing MEDS dataset instead of vista.shared.synth")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--latency", type=float, default=0.5, help="seconds per LLM call, for the chain's wall time")
     parser.add_argument("--chunk-tokens", type=int, default=16_000, help="chunk limit l (the paper's default 16000)")
@@ -153,13 +153,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.subjects < 10 or args.repeats < 1 or args.latency <= 0:
         parser.error("--subjects must be at least 10, --repeats at least 1 and --latency positive")
 
-    from vista.meds.reader import MedsDataset
+    from vista.shared.meds.reader import MedsDataset
 
     work = Path(tempfile.mkdtemp(prefix="bench_graph_in_actor_"))
     try:
         root = args.dataset
         if root is None:
-            from vista.synth import SynthConfig, generate
+            from vista.shared.synth import SynthConfig, generate
 
             root = work / "synth"
             generate(SynthConfig(n_subjects=args.subjects, seed=args.seed, workers=1), root, progress=False)

@@ -16,7 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from vista.llm.cache import CachedAnswer, ResponseCache
+from vista.shared.llm.cache import CachedAnswer, ResponseCache
 
 ANSWER = CachedAnswer('{"summary": "' + "stable disease, no new lesions; " * 12 + '", "risk": "Low"}',
                       "gpt-4.1-mini", "WorkerAnswer", 3200, 180, served_model="gpt-4.1-mini-2025-04-14")

@@ -1,11 +1,11 @@
 """Benchmark: one pass for both systems — ``jobs.predict --graphs STORE`` — against the two jobs it replaces,
 ``jobs.predict`` then ``jobs.build_graphs --stages graph`` (the VISTA job without its LLM stages), on one cohort.
 
-The cohort is a generated synthetic MEDS dataset of ``--patients`` subjects (`vista.synth`, as the other job
+The cohort is a generated synthetic MEDS dataset of ``--patients`` subjects (`vista.shared.synth`, as the other job
 benchmarks make it) and a label row per subject a day after its record ends, so both arms read every patient and
 store every patient's whole-record graph. The predictions (``--variant``, default single-agent: one call per patient,
 the same in both arms) are asked of the synthetic OpenAI-compatible endpoint
-(``python -m vista.testing.synthetic_server --latency-ms``, in its own process, not counted), as in
+(``python -m vista.shared.testing.synthetic_server --latency-ms``, in its own process, not counted), as in
 `benchmarks.bench_predict_throughput`. Every job runs under `benchmarks.tree_cpu` on its own local Ray, so its CPU is
 that of its whole process tree (driver, actors, raylet, GCS, workers); every job has a fresh output directory and
 LLM cache. It prints, for each arm, wall time (launch to exit, Ray start-up included) and CPU seconds, the jobs'

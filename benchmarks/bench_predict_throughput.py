@@ -1,7 +1,7 @@
 """Benchmark: the predict job's throughput against an endpoint with a fixed latency, versus the ideal bound.
 
 For each variant (one-stage, two-stage) and each LLM budget (``--in-flight``), it runs ``python -m jobs.predict`` on
-the same patients against the synthetic OpenAI-compatible endpoint (``python -m vista.testing.synthetic_server --latency-ms``,
+the same patients against the synthetic OpenAI-compatible endpoint (``python -m vista.shared.testing.synthetic_server --latency-ms``,
 answers after a fixed delay) and prints, from the job's ``summary.json`` and ``predictions.parquet``:
 
 * calls, wall time, start-up (first task started / first row), and the mean number of requests in flight
@@ -131,13 +131,13 @@ class RayHead:
 
 
 class Endpoint:
-    """``python -m vista.testing.synthetic_server`` with a fixed latency, in its own process."""
+    """``python -m vista.shared.testing.synthetic_server`` with a fixed latency, in its own process."""
 
     def __init__(self, latency_s: float, context_window: int = 32768, record_bodies: Path | None = None):
         self.port = _free_port()
         record = ["--record-bodies", str(record_bodies)] if record_bodies is not None else []
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "vista.testing.synthetic_server", "--port", str(self.port), "--latency-ms", str(latency_s * 1000),
+            [sys.executable, "-m", "vista.shared.testing.synthetic_server", "--port", str(self.port), "--latency-ms", str(latency_s * 1000),
              "--context-window", str(context_window), *record], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         deadline = time.monotonic() + 60
@@ -170,7 +170,7 @@ class Endpoint:
 # ------------------------------------------------------------------------------------------------ inputs
 def make_inputs(work: Path, subjects: int, patients: int) -> tuple[Path, Path]:
     """A synthetic MEDS dataset and a label file of ``patients`` subjects, each at the end of its whole record."""
-    from vista.synth import SynthConfig, generate
+    from vista.shared.synth import SynthConfig, generate
 
     dataset = work / f"meds_{subjects}"
     if not (dataset / "data").is_dir():

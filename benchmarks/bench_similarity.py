@@ -31,9 +31,9 @@ import numpy as np
 from vista.patient_search.similarity import Method, similarity_matrix
 from vista.patient_search.source import open_source
 from vista.graph import GraphStore
-from vista.meds.reader import MedsDataset
-from vista.synth import SynthConfig, generate
-from vista.synth.ground_truth import OncologyRecord
+from vista.shared.meds.reader import MedsDataset
+from vista.shared.synth import SynthConfig, generate
+from vista.shared.synth.ground_truth import OncologyRecord
 
 LABELS = ("cancer", "cancer+stage", "cancer+line1")
 

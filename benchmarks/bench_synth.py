@@ -21,7 +21,7 @@ from pathlib import Path
 
 import polars as pl
 
-from vista.synth import SynthConfig, generate
+from vista.shared.synth import SynthConfig, generate
 
 
 def lung_cases_with_history(out: Path, years: float = 2.0) -> int:

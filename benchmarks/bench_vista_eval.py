@@ -33,14 +33,14 @@ from rich.console import Console
 from vista.display import DisplayConfig, TumorBoardDisplay, build_display, load_variables
 from vista.evaluation import EvaluationReport, TruthCase, evaluate, load_oncology_truths
 from vista.graph import PatientGraph, build_graph
-from vista.llm import LLMConfig, LLMGateway
-from vista.meds.reader import MedsDataset
-from vista.records import PatientRecord
+from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.meds.reader import MedsDataset
+from vista.shared.records import PatientRecord
 from vista.rag import RagConfig, build_index, generate_rag_display, query_text
-from vista.synth import SynthConfig, generate
-from vista.synth.ground_truth import OncologyRecord
+from vista.shared.synth import SynthConfig, generate
+from vista.shared.synth.ground_truth import OncologyRecord
 from vista.toa import TOAConfig, build_timeline, serialize_text
-from vista.tokens import count_tokens
+from vista.shared.tokens import count_tokens
 
 NOW = dt.datetime(2030, 1, 1)
 

@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 from typing import NamedTuple
 
-from vista.cli_kit import ArgumentParser, HelpFormatter
+from vista.shared.cli_kit import ArgumentParser, HelpFormatter
 
 DESCRIPTION = """\
 The TrajOnco benchmark reproduction report: cohorts, Table 1, LR/KNN/XGBoost, sensitivity analyses, strata, the
@@ -100,7 +100,7 @@ def build_parser(prog: str = "python -m jobs.report") -> argparse.ArgumentParser
     agents.add_argument("--predictions", type=_prediction, action="append", default=[], metavar="[COHORT=]PATH",
                         help="a prediction file to score (repeatable); COHORT defaults to the focus cohort")
     agents.add_argument("--usage-ledger", type=Path, action="append", default=[],
-                        help="a vista.llm usage ledger (parquet or JSON) for the per-agent table (repeatable)")
+                        help="a vista.shared.llm usage ledger (parquet or JSON) for the per-agent table (repeatable)")
     agents.add_argument("--backend", choices=["embedded", "openai"],
                         help="LLM backend of the agents (default embedded)")
     agents.add_argument("--base-url", help="endpoint root for --backend openai")

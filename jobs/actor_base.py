@@ -4,7 +4,7 @@ task's status row the moment it is done, and writes every finished row to the ac
 The predict job (`jobs.predict_actor`) and the VISTA job (`jobs.vista_actor`) are this actor with two hooks:
 `TaskActor.prepare` turns a block of tasks into work items (read the block's patients with one targeted MEDS read;
 VISTA also builds and persists their graphs), off the event loop; `TaskActor.run` turns one item into its part-file
-record and its status row, and raises only `vista.llm.errors.LLMEndpointFailure` (the job's budget stopped the
+record and its status row, and raises only `vista.shared.llm.errors.LLMEndpointFailure` (the job's budget stopped the
 job) — every other problem is that task's error row.
 
 Streaming, not batch by batch. Ray Data keeps several blocks in flight per actor (its Ray ``max_concurrency``), so
@@ -13,7 +13,7 @@ patient holds its slot only, never its block's other slots. (Ray Data 2.60 gathe
 call before passing them downstream, for deterministic output order; small blocks keep that wait short, and it
 delays only the driver's progress count, not the next patient nor the row's write.)
 
-Outputs. A finished task's record goes to the actor's `vista.runs.parts.PartWriter`, which writes a part file when it
+Outputs. A finished task's record goes to the actor's `vista.shared.runs.parts.PartWriter`, which writes a part file when it
 holds ``flush_rows`` records, when the oldest has waited ``flush_s`` seconds (a background task on the actor's event
 loop), and whenever the actor has no task left running — so the last call to finish on an actor has written every
 row before its own status reaches the driver, and a job that ends has every row on disk. An actor killed mid-run
@@ -37,17 +37,17 @@ from typing import ClassVar, Generic, Protocol, TypeVar
 
 import pyarrow as pa
 
-from vista.atomic import apply_data_umask
-from vista.llm import LLMConfig
-from vista.llm.remote import JobGateway
-from vista.meds.patient_loader import PatientLoader
-from vista.meds.tasks import task_keys
+from vista.shared.atomic import apply_data_umask
+from vista.shared.llm import LLMConfig
+from vista.shared.llm.remote import JobGateway
+from vista.shared.meds.patient_loader import PatientLoader
+from vista.shared.meds.tasks import task_keys
 
 from jobs.llm_budget import BudgetRef, job_llm_gateway
 from jobs.preprocess_pool import PreprocessorPool
-from vista.runs.progress import StatusRow, status_table
-from vista.runs.parts import PartWriter
-from vista.meds.task_key import TaskKey
+from vista.shared.runs.progress import StatusRow, status_table
+from vista.shared.runs.parts import PartWriter
+from vista.shared.meds.task_key import TaskKey
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ class TaskActor(ABC, Generic[Item]):
 
     def __init__(self, settings: ActorSettings, *, dataset: Path | str | None, coding_profile: str | None,
                  pool: PreprocessorPool | None = None):
-        apply_data_umask()  # this worker's files (part files, caches, graph stores) are private (vista.atomic)
+        apply_data_umask()  # this worker's files (part files, caches, graph stores) are private (vista.shared.atomic)
         self.settings = settings
         self.pool = pool
         self.loader = PatientLoader(dataset, coding_profile) if dataset is not None else None

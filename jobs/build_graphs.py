@@ -20,12 +20,12 @@ from vista.pipeline.rows import TASK_ID, VISTA_SCHEMA
 
 from jobs.build_graphs_options import build_parser
 from jobs.driver import job_main, new_run_id, task_dataset
-from vista.runs.errors import JobInputError
+from vista.shared.runs.errors import JobInputError
 from jobs.llm_budget import BudgetRef
 from jobs.llm_options import llm_config, llm_configured
-from vista.runs.progress import ProgressTracker
+from vista.shared.runs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
-from vista.runs.parts import PartConsolidation, RowKeys
+from vista.shared.runs.parts import PartConsolidation, RowKeys
 from jobs.runner import (
     CohortJob,
     LazyRay,
@@ -35,14 +35,14 @@ from jobs.runner import (
     sized_settings,
     stream_actor_pool,
 )
-from vista.runs.summary import RunSummary
-from vista.meds.task_key import TaskKey
+from vista.shared.runs.summary import RunSummary
+from vista.shared.meds.task_key import TaskKey
 from jobs.vista_actor import VistaActor, VistaSettings
 from jobs.vista_tasks import dataset_task_keys, xml_dataset
 from vista.graph.xml_files import XmlDirectoryError, XmlFile, list_xml_patients
-from vista.meds.patient_loader import coding_profile_for
-from vista.meds.subjects import check_listable, unusable_shards
-from vista.meds.tasks import keys_table, read_label_tasks, task_keys
+from vista.shared.meds.patient_loader import coding_profile_for
+from vista.shared.meds.subjects import check_listable, unusable_shards
+from vista.shared.meds.tasks import keys_table, read_label_tasks, task_keys
 
 log = logging.getLogger("jobs.build_graphs")
 FORMAT_VERSION = 4  # of the persisted artifacts (4: rows in part files); part of the resume check

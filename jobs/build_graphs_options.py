@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from vista.cli import add_on_duplicate_option, add_profile_option
-from vista.cli_kit import local_path
+from vista.shared.cli_kit import local_path
 
 from jobs.job_options import add_job_arguments, add_selection_arguments, job_parser
 from jobs.llm_options import add_llm_arguments

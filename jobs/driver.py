@@ -15,11 +15,11 @@ from datetime import datetime
 
 import pyarrow as pa
 
-from vista.meds.labels import BOOLEAN_VALUE
-from vista.meds.tasks import TASK_SCHEMA
+from vista.shared.meds.labels import BOOLEAN_VALUE
+from vista.shared.meds.tasks import TASK_SCHEMA
 
-from vista.runs.errors import JobError
-from vista.runs.progress import ProgressTracker
+from vista.shared.runs.errors import JobError
+from vista.shared.runs.progress import ProgressTracker
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -144,10 +144,10 @@ def job_main(build_parser, run, argv: list[str] | None = None, exit_status=None)
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from vista.atomic import apply_data_umask
+    from vista.shared.atomic import apply_data_umask
 
     try:
-        apply_data_umask()  # the job's outputs are private (VISTA_DATA_MODE, vista.atomic)
+        apply_data_umask()  # the job's outputs are private (VISTA_DATA_MODE, vista.shared.atomic)
         summary = run(args)
     except JobStalled as exc:
         print(f"error: {exc}", file=sys.stderr)

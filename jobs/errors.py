@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from vista.runs.errors import JobError
+from vista.shared.runs.errors import JobError
 
 
 def job_user_errors() -> tuple[type[BaseException], ...]:
     """Every exception class whose message alone tells the user what to fix."""
-    from vista.errors import user_errors
-    from vista.llm.errors import LLMEndpointFailure
+    from vista.shared.errors import user_errors
+    from vista.shared.llm.errors import LLMEndpointFailure
 
     return (*user_errors(), JobError, LLMEndpointFailure)

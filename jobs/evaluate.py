@@ -18,17 +18,17 @@ from pathlib import Path
 from rich.console import Console
 
 from jobs.driver import job_main, new_run_id, task_dataset
-from vista.runs.errors import JobInputError
+from vista.shared.runs.errors import JobInputError
 from jobs.evaluate_actor import EvaluateActor, EvaluateSettings
 from jobs.evaluate_options import build_parser
 from jobs.llm_budget import BudgetRef
-from vista.runs.progress import ProgressTracker
-from vista.runs.parts import PartConsolidation
+from vista.shared.runs.progress import ProgressTracker
+from vista.shared.runs.parts import PartConsolidation
 from jobs.runner import CohortJob, LazyRay, check_common_options, exit_status, run_job, sized_settings
-from vista.runs.summary import RunSummary
-from vista.meds.task_key import TaskKey
-from vista.meds.tasks import keys_table
-from vista.cli_kit import check_output_dir
+from vista.shared.runs.summary import RunSummary
+from vista.shared.meds.task_key import TaskKey
+from vista.shared.meds.tasks import keys_table
+from vista.shared.cli_kit import check_output_dir
 from vista.evaluation.cohort_rows import COHORT_SCHEMA, read_rows
 from vista.evaluation.report import EvaluationReport
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import argparse
 
-from vista.cli_kit import ArgumentParser, HelpFormatter
-from vista.runs.manifest import add_manifest_arguments
+from vista.shared.cli_kit import ArgumentParser, HelpFormatter
+from vista.shared.runs.manifest import add_manifest_arguments
 
 from jobs.ray_runtime import add_ray_arguments
 from jobs.resources import add_resource_arguments
 
 RETRY_POLICIES = ("transient", "all", "none")
-"""``--retry``: which tasks with a row that is not ok run again (`vista.runs.retry`)."""
+"""``--retry``: which tasks with a row that is not ok run again (`vista.shared.runs.retry`)."""
 
 __all__ = ["add_job_arguments", "add_selection_arguments", "job_parser"]
 

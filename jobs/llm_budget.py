@@ -1,5 +1,5 @@
-"""The job's one LLM budget as a Ray actor: wiring only. The logic (`vista.llm.shared_budget`: the
-`BudgetService` around a `vista.llm.budget.RequestBudget` and its circuit breaker, the batching `RemoteBudget`
+"""The job's one LLM budget as a Ray actor: wiring only. The logic (`vista.shared.llm.shared_budget`: the
+`BudgetService` around a `vista.shared.llm.budget.RequestBudget` and its circuit breaker, the batching `RemoteBudget`
 client with kept grants) knows nothing of Ray; this module runs the service in a named async actor
 (`LLMBudgetActor`), reaches it from the actors (`RayBudgetTransport`, `job_llm_gateway`) and holds the driver's
 handle (`JobBudget`): the limits ``--in-flight``, ``--requests-per-second`` and ``--tokens-per-minute`` hold for
@@ -18,16 +18,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from vista.llm import LLMConfig, LLMGateway
-from vista.llm.breaker import BreakerPolicy
-from vista.llm.budget import BudgetLimits, BudgetStats
-from vista.llm.endpoint_check import endpoint_of
-from vista.llm.errors import LLMEndpointFailure
-from vista.llm.prices import PriceTable
-from vista.llm.shared_budget import BudgetGone, BudgetReply, BudgetService, RemoteBudget, Reports, budget_limits
-from vista.llm.task_usage import NullLedger
+from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm.breaker import BreakerPolicy
+from vista.shared.llm.budget import BudgetLimits, BudgetStats
+from vista.shared.llm.endpoint_check import endpoint_of
+from vista.shared.llm.errors import LLMEndpointFailure
+from vista.shared.llm.prices import PriceTable
+from vista.shared.llm.shared_budget import BudgetGone, BudgetReply, BudgetService, RemoteBudget, Reports, budget_limits
+from vista.shared.llm.task_usage import NullLedger
 
-from vista.runs.progress import LiveFigures
+from vista.shared.runs.progress import LiveFigures
 
 log = logging.getLogger(__name__)
 
@@ -52,11 +52,11 @@ class BudgetRef:
 
 
 class LLMBudgetActor(BudgetService):
-    """The Ray actor holding the job's `vista.llm.shared_budget.BudgetService` (async: one event loop)."""
+    """The Ray actor holding the job's `vista.shared.llm.shared_budget.BudgetService` (async: one event loop)."""
 
 
 class RayBudgetTransport:
-    """`vista.llm.shared_budget.BudgetTransport` over the budget actor's handle (a lost actor is `BudgetGone`)."""
+    """`vista.shared.llm.shared_budget.BudgetTransport` over the budget actor's handle (a lost actor is `BudgetGone`)."""
 
     def __init__(self, handle):
         self.handle = handle
@@ -77,8 +77,8 @@ class RayBudgetTransport:
 
 def job_llm_gateway(llm: LLMConfig, *, job_id: str | None, budget: BudgetRef | None = None) -> LLMGateway:
     """The `LLMGateway` of one job actor (create it on the loop that will use it): no ledger kept (usage is counted
-    per task: `vista.llm.remote.JobGateway`), and every request asks the job's shared budget first when ``budget``
-    is given. The driver says once that a model has no price (`vista.llm.endpoint_check.warn_if_unpriced`)."""
+    per task: `vista.shared.llm.remote.JobGateway`), and every request asks the job's shared budget first when ``budget``
+    is given. The driver says once that a model has no price (`vista.shared.llm.endpoint_check.warn_if_unpriced`)."""
     limiter = None
     if budget is not None:
         import ray

@@ -1,10 +1,10 @@
 """The LLM options every LLM-using job shares (predict, build-graphs): the same flags, the same precedence, one check.
 
-Settings are resolved by `vista.llm.LLMConfig.resolve`, the one rule every command shares: defaults <
+Settings are resolved by `vista.shared.llm.LLMConfig.resolve`, the one rule every command shares: defaults <
 ``VISTA_LLM_*`` < the deprecated ``TRAJONCO_LLM_BASE_URL`` / ``TRAJONCO_LLM_MODEL`` < explicit options <
 ``--llm KEY=VALUE``, and a base URL named anywhere means that endpoint (backend openai). This module only wires the
 job's flags onto it; the response cache defaults to ``OUT/llm_cache``, so rerunning a job in the same output
-directory pays no call twice. The driver then checks the settings and the endpoint (`vista.llm.endpoint_check`).
+directory pays no call twice. The driver then checks the settings and the endpoint (`vista.shared.llm.endpoint_check`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _options(args: argparse.Namespace) -> tuple[dict[str, object | None], dict[str, str]]:
-    """The job's flags as `vista.llm.LLMConfig.resolve` options, with the labels its errors quote."""
+    """The job's flags as `vista.shared.llm.LLMConfig.resolve` options, with the labels its errors quote."""
     options = {
         "backend": args.backend, "base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
         "max_concurrency": args.max_concurrency, "timeout_s": args.llm_timeout,
@@ -51,14 +51,14 @@ def _options(args: argparse.Namespace) -> tuple[dict[str, object | None], dict[s
 
 def llm_configured(args: argparse.Namespace, env: dict[str, str] | None = None) -> bool:
     """True when the user chose a model (an option or an environment variable), rather than leaving the default."""
-    from vista.llm import LLMConfig
+    from vista.shared.llm import LLMConfig
 
     return LLMConfig.model_chosen(env=env, options=_options(args)[0], items=args.llm)
 
 
 def llm_config(args: argparse.Namespace, env: dict[str, str] | None = None):
-    """The job's LLM settings (`vista.llm.LLMConfig.resolve` over its options), the cache under ``OUT`` by default."""
-    from vista.llm import LLMConfig
+    """The job's LLM settings (`vista.shared.llm.LLMConfig.resolve` over its options), the cache under ``OUT`` by default."""
+    from vista.shared.llm import LLMConfig
 
     options, labels = _options(args)
     return LLMConfig.resolve(env=env, options=options, items=args.llm, option_labels=labels, cache_home=args.out)

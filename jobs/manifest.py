@@ -1,13 +1,13 @@
 """The prompt folders each job's answers depend on, recorded with its code version in ``job.json``
-(`vista.runs.manifest`): a prompt edited since the first run stops the next one, naming the file."""
+(`vista.shared.runs.manifest`): a prompt edited since the first run stops the next one, naming the file."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
 
-from vista.runs import manifest
-from vista.runs.manifest import CodeVersion, JsonValue, PromptDir
+from vista.shared.runs import manifest
+from vista.shared.runs.manifest import CodeVersion, JsonValue, PromptDir
 
 PROMPT_DIRS: dict[str, tuple[PromptDir, ...]] = {
     "predict": (PromptDir("trajonco.prompts"),),
@@ -23,6 +23,6 @@ def prompt_dirs(job: str) -> tuple[PromptDir, ...]:
 
 def check_manifest(root: Path | str, job: str, settings: Mapping[str, JsonValue], *, code: CodeVersion | None = None,
                    allow_code_change: bool = False) -> None:
-    """`vista.runs.manifest.check_manifest` for ``job``: ``code`` defaults to the running code with its prompts."""
+    """`vista.shared.runs.manifest.check_manifest` for ``job``: ``code`` defaults to the running code with its prompts."""
     manifest.check_manifest(root, job, settings, code=code or CodeVersion.current(prompt_dirs(job)),
                             allow_code_change=allow_code_change)

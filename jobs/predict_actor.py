@@ -22,17 +22,17 @@ from trajonco.agents.results import AnyCancerResult, PatientResult
 from trajonco.pipeline import PipelineConfig, run_any_cancer, run_patient
 from trajonco.prediction_rows import PART_SCHEMA, RowContext, assessed_record
 from vista.graph.record_graphs import GRAPH_SCHEMA, RecordGraph, RecordGraphs
-from vista.llm import LLMConfig
-from vista.meds.labels import BOOLEAN_VALUE
-from vista.meds.patient_loader import Loaded
-from vista.records import PatientRecord
-from vista.storage import normalize
+from vista.shared.llm import LLMConfig
+from vista.shared.meds.labels import BOOLEAN_VALUE
+from vista.shared.meds.patient_loader import Loaded
+from vista.shared.records import PatientRecord
+from vista.shared.storage import normalize
 
 from jobs.actor_base import TaskActor
 from jobs.actor_settings import ActorRunSettings
 from jobs.preprocess_pool import PreprocessorPool
-from vista.runs.progress import StatusRow
-from vista.meds.task_key import TaskKey
+from vista.shared.runs.progress import StatusRow
+from vista.shared.meds.task_key import TaskKey
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class PredictSettings(ActorRunSettings):
 
     dataset: str = Field(description="MEDS dataset root, an absolute path or an object-store URI (readable from "
                          "every node)")
-    coding_profile: str | None = Field(None, description="how the dataset spells codes (vista.coding profile name or "
+    coding_profile: str | None = Field(None, description="how the dataset spells codes (vista.shared.coding profile name or "
                                        "TOML path); None: detected by each actor")
     out: str = Field(description="output directory, an absolute path or an object-store URI (shared by every node)")
     pipeline: PipelineConfig
@@ -57,7 +57,7 @@ class PredictSettings(ActorRunSettings):
     @field_validator("dataset", "out", mode="before")
     @classmethod
     def _location(cls, value: object) -> object:
-        """A `Path` as an absolute path string; a URI as given (`vista.storage.normalize`)."""
+        """A `Path` as an absolute path string; a URI as given (`vista.shared.storage.normalize`)."""
         return normalize(value) if isinstance(value, (str, Path)) else value
 
     def row_context(self) -> RowContext:

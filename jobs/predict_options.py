@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from vista.cli import add_profile_option
-from vista.cli_kit import local_path
+from vista.shared.cli_kit import local_path
 
 from trajonco.assessment_options import add_assessment_arguments, cancer_key, cancer_keys
 
@@ -39,7 +39,7 @@ def build_parser(prog: str = "python -m jobs.predict") -> argparse.ArgumentParse
     parser = job_parser(prog, DESCRIPTION, EPILOG, "%(prog)s --labels LABELS --dataset DATASET --out OUT [options]")
     io = parser.add_argument_group("inputs and outputs")
     io.add_argument("--labels", required=True, type=str, help="MEDS label parquet (subject_id, prediction_time, "
-                    "boolean_value), e.g. COHORT/labels/test.parquet; a path or an s3://… URI (vista.storage)")
+                    "boolean_value), e.g. COHORT/labels/test.parquet; a path or an s3://… URI (vista.shared.storage)")
     io.add_argument("--dataset", required=True, type=str, help="MEDS dataset root (data/**/*.parquet, metadata/); a "
                     "path or an s3://… URI")
     add_profile_option(io)

@@ -2,7 +2,7 @@
 
 Each `PreprocessorService` actor holds an LLM gateway and answers preprocessor calls (one chunk's relevance filter
 each); it is an async actor, so it serves many calls at once up to its gateway's concurrency limit. A patient actor
-running the two-stage pipeline sends each chunk's filter call to the pool through `vista.llm.remote.JobGateway`,
+running the two-stage pipeline sends each chunk's filter call to the pool through `vista.shared.llm.remote.JobGateway`,
 so the C chunks of one patient are filtered in parallel on several actors (and nodes), and the chain continues as
 soon as the last filter answers — the paper's latency O(1 + C/q), with no dataset-wide barrier.
 
@@ -19,10 +19,10 @@ import logging
 import random
 
 from trajonco.agents.results import Stage
-from vista.atomic import apply_data_umask
-from vista.llm import LLMConfig, LLMGateway
-from vista.llm.errors import ErrorKind
-from vista.llm.remote import RemoteAnswer, RemoteCall, answer_remote
+from vista.shared.atomic import apply_data_umask
+from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm.errors import ErrorKind
+from vista.shared.llm.remote import RemoteAnswer, RemoteCall, answer_remote
 
 from jobs.llm_budget import BudgetRef, job_llm_gateway
 
@@ -33,7 +33,7 @@ class PreprocessorService:
     """One preprocessor actor: an LLM gateway answering `RemoteCall`s (created lazily, inside the actor's loop)."""
 
     def __init__(self, llm: LLMConfig, job_id: str | None = None, budget: BudgetRef | None = None):
-        apply_data_umask()  # the LLM cache entries it writes are private (vista.atomic)
+        apply_data_umask()  # the LLM cache entries it writes are private (vista.shared.atomic)
         self.llm = llm
         self.job_id = job_id
         self.budget = budget  # the job's shared LLM budget (jobs.llm_budget)
@@ -65,7 +65,7 @@ class PreprocessorService:
 
 class PreprocessorPool:
     """Handles of the preprocessor actors; `complete` sends a call to the next actor and awaits it with a timeout
-    (a `vista.llm.remote.RemoteCompleter` for the calls of ``agent``)."""
+    (a `vista.shared.llm.remote.RemoteCompleter` for the calls of ``agent``)."""
 
     def __init__(self, handles: list, *, model: str, timeout_s: float, agent: str = Stage.PREPROCESS.value):
         if not handles:

@@ -205,9 +205,9 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 def _data_mode_env() -> dict[str, object] | None:
     """The driver's ``VISTA_DATA_MODE`` for every worker of the job (the actors set their umask from it; see
-    `vista.atomic`); None for the default (private), which needs nothing. A job submitted with ``ray job submit``
+    `vista.shared.atomic`); None for the default (private), which needs nothing. A job submitted with ``ray job submit``
     takes its workers' environment from the job's runtime env: put the variable there (docs/cluster.md)."""
-    from vista.atomic import DATA_MODE_ENV, data_mode
+    from vista.shared.atomic import DATA_MODE_ENV, data_mode
 
     mode = data_mode()
     return None if mode.name == "private" else {"env_vars": {DATA_MODE_ENV: mode.name}}

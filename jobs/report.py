@@ -17,7 +17,7 @@ import time
 from pydantic import ValidationError
 from rich.console import Console
 
-from vista.atomic import apply_data_umask
+from vista.shared.atomic import apply_data_umask
 from baselines import BaselineError
 
 from benchmarks.report import AgentRequest, AgentRun, PredictionSource, ReportError, reproduce
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m jobs.report") -> 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        apply_data_umask()  # the report holds patient data: private (VISTA_DATA_MODE, vista.atomic)
+        apply_data_umask()  # the report holds patient data: private (VISTA_DATA_MODE, vista.shared.atomic)
         outcome = run(args, argv, prog=prog)
     except ValidationError as exc:
         print(f"error: {option_problems(exc)}", file=sys.stderr)

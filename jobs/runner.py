@@ -9,8 +9,8 @@ The run, in order:
    ``job.check_llm_endpoint()`` asks the LLM endpoint once (unreachable, key refused, model unknown: one line).
 2. Under ``OUT``'s lock: the manifest checked (`jobs.manifest`: other settings, or other code, are refused),
    temporaries of interrupted writes removed, the tasks listed (``job.task_keys``), each task's newest row read from
-   the part files (`vista.runs.parts.latest_states`, a few columns) and the run planned (`vista.runs.plan.plan_tasks` with
-   the retry policy of `vista.runs.retry`).
+   the part files (`vista.shared.runs.parts.latest_states`, a few columns) and the run planned (`vista.shared.runs.plan.plan_tasks` with
+   the retry policy of `vista.shared.runs.retry`).
 3. When there is work: Ray joined (or started), the actors sized (``job.size``: by default `jobs.resources` from the
    sizing options), the tasks ordered (``job.order``), the plan announced (``job.announce``: by default the plan,
    the pool and the model), the job's LLM budget started (`jobs.llm_budget`: one limiter every actor asks), and
@@ -36,22 +36,22 @@ from typing import ClassVar
 import pyarrow as pa
 from rich.console import Console
 
-from vista.llm import LLMConfig
-from vista.llm.prices import PriceTable
-from vista.meds.tasks import LabelTasks, MatchGroups
-from vista.storage import join
+from vista.shared.llm import LLMConfig
+from vista.shared.llm.prices import PriceTable
+from vista.shared.meds.tasks import LabelTasks, MatchGroups
+from vista.shared.storage import join
 
-from vista.runs.accounting import summary_figures
+from vista.shared.runs.accounting import summary_figures
 from jobs.actor_base import ActorSettings
 from jobs.driver import JobStalled, stream_status
 from jobs.llm_budget import BudgetRef, JobBudget, job_budget
 from jobs.manifest import check_manifest
-from vista.runs.lock import OutputLock
-from vista.runs.progress import STATUS_ORDER, ProgressPrinter, ProgressTracker
+from vista.shared.runs.lock import OutputLock
+from vista.shared.runs.progress import STATUS_ORDER, ProgressPrinter, ProgressTracker
 from jobs.ray_runtime import LazyRay, RayOptions, RayRuntime
 from jobs.resources import ResourcePlan, plan_resources, spread_over_actors
-from vista.runs.retry import RetryCounts, kept_note, reruns, retry_policy
-from vista.runs.parts import (
+from vista.shared.runs.retry import RetryCounts, kept_note, reruns, retry_policy
+from vista.shared.runs.parts import (
     TASK_KEYS,
     OutputFile,
     PartConsolidation,
@@ -62,9 +62,9 @@ from vista.runs.parts import (
     remove_stale_temporaries,
     run_llm_rows,
 )
-from vista.runs.summary import AnsweringLLM, RunSummary
-from vista.meds.task_key import TaskKey
-from vista.runs.plan import TaskPlan, plan_tasks
+from vista.shared.runs.summary import AnsweringLLM, RunSummary
+from vista.shared.meds.task_key import TaskKey
+from vista.shared.runs.plan import TaskPlan, plan_tasks
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ class CohortJob(ABC):
         """The LLM settings and the endpoint checked once, on the driver (one line when the key or the model file is
         missing, the endpoint unreachable, the key refused, the model not served, or — `needs_context` — its context
         window unknown); one warning when the model has no price."""
-        from vista.llm.endpoint_check import check_endpoint, check_llm, warn_if_unpriced
+        from vista.shared.llm.endpoint_check import check_endpoint, check_llm, warn_if_unpriced
 
         llm = self.llm
         if llm is None:
@@ -236,7 +236,7 @@ class CohortJob(ABC):
 
     def answering_llm(self, seen: dict[str, list[str]]) -> AnsweringLLM | None:
         """Which LLM answered this run (the summary's ``llm``): the settings' LLM and what this run's rows record
-        (``seen``: `vista.runs.parts.RunLLMRows.answered_by`)."""
+        (``seen``: `vista.shared.runs.parts.RunLLMRows.answered_by`)."""
         llm = getattr(getattr(self, "settings", None), "llm", None)
         if llm is None:
             return None
@@ -440,7 +440,7 @@ def sized_settings(settings: ActorSettings, resources: ResourcePlan, budget: Bud
 
 def check_common_options(args: argparse.Namespace) -> None:
     """The options every cohort job shares, checked up front (`JobInputError` naming the first bad one)."""
-    from vista.runs.errors import JobInputError
+    from vista.shared.runs.errors import JobInputError
 
     for flag, value in {"--limit": args.limit, "--sample": args.sample, "--actors": args.actors,
                         "--patients-per-actor": args.patients_per_actor, "--batch-size": args.batch_size,

@@ -1,7 +1,7 @@
 """The VISTA job's stateful Ray Data UDF: `jobs.actor_base.TaskActor` whose work item is one task with its graph
 built, and whose run is the task's LLM stages and its row — each step of `vista.pipeline.TaskPipeline`.
 
-Preparing a block, in a worker thread (CPU work): one targeted read of its MEDS patients (`vista.meds.patient_loader`),
+Preparing a block, in a worker thread (CPU work): one targeted read of its MEDS patients (`vista.shared.meds.patient_loader`),
 then its graphs and index part (`TaskPipeline.block_graphs`). Running a task: its LLM stages on the event loop,
 through the actor's one gateway, within the per-task time limit; its row to the part files. A task that raises gets
 an error row; one run again costs nothing twice (the stores skip unchanged graphs, timelines and displays).
@@ -16,13 +16,13 @@ from pathlib import Path
 import pyarrow as pa
 from pydantic import Field
 
-from vista.llm import LLMConfig
+from vista.shared.llm import LLMConfig
 from vista.pipeline import VISTA_PART_SCHEMA, PatientRun, PipelineConfig, TaskPipeline, vista_part_record
 
 from jobs.actor_base import TaskActor
 from jobs.actor_settings import ActorRunSettings
-from vista.runs.progress import StatusRow
-from vista.meds.task_key import TaskKey
+from vista.shared.runs.progress import StatusRow
+from vista.shared.meds.task_key import TaskKey
 from jobs.vista_tasks import XML_FILE
 
 
@@ -31,7 +31,7 @@ class VistaSettings(ActorRunSettings):
 
     out: Path = Field(description="output directory (shared by every node)")
     dataset: Path | None = Field(None, description="MEDS dataset root, for MEDS tasks")
-    coding_profile: str | None = Field(None, description="how the dataset (or the XML) spells codes (vista.coding "
+    coding_profile: str | None = Field(None, description="how the dataset (or the XML) spells codes (vista.shared.coding "
                                        "profile name or TOML path); None: detected (XML: vista_xml)")
     xml_dir: Path | None = Field(None, description="directory of patient XML files, for XML tasks")
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="the stages and their settings")

@@ -1,5 +1,5 @@
 """What the VISTA job works on, as Ray Data: subjects of a MEDS dataset (listed by Ray Data tasks that read only the
-``subject_id`` column of each shard: `vista.meds.subjects`) or the patient XML files of a directory
+``subject_id`` column of each shard: `vista.shared.meds.subjects`) or the patient XML files of a directory
 (`vista.graph.xml_files`: each file a task keyed by its relative path; the file travels with its key in the
 ``xml_file`` column).
 """
@@ -10,11 +10,11 @@ import math
 from pathlib import Path
 
 from vista.graph.xml_files import XmlFile
-from vista.meds.labels import BOOLEAN_VALUE, PREDICTION_TIME, SUBJECT_ID
-from vista.meds.subjects import SHARD_PROBLEM, list_shard_subjects, unlistable_error
+from vista.shared.meds.labels import BOOLEAN_VALUE, PREDICTION_TIME, SUBJECT_ID
+from vista.shared.meds.subjects import SHARD_PROBLEM, list_shard_subjects, unlistable_error
 
 from jobs.ray_runtime import LIGHT_TASK_CPUS
-from vista.meds.task_key import TaskKey
+from vista.shared.meds.task_key import TaskKey
 
 XML_FILE = "xml_file"
 """Column of an XML task's file path (relative to ``--xml-dir``)."""
@@ -33,7 +33,7 @@ def subject_source(dataset: Path):
     """Ray Data: one row per subject of the MEDS dataset (a task per shard reads its subject_id column)."""
     import ray.data
 
-    from vista.meds.reader import MedsDataset
+    from vista.shared.meds.reader import MedsDataset
 
     shards = MedsDataset(dataset).shards
     return ray.data.from_items([{"shard": s} for s in shards], override_num_blocks=len(shards)).map_batches(

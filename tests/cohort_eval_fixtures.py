@@ -9,7 +9,7 @@ from pathlib import Path
 from vista.display import TumorBoardDisplay, VariableValue, load_variables
 from vista.evaluation import expected_values
 from vista.evaluation.expected import EXAMPLE_TRUTH
-from vista.synth.ground_truth import OncologyRecord
+from vista.shared.synth.ground_truth import OncologyRecord
 
 SPECS = load_variables()
 TRUTH = OncologyRecord.model_validate(json.loads(EXAMPLE_TRUTH))

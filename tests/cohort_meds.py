@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vista.meds import schema
+from vista.shared.meds import schema
 
 DAY0 = date(2010, 1, 1)
 VISIT_HOUR = time(9, 0)

@@ -276,7 +276,7 @@ def lung_cohort_1500(tmp_path_factory) -> SharedCohort:
     """1,500 synthetic subjects (seed 3) and their lung cohort: the data of the Ray job tests (ray, stream,
     multinode), generated once for the session instead of once per file."""
     from trajonco.cohorts import build_cohort, load_definition
-    from vista.synth import SynthConfig, generate
+    from vista.shared.synth import SynthConfig, generate
 
     root = tmp_path_factory.mktemp("lung_cohort_1500")
     generate(SynthConfig(n_subjects=1500, seed=3, workers=1), root / "meds", progress=False)

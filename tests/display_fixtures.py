@@ -7,8 +7,8 @@ import datetime as dt
 import json
 
 from toa_fixtures import toa_graph
-from vista.llm import LLMConfig, LLMGateway
-from vista.llm.backend import ChatRequest
+from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm.backend import ChatRequest
 from vista.toa import ExtractionStats, PatientTimeline, TimelineEvent, load_profile, synthesize_episodes
 from vista.toa.refs import graph_version, ref_fingerprints
 

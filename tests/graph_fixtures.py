@@ -10,8 +10,8 @@ from functools import cache
 from pathlib import Path
 
 from vista.graph import PatientGraph
-from vista.meds.reader import MedsDataset
-from vista.records import CodeCatalog, CodeInfo, Event, PatientRecord
+from vista.shared.meds.reader import MedsDataset
+from vista.shared.records import CodeCatalog, CodeInfo, Event, PatientRecord
 
 NOW = datetime(2030, 1, 1)
 
@@ -19,7 +19,7 @@ NOW = datetime(2030, 1, 1)
 @cache
 def synth_root() -> Path:
     """A 40-subject synthetic MEDS dataset (seed 11), generated on first use and removed at exit."""
-    from vista.synth import SynthConfig, generate
+    from vista.shared.synth import SynthConfig, generate
 
     root = Path(tempfile.mkdtemp(prefix="graph-tests-"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vista.meds.schema import CODES_FILE, DATA_DIR, DATA_SCHEMA, DATASET_FILE, SPLITS_FILE
+from vista.shared.meds.schema import CODES_FILE, DATA_DIR, DATA_SCHEMA, DATASET_FILE, SPLITS_FILE
 
 Row = tuple[int | None, datetime | None, str | None, float | None, str | None]
 """(subject_id, time, code, numeric_value, text_value), the five MEDS columns in order."""

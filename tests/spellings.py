@@ -40,7 +40,7 @@ Everything is seeded: the same call writes the same bytes of data.
 
 `EXPECTED` (module level) says what each fixture holds, counted while the rows are written (from what each row *is*,
 not from any coding profile): the cases per cancer, their index dates, the controls, the excluded subjects by reason,
-row counts per category (the names of `vista.coding.Category`), notes per kind, lab units, extension columns.
+row counts per category (the names of `vista.shared.coding.Category`), notes per kind, lab units, extension columns.
 ``EXPECTED["eventstream_demo"]`` describes ``tests/data/eventstream_demo.xml``.
 """
 
@@ -58,7 +58,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vista.meds import schema
+from vista.shared.meds import schema
 
 DATA_DIR = Path(__file__).parent / "data"
 EVENTSTREAM_DEMO = DATA_DIR / "eventstream_demo.xml"
@@ -467,7 +467,7 @@ class Row:
     code: str
     value: float | None
     text: str | None
-    category: str  # what the row is (vista.coding.Category names)
+    category: str  # what the row is (vista.shared.coding.Category names)
     extra: Mapping[str, object]
     target: str | None = None  # the cancer this row codes, if any
     note_kind: str | None = None
@@ -799,7 +799,7 @@ class DatasetFacts:
     controls: tuple[int, ...]  # subjects without any target code, ever
     excluded: Mapping[str, tuple[int, ...]]  # prevalent / no_qualifying_pair / earlier_target_code → subjects
     rows: int
-    rows_by_category: Mapping[str, int]  # vista.coding.Category name → rows
+    rows_by_category: Mapping[str, int]  # vista.shared.coding.Category name → rows
     notes_by_kind: Mapping[str, int]  # RADIOLOGY / PATHOLOGY / PROGRESS / DISCHARGE → rows
     lab_units: Mapping[str, str]  # source code of a lab or vital → its unit (from the unit column or the code)
     extension_columns: Mapping[str, str]  # column → arrow type

@@ -28,15 +28,15 @@ import pytest
 
 from baselines import read_labels as baseline_read_labels
 from baselines.errors import LabelDataError
-from vista.meds.task_key import TaskKey
+from vista.shared.meds.task_key import TaskKey
 from trajonco.cli import _label_time, main
 from trajonco.cohort_timelines import iter_cohort_timelines, read_labels as timeline_read_labels
-from vista.errors import CommandLineError
-from vista.meds.labels import LabelFileError, merge_label_files, read_label_table
-from vista.meds.reader import MedsDataset
-from vista.meds.schema import LABEL_SCHEMA
-from vista.meds.tasks import read_label_tasks, task_keys
-from vista.synth import SynthConfig, generate
+from vista.shared.errors import CommandLineError
+from vista.shared.meds.labels import LabelFileError, merge_label_files, read_label_table
+from vista.shared.meds.reader import MedsDataset
+from vista.shared.meds.schema import LABEL_SCHEMA
+from vista.shared.meds.tasks import read_label_tasks, task_keys
+from vista.shared.synth import SynthConfig, generate
 
 DATA = Path(__file__).parent / "data"
 ACES_CLI = DATA / "aces_labels.parquet"

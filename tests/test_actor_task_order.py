@@ -16,8 +16,8 @@ import pyarrow as pa
 import pytest
 
 from jobs.actor_base import OrderedSlots, TaskActor
-from vista.runs.progress import StatusRow
-from vista.meds.tasks import TaskKey
+from vista.shared.runs.progress import StatusRow
+from vista.shared.meds.tasks import TaskKey
 
 PART_SCHEMA = pa.schema([("subject_id", pa.int64()), ("prediction_time", pa.timestamp("us")), ("run_id", pa.string())])
 

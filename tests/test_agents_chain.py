@@ -14,9 +14,9 @@ from test_agents_patients import CATALOG, lung_patient
 from trajonco.agents.context_fit import ContextFitError
 from trajonco.agents.results import Variant
 from trajonco.pipeline import PipelineConfig, run_any_cancer, run_patient
-from vista.llm import ChatRequest, LLMConfig, LLMGateway
-from vista.testing.scripted import Delayed, ScriptedBackend
-from vista.timeline import parse_timeline, render_timeline
+from vista.shared.llm import ChatRequest, LLMConfig, LLMGateway
+from vista.shared.testing.scripted import Delayed, ScriptedBackend
+from vista.shared.timeline import parse_timeline, render_timeline
 
 PREDICTION = datetime(2021, 1, 1)
 IDS = re.compile(r'id="(e\d+)"')

@@ -13,8 +13,8 @@ from test_agents_chain import PREDICTION
 from test_agents_patients import CATALOG, lung_patient
 from trajonco.agents.results import Variant
 from trajonco.pipeline import PipelineConfig, run_patient
-from vista.llm import LLMConfig, LLMGateway
-from vista.timeline import render_timeline
+from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.timeline import render_timeline
 
 pytestmark = pytest.mark.llm
 ANSWER_TOKENS = 256

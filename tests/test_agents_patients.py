@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from vista.records import CodeCatalog, CodeInfo, Event, PatientRecord
-from vista.timeline import render_timeline
+from vista.shared.records import CodeCatalog, CodeInfo, Event, PatientRecord
+from vista.shared.timeline import render_timeline
 
 CATALOG = CodeCatalog([
     CodeInfo("ICD10CM//J44.9", "Chronic obstructive pulmonary disease, unspecified"),

@@ -10,8 +10,8 @@ from test_agents_patients import CATALOG, lung_patient
 from trajonco.agents.results import AnyCancerResult, Variant
 from trajonco.cancers import applicable_cancers
 from trajonco.pipeline import PipelineConfig, run_any_cancer, run_sync
-from vista.llm import LLMConfig, LLMGateway
-from vista.testing.scripted import ScriptedBackend
+from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.testing.scripted import ScriptedBackend
 
 
 def naming(cancer: str, score: int = 6):
@@ -90,9 +90,9 @@ def test_a_failed_chain_is_a_failed_any_cancer_result():
 
 
 def test_prediction_row_records_the_named_cancer():
-    from vista.llm.task_usage import TaskUsage
+    from vista.shared.llm.task_usage import TaskUsage
     from trajonco.prediction_rows import RowContext, row_from_result
-    from vista.meds.task_key import TaskKey
+    from vista.shared.meds.task_key import TaskKey
 
     result = run(Script(worker=worker_answer, manager=naming("bladder", 8)), PipelineConfig(chunk_tokens=600))
     context = RowContext(cancer="any", variant="one_stage", model="scripted", run_id="r1")

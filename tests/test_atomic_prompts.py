@@ -1,4 +1,4 @@
-"""The project's one atomic-write helper (`vista.atomic`) and one prompt loader (`vista.prompts`)."""
+"""The project's one atomic-write helper (`vista.shared.atomic`) and one prompt loader (`vista.shared.prompts`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import stat
 
 import pytest
 
-from vista.atomic import atomic_path, atomic_write_bytes, atomic_write_text, data_mode
-from vista.prompts import PromptFolder, PromptNotFoundError
+from vista.shared.atomic import atomic_path, atomic_write_bytes, atomic_write_text, data_mode
+from vista.shared.prompts import PromptFolder, PromptNotFoundError
 
 
 @pytest.mark.parametrize("fsync", [False, True])

@@ -20,8 +20,8 @@ from baselines.models import LogisticRegressionBaseline
 from baselines.predictions import PredictionFileModel, write_predictions
 from baselines.stratify import cohort_strata, stratified_results
 from trajonco.cohorts import build_cohort, load_definition
-from vista.meds.reader import MedsDataset
-from vista.synth import SynthConfig, generate
+from vista.shared.meds.reader import MedsDataset
+from vista.shared.synth import SynthConfig, generate
 
 pytestmark = pytest.mark.slow
 

@@ -16,8 +16,8 @@ import pytest
 from benchmarks.anchor_asyncio import replay
 from benchmarks.bench_anchor import Run, compare, setting
 from benchmarks.tree_cpu import run_counted
-from vista.testing.fault_proxy import FaultPlan, FaultProxy
-from vista.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.testing.fault_proxy import FaultPlan, FaultProxy
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
 
 SCHEMA = {"type": "object", "additionalProperties": False, "required": ["risk"],
           "properties": {"risk": {"enum": ["Low", "Moderate", "High"]}}}

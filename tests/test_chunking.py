@@ -14,9 +14,9 @@ from lxml import etree
 from test_timeline_cases import BASE, SIMPLE_CATALOG, catalogs, prediction_times, records, simple_record
 
 from trajonco.chunking import Chunk, ChunkingError, chunk_timeline, rechunk
-from vista.records import CodeCatalog, Event, PatientRecord
-from vista.timeline import Timeline, parse_timeline, render_timeline
-from vista.tokens import count_tokens
+from vista.shared.records import CodeCatalog, Event, PatientRecord
+from vista.shared.timeline import Timeline, parse_timeline, render_timeline
+from vista.shared.tokens import count_tokens
 
 
 def collapse_runs(ids: list[str]) -> list[str]:

@@ -25,8 +25,8 @@ import json  # noqa: E402
 import pytest  # noqa: E402
 
 from trajonco.cli import main  # noqa: E402
-from vista.testing.synthetic_server import SyntheticLLMServer  # noqa: E402
-from vista.synth import SynthConfig, generate  # noqa: E402
+from vista.shared.testing.synthetic_server import SyntheticLLMServer  # noqa: E402
+from vista.shared.synth import SynthConfig, generate  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_predict_one_warns_when_the_history_already_codes_the_cancer(tmp_path, c
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from vista.meds.reader import MedsDataset
+    from vista.shared.meds.reader import MedsDataset
     from trajonco.outcome_guard import leak_warning
 
     (tmp_path / "data").mkdir()

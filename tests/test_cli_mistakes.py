@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jobs.cli import trajonco_main, vista_main
-from vista.synth import SynthConfig, generate
+from vista.shared.synth import SynthConfig, generate
 
 
 @pytest.fixture(scope="module")

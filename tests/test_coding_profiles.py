@@ -1,6 +1,6 @@
 """Coding profiles: every spelling real MEDS datasets use maps to one canonical code, category and unit.
 
-Unit tests of `vista.coding` (normalisation, detection, coverage warnings, user profiles); the end-to-end checks on
+Unit tests of `vista.shared.coding` (normalisation, detection, coverage warnings, user profiles); the end-to-end checks on
 whole datasets in other projects' spellings (timelines, graphs, displays, cohorts) are in test_real_spellings.py.
 """
 
@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from vista.coding import Category, CodingProfileError, builtin_profiles, detect_profile, load_profile, profile_report
-from vista.meds.reader import MedsDataset
-from vista.records import Event
+from vista.shared.coding import Category, CodingProfileError, builtin_profiles, detect_profile, load_profile, profile_report
+from vista.shared.meds.reader import MedsDataset
+from vista.shared.records import Event
 
 
 @pytest.mark.parametrize(("profile", "source", "code", "category"), [

@@ -21,7 +21,7 @@ from trajonco.cohorts import (
     build_cohort,
     load_definition,
 )
-from vista.meds.labels import read_label_table
+from vista.shared.meds.labels import read_label_table
 
 LUNG = load_definition("lung")
 C34 = "ICD10CM//C34.11"

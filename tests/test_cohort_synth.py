@@ -1,4 +1,4 @@
-"""Cohorts on a realistic synthetic dataset (vista.synth): the phenotype reproduces the generator's ground truth for
+"""Cohorts on a realistic synthetic dataset (vista.shared.synth): the phenotype reproduces the generator's ground truth for
 all 15 cancers, and built cohorts keep their promises on it."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ GENERATOR_KEY = {"multiple_myeloma": "myeloma"}  # the generator's ground truth 
 
 @pytest.fixture(scope="module")
 def synth(tmp_path_factory) -> Path:
-    from vista.synth import SynthConfig, generate
+    from vista.shared.synth import SynthConfig, generate
 
     root = tmp_path_factory.mktemp("synth") / "meds"
     generate(SynthConfig(n_subjects=3000, seed=5), root, progress=False)

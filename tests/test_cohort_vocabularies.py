@@ -17,7 +17,7 @@ import pytest
 from trajonco.cli import main
 from trajonco.cohorts import CohortDefinitionError, EmptyCohortError, build_cohort, load_definition
 from trajonco.cohorts.source import open_events, scan_events
-from vista.meds import schema
+from vista.shared.meds import schema
 
 DAY0 = date(2010, 1, 1)
 VISIT_DAYS = [100 * k for k in range(25)]  # a visit every 100 days, 2010–2016

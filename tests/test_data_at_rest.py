@@ -2,7 +2,7 @@
 gives files 0600 and folders 0700 whatever the umask; ``VISTA_DATA_MODE=group`` relaxes it to 0640/0750.
 
 The defect: graphs with full note text, predictions, row part files and the LLM cache were written 0644 in 0755
-folders (`vista.atomic` applied the umask on purpose), so every local user could read them. Each test here runs
+folders (`vista.shared.atomic` applied the umask on purpose), so every local user could read them. Each test here runs
 with the most permissive umask (0), where an ordinary writer makes 0666 files, and asks ``find`` what it asks of a
 real output folder: ``find OUT -perm /o=r`` and ``-perm /g=r`` must find nothing.
 """
@@ -19,7 +19,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from vista.atomic import DATA_MODE_ENV, DataModeError, atomic_path, atomic_write_text, data_mode, make_dirs, open_private
+from vista.shared.atomic import DATA_MODE_ENV, DataModeError, atomic_path, atomic_write_text, data_mode, make_dirs, open_private
 
 T0 = datetime(2020, 1, 1)
 
@@ -94,7 +94,7 @@ def test_third_party_writers_inside_atomic_path_end_private(tmp_path):
 
 # ------------------------------------------------------------------------------------------- each writer
 def test_llm_cache_entries_are_private(tmp_path):
-    from vista.llm.cache import CachedAnswer, ResponseCache
+    from vista.shared.llm.cache import CachedAnswer, ResponseCache
 
     cache = ResponseCache(tmp_path / "llm_cache")
     cache.put("ab" + "0" * 62, CachedAnswer("{}", "m", "s", 1, 1))
@@ -115,14 +115,14 @@ def test_a_graph_store_with_note_text_is_private(tmp_path):
 
 def test_job_rows_consolidation_lock_manifest_and_summary_are_private(tmp_path):
     from jobs.manifest import check_manifest
-    from vista.runs.lock import OutputLock
-    from vista.runs.progress import ProgressTracker
-    from vista.runs.parts import PartWriter, consolidate_parts
-    from vista.runs.summary import RunSummary
-    from vista.meds.task_key import TaskKey
+    from vista.shared.runs.lock import OutputLock
+    from vista.shared.runs.progress import ProgressTracker
+    from vista.shared.runs.parts import PartWriter, consolidate_parts
+    from vista.shared.runs.summary import RunSummary
+    from vista.shared.meds.task_key import TaskKey
     from jobs.predict import prediction_outputs
     from trajonco.prediction_rows import PART_SCHEMA, RowContext, part_record, row_from_failure
-    from vista.llm.task_usage import TaskUsage
+    from vista.shared.llm.task_usage import TaskUsage
 
     out = tmp_path / "out"
     with OutputLock(out):
@@ -142,8 +142,8 @@ def test_job_rows_consolidation_lock_manifest_and_summary_are_private(tmp_path):
 
 def test_cohort_labels_manifest_and_reports_are_private(tmp_path):
     from trajonco.cohorts.builder import write_labels
-    from vista.llm.usage import CallRecord, UsageLedger
-    from vista.meds.reports import QuarantineReport
+    from vista.shared.llm.usage import CallRecord, UsageLedger
+    from vista.shared.meds.reports import QuarantineReport
 
     labels = pl.DataFrame({"subject_id": [1], "prediction_time": [T0], "boolean_value": [True], "index_time": [T0],
                            "cancer": ["lung"], "role": ["case"], "matched_to": [2], "age_at_index": [60.0],
@@ -188,12 +188,12 @@ def test_a_build_graphs_actor_writes_a_private_store_and_sets_its_workers_umask(
     cache are private, and the worker's umask now keeps whatever else it writes private too."""
     from tests.graph_fixtures import synth_records, synth_root
     from tests.test_jobs_vista import run_actor
-    from vista.meds.task_key import TaskKey
+    from vista.shared.meds.task_key import TaskKey
     from jobs.vista_actor import VistaSettings
-    from vista.llm import LLMConfig
+    from vista.shared.llm import LLMConfig
     from vista.pipeline import STAGES, PipelineConfig
-    from vista.testing.synthetic_server import SyntheticLLMServer
-    from vista.meds.tasks import keys_table
+    from vista.shared.testing.synthetic_server import SyntheticLLMServer
+    from vista.shared.meds.tasks import keys_table
 
     records, _ = synth_records()
     out = tmp_path / "out"
@@ -218,7 +218,7 @@ def test_the_driver_hands_a_relaxed_mode_to_every_worker(monkeypatch):
 
 def test_a_deduplicated_dataset_copy_is_private_though_copy2_keeps_modes(tmp_path):
     from test_validation_gaps import SHARD, with_duplicates
-    from vista.meds.duplicates import write_deduplicated
+    from vista.shared.meds.duplicates import write_deduplicated
 
     source = with_duplicates(tmp_path / "in", splits={1: "train", 2: "train"}, dataset_json={"dataset_name": "d"})
     for path in [source, *source.rglob("*")]:

@@ -19,8 +19,8 @@ from vista.display import (
     load_variables,
 )
 from vista.display.generate import VARIABLES_AGENT, plan_groups
-from vista.llm import BackendError, ErrorKind, LLMCallError, LLMCallFailed
-from vista.testing.scripted import Delayed, ScriptedBackend
+from vista.shared.llm import BackendError, ErrorKind, LLMCallError, LLMCallFailed
+from vista.shared.testing.scripted import Delayed, ScriptedBackend
 
 SPECS = load_variables()
 ASKED = [s.key for s in SPECS if s.key not in STRUCTURED_VARIABLES]

@@ -13,10 +13,10 @@ from vista.display import STRUCTURED_VARIABLES, TumorBoardDisplay, VariableValue
 from vista.display.render import citation_summary, display_markdown
 from vista.evaluation import evaluate
 from vista.evaluation.expected import EXAMPLE_TRUTH, expected_values
-from vista.llm import LLMConfig, LLMGateway
-from vista.testing.scripted import ScriptedBackend
+from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.testing.scripted import ScriptedBackend
 from vista.rag import RagConfig, generate_rag_display
-from vista.synth.ground_truth import OncologyRecord
+from vista.shared.synth.ground_truth import OncologyRecord
 
 SPECS = load_variables()
 ASKED = [s.key for s in SPECS if s.key not in STRUCTURED_VARIABLES]

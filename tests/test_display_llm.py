@@ -14,8 +14,8 @@ from display_fixtures import toa_timeline
 from toa_fixtures import toa_graph
 from vista.display import DisplayConfig, DisplayStore, TumorBoardDisplay, generate_display, load_variables
 from vista.display.generate import plan_groups, variables_view
-from vista.llm import LLMConfig, LLMGateway
-from vista.llm.config import EMBEDDED_MODEL_NAME
+from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm.config import EMBEDDED_MODEL_NAME
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 

@@ -24,7 +24,7 @@ from vista.display import (
 )
 from vista.display import hashing
 from vista.display.agent_prompts import prompt_text
-from vista.testing.scripted import ScriptedBackend
+from vista.shared.testing.scripted import ScriptedBackend
 
 
 def store_build(store, backend, config=DisplayConfig(), timeline=None, **overrides):

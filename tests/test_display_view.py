@@ -10,10 +10,10 @@ import datetime as dt
 from display_fixtures import fake_display_model, gateway_for, toa_timeline
 from toa_fixtures import CLINICAL_IDS, toa_graph
 from vista.display import DisplayConfig, generate_display, height_weight_value, load_variables, medications_value
-from vista.testing.scripted import ScriptedBackend
+from vista.shared.testing.scripted import ScriptedBackend
 from vista.toa import ExtractionStats, PatientTimeline, TimelineEvent, load_profile, synthesize_episodes
 from vista.toa.timeline_view import timeline_view
-from vista.tokens import count_tokens
+from vista.shared.tokens import count_tokens
 
 FACTS = [  # the tumor board's first facts, all in the first weeks of a long record
     (dt.date(2012, 1, 5), "background", "allergy", "Penicillin allergy (rash)"),
@@ -112,7 +112,7 @@ def test_height_and_weight_come_from_the_latest_measurements():
     from datetime import datetime
 
     from vista.graph import build_graph
-    from vista.records import CodeCatalog, CodeInfo, Event, PatientRecord
+    from vista.shared.records import CodeCatalog, CodeInfo, Event, PatientRecord
 
     rec = PatientRecord(3, "data/train/0.parquet", 0, [
         Event("e0", datetime(2019, 1, 1, 9), "LOINC//8302-2", 170.0, None),

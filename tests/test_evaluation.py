@@ -29,10 +29,10 @@ from vista.evaluation import (
     split_sites,
 )
 from vista.evaluation.expected import EXAMPLE_TRUTH, RULES
-from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
-from vista.testing.scripted import ScriptedBackend
-from vista.records import Demographics
-from vista.synth.ground_truth import OncologyRecord
+from vista.shared.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
+from vista.shared.testing.scripted import ScriptedBackend
+from vista.shared.records import Demographics
+from vista.shared.synth.ground_truth import OncologyRecord
 
 SPECS = load_variables()
 TRUTH = OncologyRecord.model_validate(json.loads(EXAMPLE_TRUTH))

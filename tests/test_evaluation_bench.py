@@ -7,7 +7,7 @@ import json
 import pytest
 
 from benchmarks.bench_vista_eval import main
-from vista.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
 
 pytestmark = pytest.mark.slow
 

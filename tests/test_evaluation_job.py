@@ -11,7 +11,7 @@ import pytest
 from cohort_eval_fixtures import judge_argv, run_job, write_inputs
 from jobs.evaluate import EVALUATED_FILE, exit_status
 from vista.evaluation import EvaluationReport
-from vista.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

@@ -23,10 +23,10 @@ from vista.evaluation import (
 )
 from vista.evaluation.expected import EXAMPLE_TRUTH
 from vista.evaluation.options import judge_config
-from vista.llm import LLMConfig, LLMGateway
-from vista.testing.scripted import ScriptedBackend
-from vista.records import Demographics
-from vista.synth.ground_truth import OncologyRecord
+from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.testing.scripted import ScriptedBackend
+from vista.shared.records import Demographics
+from vista.shared.synth.ground_truth import OncologyRecord
 
 SPECS = load_variables()
 TRUTH = OncologyRecord.model_validate(json.loads(EXAMPLE_TRUTH))

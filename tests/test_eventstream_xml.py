@@ -26,7 +26,7 @@ from vista.graph import (
     source_from_xml,
     write_graph,
 )
-from vista.records import RowRef
+from vista.shared.records import RowRef
 
 FACTS = EXPECTED["eventstream_demo"]
 
@@ -287,7 +287,7 @@ def test_vista_graph_xml_dir_loads_eventstream_files(tmp_path, capsys):
 
 
 def test_vista_job_actor_builds_eventstream_files_and_reports_the_broken_one(tmp_path):
-    from vista.meds.tasks import keys_table
+    from vista.shared.meds.tasks import keys_table
     from jobs.vista_actor import VistaSettings
     from jobs.vista_tasks import XML_FILE
     from vista.graph.xml_files import list_xml_patients
@@ -333,7 +333,7 @@ def test_meds_rows_with_visit_ids_make_real_encounters_and_round_trip(tmp_path):
     """What the reader gives the builder for an OMOP/Synthea/MIMIC record: visit ids, units from the row, sex rows
     timed at the birth (meds_etl) — visits by id, units kept, sex found, and the encounter XML reads back the same."""
     from vista.graph import encounter_xml
-    from vista.records import CodeCatalog, Event, PatientRecord
+    from vista.shared.records import CodeCatalog, Event, PatientRecord
 
     t = datetime(2021, 3, 1, 9)
     record = PatientRecord(12, "data/0.parquet", 40, [

@@ -22,10 +22,10 @@ from trajonco.judge.prompts import candidate_text
 from trajonco.judge.runs import Candidate
 from trajonco.pipeline import PipelineConfig, run_patient
 from trajonco.prediction_rows import RowContext, row_from_result, rows_to_table
-from vista.llm import LLMConfig, LLMGateway
-from vista.testing.scripted import ScriptedBackend
-from vista.llm.task_usage import TaskUsage
-from vista.meds.task_key import TaskKey
+from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.testing.scripted import ScriptedBackend
+from vista.shared.llm.task_usage import TaskUsage
+from vista.shared.meds.task_key import TaskKey
 
 PREDICTION = datetime(2092, 1, 1)
 

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 
 from baselines.features import SummaryFeaturizer
 from benchmarks.bench_features import max_abs_difference, pandas_featurize
-from vista.meds.schema import DATA_SCHEMA
+from vista.shared.meds.schema import DATA_SCHEMA
 
 
 def random_meds(root, n_subjects: int, seed: int):

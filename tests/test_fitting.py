@@ -21,8 +21,8 @@ from trajonco.fitting import (
     model_output_tokens,
 )
 from trajonco.pipeline import PipelineConfig, run_patient
-from vista.llm import LLMConfig, LLMGateway
-from vista.testing.scripted import ScriptedBackend
+from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.testing.scripted import ScriptedBackend
 
 CONFIG = PipelineConfig()
 

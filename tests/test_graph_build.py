@@ -12,7 +12,7 @@ from tests.graph_fixtures import SMALL_CATALOG, small_record, synth_records, syn
 from vista.graph import EdgeType, EncounterWindows, GraphConfig, GraphInputError, NodeType, build_graph
 from vista.graph.mentions import TermMatcher, description_terms
 from vista.graph.sections import split_sections
-from vista.meds import schema
+from vista.shared.meds import schema
 
 T0 = datetime(2020, 1, 5, 9, 0)
 

@@ -11,7 +11,7 @@ from tests.graph_fixtures import SMALL_CATALOG, canonical, richest, small_record
 from vista.graph import GraphFileError, GraphInputError, build_graph, read_graph, write_graph
 from vista.graph.columnar import columnar_paths, read_columnar, read_columnar_metadata, write_columnar
 from vista.graph.xml_input import encounter_xml, read_patient_xml, source_from_xml
-from vista.timeline import render_timeline
+from vista.shared.timeline import render_timeline
 
 T0 = datetime(2020, 1, 5, 9, 0)
 

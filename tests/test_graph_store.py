@@ -16,7 +16,7 @@ from vista.graph.build import source_from_record
 from vista.graph.columnar import columnar_paths
 from vista.graph.store import GraphStore, content_hash, is_graph_store
 from vista.graph.xml_input import encounter_xml
-from vista.records import CodeCatalog, CodeInfo, Event
+from vista.shared.records import CodeCatalog, CodeInfo, Event
 
 IMAGING = pl.col("code").eq("NOTE//RADIOLOGY") | pl.col("code").str.contains(r"^CPT//7\d{4}$")
 

@@ -15,7 +15,7 @@ from graph_fixtures import synth_records
 from vista.graph.errors import GraphFileError
 from vista.graph.store import GraphStore, write_index_part
 from vista.graph.task_graphs import meds_source, persist_task_graph, xml_source
-from vista.meds.task_key import TaskKey
+from vista.shared.meds.task_key import TaskKey
 from vista.pipeline import VISTA_SCHEMA, PipelineConfig, TaskPipeline
 
 TASKS = 6

@@ -18,9 +18,9 @@ from trajonco.human_eval import agreement_report, export_packets, read_answers, 
 from trajonco.human_eval import cli as review_cli
 from trajonco.judge import EvaluationInputError, compare_runs
 from trajonco.judge.stats import cohen_kappa
-from vista.errors import CommandLineError
-from vista.llm import LLMConfig
-from vista.testing.scripted import ScriptedBackend
+from vista.shared.errors import CommandLineError
+from vista.shared.llm import LLMConfig
+from vista.shared.testing.scripted import ScriptedBackend
 
 SUBJECTS = (1, 2, 3, 4, 5, 6)
 

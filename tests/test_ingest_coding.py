@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from jobs.cli import trajonco_main, vista_main
 from vista.graph import build_graph
-from vista.meds.reader import MedsDataset
+from vista.shared.meds.reader import MedsDataset
 
 
 def _write(root: Path, rows: list[tuple], *, codes: pa.Table | None = None, extra: dict[str, pa.Array] | None = None) -> Path:

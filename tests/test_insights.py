@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from vista.meds.task_key import TaskKey
+from vista.shared.meds.task_key import TaskKey
 from trajonco.agents.results import ChunkRisk, ChunkStats, EvidenceEvent, Latency, PatientResult, Variant
 from trajonco.agents.schemas import RiskLevel
 from trajonco.insights import (InsightsInputError, InsightsResult, InsightsSettings, compute_insights,
@@ -23,8 +23,8 @@ from trajonco.insights.cli import add_parser
 from trajonco.insights.transitions import FAILED, NO_RECORD
 from trajonco.prediction_files import write_prediction_files
 from trajonco.prediction_rows import RowContext, row_from_failure, row_from_result, rows_to_table
-from vista.errors import CommandLineError
-from vista.llm.task_usage import TaskUsage
+from vista.shared.errors import CommandLineError
+from vista.shared.llm.task_usage import TaskUsage
 
 T0 = datetime(2022, 6, 1)
 CONTEXT = RowContext(cancer="lung", variant="one_stage", model="test-llm", run_id="run-1")

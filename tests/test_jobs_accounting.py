@@ -15,18 +15,18 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from vista.llm.remote import JobGateway
-from vista.runs.accounting import cache_origin, summary_figures
-from vista.runs.progress import ProgressTracker
-from vista.runs.parts import PartWriter, run_llm_rows
-from vista.runs.summary import RunSummary
-from vista.meds.task_key import TaskKey
+from vista.shared.llm.remote import JobGateway
+from vista.shared.runs.accounting import cache_origin, summary_figures
+from vista.shared.runs.progress import ProgressTracker
+from vista.shared.runs.parts import PartWriter, run_llm_rows
+from vista.shared.runs.summary import RunSummary
+from vista.shared.meds.task_key import TaskKey
 from trajonco.prediction_rows import PART_SCHEMA, RowContext, part_record, row_from_failure
-from vista.llm import LLMConfig, LLMGateway
-from vista.llm.backend import ChatReply, ChatRequest
-from vista.llm.budget import BudgetLimits, RequestBudget
-from vista.testing.scripted import ScriptedBackend
-from vista.llm.task_usage import usage_scope
+from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm.backend import ChatReply, ChatRequest
+from vista.shared.llm.budget import BudgetLimits, RequestBudget
+from vista.shared.testing.scripted import ScriptedBackend
+from vista.shared.llm.task_usage import usage_scope
 
 T0 = datetime(2020, 1, 1)
 RUN = "r1"
@@ -171,8 +171,8 @@ def test_who_answered_and_what_the_kept_rows_spent_come_from_one_scan(tmp_path, 
     """On main `answered_by` and `kept_usage` each scanned every part file at run end (three scans in all, for
     100,000 rows); one scan now serves both, with the same answers: who answered every row the run wrote, and the
     usage of the rows it kept (its newest row of each task; another run's rows left out)."""
-    import vista.runs.parts as row_parts
-    from vista.llm.task_usage import TaskUsage
+    import vista.shared.runs.parts as row_parts
+    from vista.shared.llm.task_usage import TaskUsage
 
     def keep(run: str, subject: int, tokens: int, backend: str, at: int) -> None:
         writer = PartWriter(tmp_path, run_id=run, schema=PART_SCHEMA)

@@ -12,16 +12,16 @@ import pytest
 
 from cohort_eval_fixtures import REFERENCES, judge_argv, run_job, write_inputs
 from jobs import actor_base
-from vista.runs.errors import JobError, JobInputError, JobSettingsMismatch
+from vista.shared.runs.errors import JobError, JobInputError, JobSettingsMismatch
 from jobs.evaluate import EVALUATED_FILE, exit_status
 from jobs.evaluate_actor import EvaluateActor, EvaluateSettings
-from vista.runs.lock import OutputLock
-from vista.runs.parts import latest_states
-from vista.meds.task_key import TaskKey
-from vista.meds.tasks import keys_table
+from vista.shared.runs.lock import OutputLock
+from vista.shared.runs.parts import latest_states
+from vista.shared.meds.task_key import TaskKey
+from vista.shared.meds.tasks import keys_table
 from vista.evaluation import EvaluationReport
-from vista.llm import LLMConfig
-from vista.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.llm import LLMConfig
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
 
 SUBJECTS = (2, 3, 4, 5)
 FAIL = "FAIL-THIS-JUDGE-CALL"

@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from vista.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
 
 ROOT = Path(__file__).parents[1]
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).parents[1]
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> dict[str, Path]:
     """A small synthetic MEDS dataset and a label file of 12 of its subjects."""
-    from vista.synth import SynthConfig, generate
+    from vista.shared.synth import SynthConfig, generate
 
     root = tmp_path_factory.mktemp("failfast")
     dataset = root / "meds"

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from benchmarks.bench_predict_throughput import make_inputs
-from vista.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

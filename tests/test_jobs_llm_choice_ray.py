@@ -12,14 +12,14 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from vista.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
 
 pytestmark = pytest.mark.ray
 
 
 def rows_of(out: Path) -> pl.DataFrame:
     """Every row the job wrote (its part files hold every column, wherever the consolidated files put them)."""
-    from vista.runs.parts import part_files
+    from vista.shared.runs.parts import part_files
 
     return pl.concat([pl.read_parquet(path) for path in part_files(out)], how="diagonal_relaxed")
 

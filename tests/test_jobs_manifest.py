@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from jobs.manifest import check_manifest, prompt_dirs
-from vista.runs.errors import JobSettingsMismatch
-from vista.runs.manifest import CODE_FLAG, MANIFEST, CodeVersion, prompt_hashes
+from vista.shared.runs.errors import JobSettingsMismatch
+from vista.shared.runs.manifest import CODE_FLAG, MANIFEST, CodeVersion, prompt_hashes
 
 SETTINGS = {"model": "m", "pipeline": {"chunk_tokens": 1500, "memory_k": 10}, "llm": {"temperature": 0.0}}
 

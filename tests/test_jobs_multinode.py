@@ -5,7 +5,7 @@ dir, on free ports and in its own process session: killing every process of a se
 actor workers it spawned) is losing that node, and nothing here touches the session-scoped head of
 tests/conftest.py. The job runs as a subprocess driver joining the cluster with ``--address``; three patient actors
 at 0.4 CPU each are spread over the nodes by Ray Data (its default SPREAD scheduling; no node has room for more than
-two), and the LLM is the synthetic endpoint of `vista.testing.synthetic_server` on 127.0.0.1 with a fixed latency.
+two), and the LLM is the synthetic endpoint of `vista.shared.testing.synthetic_server` on 127.0.0.1 with a fixed latency.
 
 The endpoint finds which node sent each request (the client socket's owner in ``/proc``, whose process session is
 a node) and whether the answer could still be delivered. Once rows are on disk and a worker node has requests in
@@ -39,11 +39,11 @@ import pyarrow.parquet as pq
 import pytest
 from aiohttp import web
 
-from vista.llm.cache import ResponseCache
-from vista.runs.parts import latest_states, part_files
+from vista.shared.llm.cache import ResponseCache
+from vista.shared.runs.parts import latest_states, part_files
 from trajonco.prediction_files import read_predictions
 from trajonco.prediction_rows import RUN_DEPENDENT_COLUMNS
-from vista.testing.synthetic_server import SyntheticLLMServer, request_digest
+from vista.shared.testing.synthetic_server import SyntheticLLMServer, request_digest
 
 from conftest import RAY, TEST_ENV, free_port, short_ray_dir
 

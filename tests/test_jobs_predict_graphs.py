@@ -20,17 +20,17 @@ from graph_fixtures import synth_root
 from jobs.manifest import check_manifest
 from jobs.predict import fingerprint, prediction_outputs
 from jobs.predict_actor import PredictActor, PredictSettings
-from vista.runs.parts import consolidate_parts
-from vista.meds.tasks import task_keys
-from vista.runs.errors import JobSettingsMismatch
+from vista.shared.runs.parts import consolidate_parts
+from vista.shared.meds.tasks import task_keys
+from vista.shared.runs.errors import JobSettingsMismatch
 from trajonco.pipeline import PipelineConfig
 from trajonco.prediction_files import DETAILS_FILE, read_predictions
 from vista.graph import GraphStore
 from vista.graph.record_graphs import GRAPH_SCHEMA, register_record_graphs
 from vista.graph.store import INDEX_DIR, MANIFEST_DIR, bucket_of
-from vista.llm import LLMConfig
+from vista.shared.llm import LLMConfig
 from vista.cli import main as vista_main
-from vista.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
 
 ROOT = Path(__file__).parents[1]
 PATIENTS = 4
@@ -210,8 +210,8 @@ def test_the_predict_job_on_ray_stores_the_graphs(labels, server, ray_session, t
 
 
 def test_the_store_is_locked_for_the_run(labels, tmp_path):
-    from vista.runs.errors import JobError
-    from vista.runs.lock import OutputLock
+    from vista.shared.runs.errors import JobError
+    from vista.shared.runs.lock import OutputLock
     from jobs.predict import PredictJob
     from jobs.predict_options import build_parser
 

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from vista.testing.synthetic_server import SyntheticLLMServer
-from vista.synth import SynthConfig, generate
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.synth import SynthConfig, generate
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

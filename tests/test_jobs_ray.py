@@ -2,7 +2,7 @@
 its preprocessor pool, the embedded model), build-graphs through `ray job submit`. (Streaming, retries, the default
 two-stage plan and reruns with a smaller selection: tests/test_jobs_stream.py.)
 
-The LLM is the synthetic OpenAI-compatible endpoint of `vista.testing.synthetic_server` on 127.0.0.1 (schema-valid answers that
+The LLM is the synthetic OpenAI-compatible endpoint of `vista.shared.testing.synthetic_server` on 127.0.0.1 (schema-valid answers that
 depend only on the request), so every run's outputs are comparable and the endpoint counts what was asked.
 """
 
@@ -22,11 +22,11 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from vista.runs.parts import ROWS, latest_states, part_files
+from vista.shared.runs.parts import ROWS, latest_states, part_files
 from trajonco.prediction_rows import RUN_DEPENDENT_COLUMNS
 from trajonco.prediction_files import read_predictions
-from vista.testing.synthetic_server import SyntheticLLMServer
-from vista.llm.cache import ResponseCache
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.llm.cache import ResponseCache
 
 pytestmark = pytest.mark.ray
 
@@ -250,8 +250,8 @@ def test_an_actor_killed_mid_run_is_replaced_and_its_batch_resumed(cohort, llm, 
 def test_two_stage_sends_chunk_filters_to_the_preprocessor_pool(cohort, llm, ray_session, tmp_path):
     from jobs import predict
     from trajonco.pipeline import PipelineConfig, run_patient
-    from vista.llm import LLMConfig, LLMGateway
-    from vista.meds.reader import MedsDataset
+    from vista.shared.llm import LLMConfig, LLMGateway
+    from vista.shared.meds.reader import MedsDataset
 
     out = tmp_path / "two_stage"
     summary = run_in_process(predict, predict_args(cohort, llm, out, "--variant", "two_stage", "--limit", "6",
@@ -285,7 +285,7 @@ def test_build_graphs_submitted_with_ray_job_submit(cohort, ray_session, tmp_pat
     from ray.job_submission import JobStatus, JobSubmissionClient
 
     from jobs import build_graphs
-    from vista.meds.reader import MedsDataset
+    from vista.shared.meds.reader import MedsDataset
 
     out = tmp_path / "graphs"
     entrypoint = job_command("jobs.build_graphs", [
@@ -356,8 +356,8 @@ def test_build_graphs_over_a_whole_dataset(cohort, ray_session, tmp_path):
 # ------------------------------------------------------------------------------------------------ the real model
 def _short_patients(cohort, n: int, max_tokens: int = 1400) -> Path:
     """A label file of ``n`` patients whose timeline fits one embedded-model chunk."""
-    from vista.meds.reader import MedsDataset
-    from vista.timeline import render_timeline
+    from vista.shared.meds.reader import MedsDataset
+    from vista.shared.timeline import render_timeline
 
     labels = pl.read_parquet(cohort["labels"]).filter(pl.col("subject_id") != MISSING_SUBJECT)
     dataset = MedsDataset(cohort["dataset"])

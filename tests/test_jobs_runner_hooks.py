@@ -11,11 +11,11 @@ from jobs.build_graphs import GraphsJob
 from jobs.evaluate import EvaluateJob, build_parser
 from jobs.predict import PredictJob
 from jobs.ray_runtime import RayRuntime
-from vista.runs.retry import RetryCounts
+from vista.shared.runs.retry import RetryCounts
 from jobs.runner import CohortJob
-from vista.meds.task_key import TaskKey
-from vista.runs.plan import TaskPlan
-from vista.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.meds.task_key import TaskKey
+from vista.shared.runs.plan import TaskPlan
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
 
 SHARED = ("announce", "check_llm_endpoint", "size", "pool_strategy", "stream_pool", "stall_hint")
 

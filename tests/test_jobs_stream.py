@@ -1,6 +1,6 @@
 """The streaming predict job on the session's 2-CPU local head: two-stage with default settings, rows written while
 the slowest patient of their block still runs, the retry policy across runs, reruns with a smaller --limit, and
-the stall watchdog. The LLM is the synthetic endpoint of `vista.testing.synthetic_server` on 127.0.0.1 (subclassed here to
+the stall watchdog. The LLM is the synthetic endpoint of `vista.shared.testing.synthetic_server` on 127.0.0.1 (subclassed here to
 fail or slow down the requests about chosen patients)."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import pytest
 from aiohttp import web
 from rich.console import Console
 
-from vista.runs.parts import latest_states, part_files
-from vista.meds.task_key import TaskKey
+from vista.shared.runs.parts import latest_states, part_files
+from vista.shared.meds.task_key import TaskKey
 from trajonco.prediction_files import read_predictions
-from vista.testing.synthetic_server import SyntheticLLMServer, prompt_text
+from vista.shared.testing.synthetic_server import SyntheticLLMServer, prompt_text
 
 pytestmark = pytest.mark.ray
 

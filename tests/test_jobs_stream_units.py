@@ -12,14 +12,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from jobs.driver import JobStalled, stream_status
-from vista.runs.retry import reruns
-from vista.runs.progress import ProgressTracker, StatusRow, status_table
-from vista.runs.parts import OutputFile, PartWriter, RowState, consolidate_parts, latest_states, part_files, remove_stale_temporaries
-from vista.meds.task_key import TaskKey
-from vista.runs.plan import plan_tasks, schedule
+from vista.shared.runs.retry import reruns
+from vista.shared.runs.progress import ProgressTracker, StatusRow, status_table
+from vista.shared.runs.parts import OutputFile, PartWriter, RowState, consolidate_parts, latest_states, part_files, remove_stale_temporaries
+from vista.shared.meds.task_key import TaskKey
+from vista.shared.runs.plan import plan_tasks, schedule
 from trajonco.prediction_rows import PART_SCHEMA, PREDICTION_SCHEMA, RowContext, part_record, row_from_failure
-from vista.llm.task_usage import TaskUsage
-from vista.meds.tasks import estimate_lengths
+from vista.shared.llm.task_usage import TaskUsage
+from vista.shared.meds.tasks import estimate_lengths
 
 T0 = datetime(2020, 1, 1)
 CONTEXT = RowContext(cancer="lung", variant="one_stage", model="m", run_id="r1")
@@ -112,7 +112,7 @@ def test_the_retry_policy_reruns_transient_failures_and_keeps_permanent_ones():
 
 def test_every_gateway_error_kind_has_a_retry_class():
     from trajonco.prediction_rows import TRANSIENT_CALL_KINDS, retry_class
-    from vista.llm.errors import ENDPOINT_KINDS, RETRYABLE_KINDS, ErrorKind
+    from vista.shared.llm.errors import ENDPOINT_KINDS, RETRYABLE_KINDS, ErrorKind
 
     transient = {k.value for k in ErrorKind if retry_class("failed", "llm_call_failed", k.value) == "transient"}
     assert transient == TRANSIENT_CALL_KINDS == {k.value for k in RETRYABLE_KINDS | ENDPOINT_KINDS}

@@ -13,15 +13,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from vista.runs.errors import JobError, JobSettingsMismatch
-from vista.llm.remote import JobGateway, ModelRef, RemoteAnswer, RemoteCall, model_ref, resolve_model
+from vista.shared.runs.errors import JobError, JobSettingsMismatch
+from vista.shared.llm.remote import JobGateway, ModelRef, RemoteAnswer, RemoteCall, model_ref, resolve_model
 from jobs.manifest import check_manifest
-from vista.runs.lock import OutputLock
-from vista.runs.progress import ProgressTracker, StatusRow, status_table
+from vista.shared.runs.lock import OutputLock
+from vista.shared.runs.progress import ProgressTracker, StatusRow, status_table
 from jobs.resources import plan_resources
-from vista.runs.summary import RunSummary
-from vista.meds.task_key import TaskKey
-from vista.runs.plan import plan_tasks
+from vista.shared.runs.summary import RunSummary
+from vista.shared.meds.task_key import TaskKey
+from vista.shared.runs.plan import plan_tasks
 from test_agents_patients import CATALOG, lung_patient
 from trajonco.agents.schemas import COMPACT_LIMITS, STANDARD_LIMITS, output_models
 from trajonco.pipeline import PipelineConfig, run_patient
@@ -36,13 +36,13 @@ from trajonco.prediction_rows import (
     row_from_result,
     rows_to_table,
 )
-from vista.llm import LLMConfig, LLMGateway, response_schema
-from vista.testing.scripted import ScriptedBackend
-from vista.testing.synthetic_server import SchemaAnswerer, synthetic_content
-from vista.llm.task_usage import TaskUsage, usage_scope
-from vista.meds.errors import MedsSubjectNotFoundError
-from vista.meds.labels import LabelFileError
-from vista.meds.tasks import read_label_tasks, task_keys
+from vista.shared.llm import LLMConfig, LLMGateway, response_schema
+from vista.shared.testing.scripted import ScriptedBackend
+from vista.shared.testing.synthetic_server import SchemaAnswerer, synthetic_content
+from vista.shared.llm.task_usage import TaskUsage, usage_scope
+from vista.shared.meds.errors import MedsSubjectNotFoundError
+from vista.shared.meds.labels import LabelFileError
+from vista.shared.meds.tasks import read_label_tasks, task_keys
 
 T0 = datetime(2020, 1, 1)
 PREDICTION = datetime(2019, 1, 1)
@@ -213,7 +213,7 @@ def test_a_preprocessor_call_lost_on_the_hop_is_a_recorded_error_answer(monkeypa
 
     from jobs import preprocess_pool
     from jobs.preprocess_pool import PreprocessorPool
-    from vista.llm import ErrorKind
+    from vista.shared.llm import ErrorKind
 
     cancelled = []
     monkeypatch.setattr(preprocess_pool, "_cancel", cancelled.append)
@@ -403,8 +403,8 @@ def test_any_cancer_row_keeps_the_strongest_cancer_and_every_score():
 
 
 def test_llm_settings_that_cannot_work_fail_on_the_driver(tmp_path, monkeypatch):
-    from vista.llm.endpoint_check import check_llm
-    from vista.llm import LLMConfigError
+    from vista.shared.llm.endpoint_check import check_llm
+    from vista.shared.llm import LLMConfigError
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(LLMConfigError, match="needs an API key"):
@@ -434,7 +434,7 @@ def test_a_bad_assessment_option_is_one_line(tmp_path):
     """On main ``jobs.predict --chunk-tokens 100`` (below the pipeline's 256) ended in a pydantic traceback."""
     from jobs.predict import build_settings
     from jobs.predict_options import build_parser
-    from vista.errors import CommandLineError
+    from vista.shared.errors import CommandLineError
 
     args = build_parser().parse_args(["--labels", str(tmp_path / "l.parquet"), "--dataset", str(tmp_path), "--out",
                                       str(tmp_path / "o"), "--chunk-tokens", "100"])
@@ -453,7 +453,7 @@ def test_limit_and_sample_keep_case_control_pairs_whole(tmp_path):
     root = write_mimic_style(tmp_path / "mimic")
     built = build_cohort(root, load_definition("any_cancer"), tmp_path / "cohort")
     path = built.label_paths["train"]
-    from vista.meds.labels import read_label_table
+    from vista.shared.meds.labels import read_label_table
 
     labels = pl.from_arrow(read_label_table(path))  # the label file and its label_details sidecar
     tasks = read_label_tasks(path)

@@ -15,19 +15,19 @@ import pyarrow.parquet as pq
 import pytest
 
 from graph_fixtures import synth_records, synth_root
-from vista.meds.task_key import TaskKey
-from vista.runs.parts import ROWS, part_files
+from vista.shared.meds.task_key import TaskKey
+from vista.shared.runs.parts import ROWS, part_files
 from jobs.vista_actor import VistaActor, VistaSettings
 from jobs.vista_tasks import XML_FILE
 from vista.graph.xml_files import XmlDirectoryError, list_xml_patients
 from vista.graph import build_graph, encounter_xml, read_graph
 from vista.graph.index import TASK_INDEX_SCHEMA
 from vista.graph.task_graphs import task_folder
-from vista.llm import LLMConfig
+from vista.shared.llm import LLMConfig
 from vista.pipeline import PipelineConfig, VistaRow
 from vista.pipeline.rows import TASK_ID
-from vista.testing.synthetic_server import SyntheticLLMServer
-from vista.meds.tasks import keys_table
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.meds.tasks import keys_table
 from vista.toa import TimelineStore
 
 SUBJECTS = 3
@@ -128,7 +128,7 @@ FAR_FUTURE = ('<patient id="9003" sex="M">\n<event id="e0" code="GENDER//M"/>\n'
 
 def xml_cohort(root: Path, n_good: int = 3) -> dict[str, int]:
     """Good patients (both XML variants) plus a malformed file, a patient with no events and one dated 2300."""
-    from vista.timeline import render_timeline
+    from vista.shared.timeline import render_timeline
 
     records, catalog = synth_records()
     good = {}
@@ -181,7 +181,7 @@ def test_listing_xml_tasks_refuses_a_missing_or_empty_directory(tmp_path):
 
 def test_stage_options_and_llm_defaults(tmp_path):
     from jobs.build_graphs import build_parser, build_settings
-    from vista.runs.errors import JobInputError
+    from vista.shared.runs.errors import JobInputError
 
     base = ["--dataset", str(synth_root()), "--out", str(tmp_path / "o")]
     graph_only = build_settings(build_parser().parse_args(base), "r")

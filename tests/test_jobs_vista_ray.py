@@ -13,10 +13,10 @@ import polars as pl
 import pytest
 
 from graph_fixtures import synth_root
-from vista.runs.parts import ROWS
+from vista.shared.runs.parts import ROWS
 from test_jobs_vista import xml_cohort
 from vista.graph import GraphStore, read_graph
-from vista.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
 from vista.pipeline.rows import RUN_DEPENDENT_COLUMNS
 from vista.toa import PatientTimeline
 

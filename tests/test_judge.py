@@ -14,8 +14,8 @@ from trajonco.judge import RUBRIC_KEYS, JudgeReport, compare_runs, load_run, pai
 from trajonco.judge.runs import RunFileError
 from trajonco.judge.stats import cohen_kappa
 from trajonco.prediction_files import read_predictions
-from vista.llm import ChatRequest, LLMConfig
-from vista.testing.scripted import ScriptedBackend
+from vista.shared.llm import ChatRequest, LLMConfig
+from vista.shared.testing.scripted import ScriptedBackend
 
 PATIENTS = (1, 2, 3, 4, 5, 6)
 
@@ -135,7 +135,7 @@ def test_report_round_trips_through_json_and_the_cli(tmp_path, monkeypatch, caps
     import argparse
 
     from trajonco.judge import cli as judge_cli
-    from vista.llm import gateway as gateway_module
+    from vista.shared.llm import gateway as gateway_module
 
     monkeypatch.setattr(gateway_module, "build_backend", lambda config: ScriptedBackend(biased_judge))
     parser = argparse.ArgumentParser()
@@ -157,7 +157,7 @@ def test_report_round_trips_through_json_and_the_cli(tmp_path, monkeypatch, caps
 
 
 def test_bad_runs_fail_with_one_clear_message(tmp_path):
-    from vista.errors import CommandLineError
+    from vista.shared.errors import CommandLineError
     from trajonco.judge import cli as judge_cli
     import argparse
 

@@ -8,7 +8,7 @@ import pytest
 
 from judge_fixtures import prediction_row, write_run
 from trajonco.judge import RUBRIC_KEYS, compare_runs
-from vista.llm import LLMConfig
+from vista.shared.llm import LLMConfig
 
 pytestmark = pytest.mark.llm
 

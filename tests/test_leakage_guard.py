@@ -29,7 +29,7 @@ MIN_TEST_CASES = 300
 @pytest.fixture(scope="module")
 def lung_heavy_dataset(tmp_path_factory) -> Path:
     """≈7k subjects, lung over half of the cancers, 45 % held out: > 300 lung cases in the test cohort."""
-    from vista.synth import SplitFractions, SynthConfig, generate
+    from vista.shared.synth import SplitFractions, SynthConfig, generate
 
     root = tmp_path_factory.mktemp("leakage") / "meds"
     config = SynthConfig(

@@ -9,15 +9,15 @@ import random
 import pytest
 
 from llm_models import Risk
-from vista.testing.clocks import FakeClock, LoopClock, run_virtual
-from vista.llm import BackendError, ChatReply, ErrorKind, LLMConfig, LLMGateway, user
-from vista.testing.scripted import ScriptedBackend
-from vista.testing.scripted import Delayed
-from vista.llm.breaker import AttemptReport, BreakerPolicy, CircuitBreaker
-from vista.llm.budget import BudgetLimits, BudgetStats, Refusal, RequestBudget, WindowPolicy
-from vista.llm.shared_budget import BudgetService, RemoteBudget
-from vista.llm.cache import ResponseCache
-from vista.llm.errors import LLMConfigError, LLMEndpointFailure
+from vista.shared.testing.clocks import FakeClock, LoopClock, run_virtual
+from vista.shared.llm import BackendError, ChatReply, ErrorKind, LLMConfig, LLMGateway, user
+from vista.shared.testing.scripted import ScriptedBackend
+from vista.shared.testing.scripted import Delayed
+from vista.shared.llm.breaker import AttemptReport, BreakerPolicy, CircuitBreaker
+from vista.shared.llm.budget import BudgetLimits, BudgetStats, Refusal, RequestBudget, WindowPolicy
+from vista.shared.llm.shared_budget import BudgetService, RemoteBudget
+from vista.shared.llm.cache import ResponseCache
+from vista.shared.llm.errors import LLMConfigError, LLMEndpointFailure
 
 GOOD = '{"level": "Low", "reason": "stable"}'
 OK = AttemptReport(answer_valid=True, tokens_used=10)
@@ -601,14 +601,14 @@ def test_the_cache_key_names_the_endpoint(tmp_path):
 
 
 def test_backend_identities():
-    from vista.llm.openai_backend import OpenAIBackend
+    from vista.shared.llm.openai_backend import OpenAIBackend
 
     assert OpenAIBackend(base_url="http://h:1/v1/", api_key="k").identity == "http://h:1/v1"
     assert OpenAIBackend(base_url=None, api_key="k").identity == "https://api.openai.com/v1"
 
 
 def test_file_digest_follows_the_content(tmp_path):
-    from vista.llm.embedded import file_digest
+    from vista.shared.llm.embedded import file_digest
 
     path = tmp_path / "model.gguf"
     path.write_bytes(b"weights-1")
@@ -620,21 +620,21 @@ def test_file_digest_follows_the_content(tmp_path):
 # ------------------------------------------------------------------------------------------------ endpoint check
 @pytest.fixture(scope="module")
 def server():
-    from vista.testing.synthetic_server import SyntheticLLMServer
+    from vista.shared.testing.synthetic_server import SyntheticLLMServer
 
     with SyntheticLLMServer(context_window=32768) as running:
         yield running
 
 
 def test_endpoint_check_reports_the_listed_facts(server):
-    from vista.llm.endpoint_check import check_endpoint
+    from vista.shared.llm.endpoint_check import check_endpoint
 
     facts = check_endpoint(LLMConfig(backend="openai", base_url=server.base_url, model="synthetic"), needs_context=True)
     assert facts.models == ("synthetic",) and facts.context_tokens == 32768 and facts.endpoint == server.base_url
 
 
 def test_endpoint_check_refuses_an_unknown_model_and_an_unreachable_url(server):
-    from vista.llm.endpoint_check import check_endpoint
+    from vista.shared.llm.endpoint_check import check_endpoint
 
     with pytest.raises(LLMEndpointFailure) as caught:
         check_endpoint(LLMConfig(backend="openai", base_url=server.base_url, model="gpt-nope"))
@@ -646,8 +646,8 @@ def test_endpoint_check_refuses_an_unknown_model_and_an_unreachable_url(server):
 
 
 def test_endpoint_check_names_context_tokens_when_nobody_knows_the_window():
-    from vista.llm.endpoint_check import check_endpoint
-    from vista.testing.synthetic_server import SyntheticLLMServer
+    from vista.shared.llm.endpoint_check import check_endpoint
+    from vista.shared.testing.synthetic_server import SyntheticLLMServer
 
     with SyntheticLLMServer(context_window=None, model="my-local-model") as quiet:
         llm = LLMConfig(backend="openai", base_url=quiet.base_url, model="my-local-model")
@@ -660,7 +660,7 @@ def test_endpoint_check_names_context_tokens_when_nobody_knows_the_window():
 def test_endpoint_check_refuses_a_url_that_is_not_an_openai_api():
     from aiohttp import web
 
-    from vista.llm.endpoint_check import check_endpoint
+    from vista.shared.llm.endpoint_check import check_endpoint
 
     async def page(_):
         return web.Response(text="<html>hello</html>", content_type="text/html")
@@ -684,12 +684,12 @@ def test_endpoint_check_refuses_a_url_that_is_not_an_openai_api():
 
 # ------------------------------------------------------------------------------------------------ synthetic server
 def test_synthetic_server_rejects_unknown_models_and_records_arrivals(server):
-    from vista.llm.openai_backend import OpenAIBackend
+    from vista.shared.llm.openai_backend import OpenAIBackend
 
     async def go(model):
         backend = OpenAIBackend(base_url=server.base_url, api_key="k", model=model)
         try:
-            from vista.llm import ChatRequest
+            from vista.shared.llm import ChatRequest
 
             return await backend.complete(ChatRequest(messages=(user("hi"),), model=model, max_tokens=10, timeout_s=10))
         finally:
@@ -867,8 +867,8 @@ def test_the_summary_and_the_progress_line_show_429s_pauses_and_the_window_over_
     from datetime import datetime
 
     from jobs.llm_budget import BudgetRef, JobBudget
-    from vista.llm.prices import PriceTable
-    from vista.runs.summary import RunSummary
+    from vista.shared.llm.prices import PriceTable
+    from vista.shared.runs.summary import RunSummary
 
     limits = BudgetLimits(max_in_flight=32)
 

@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from jobs.llm_budget import JobBudget
-from vista.llm.shared_budget import budget_limits
-from vista.testing.synthetic_server import RateLimitBurst, SyntheticLLMServer
-from vista.llm import LLMConfig
+from vista.shared.llm.shared_budget import budget_limits
+from vista.shared.testing.synthetic_server import RateLimitBurst, SyntheticLLMServer
+from vista.shared.llm import LLMConfig
 
 pytestmark = pytest.mark.ray
 
@@ -27,7 +27,7 @@ class Caller:
 
     async def run(self, tag: str, n: int) -> list[str | None]:
         from jobs.llm_budget import job_llm_gateway
-        from vista.llm import user
+        from vista.shared.llm import user
         from vista.toa.ambiguity import SameEventVerdict
 
         llm = LLMConfig(backend="openai", base_url=self.base_url, model="synthetic", max_concurrency=self.concurrency,

@@ -10,9 +10,9 @@ import multiprocessing
 import pytest
 
 from llm_models import Risk, WorkerAnswer
-from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway, user
-from vista.testing.scripted import ScriptedBackend
-from vista.llm.cache import CachedAnswer, ResponseCache
+from vista.shared.llm import BackendError, ErrorKind, LLMConfig, LLMGateway, user
+from vista.shared.testing.scripted import ScriptedBackend
+from vista.shared.llm.cache import CachedAnswer, ResponseCache
 
 GOOD = '{"level": "Low", "reason": "stable"}'
 
@@ -86,7 +86,7 @@ def test_unreadable_entry_is_a_reported_miss(tmp_path, caplog):
     ask(gateway, patient_id=None)  # no patient: the answer's own file
     (entry,) = (tmp_path / "cache").glob("??/*.json")
     entry.write_text("{half an entr")
-    with caplog.at_level(logging.WARNING, logger="vista.llm.cache"):
+    with caplog.at_level(logging.WARNING, logger="vista.shared.llm.cache"):
         assert ask(gateway, patient_id=None).ok
     assert len(backend.requests) == 2 and "unreadable" in caplog.text
     assert json.loads(entry.read_text())["content"] == GOOD  # rewritten whole
@@ -131,7 +131,7 @@ def test_a_torn_last_line_is_a_quiet_miss_and_later_lines_still_hit(tmp_path, ca
     whole = path.read_bytes()
     with path.open("ab") as f:
         f.write(b"b" * 64 + b'\t{"content": "{\\"lev')  # a writer killed mid-line (or still writing)
-    with caplog.at_level(logging.WARNING, logger="vista.llm.cache"):
+    with caplog.at_level(logging.WARNING, logger="vista.shared.llm.cache"):
         assert cache.get("b" * 64, patient="p") is None and "unreadable" not in caplog.text  # may be in progress
         cache.put("c" * 64, ENTRY, patient="p")  # glued to the torn line
         assert cache.get("c" * 64, patient="p") == ENTRY and cache.get("a" * 64, patient="p") == ENTRY

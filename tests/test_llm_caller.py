@@ -1,4 +1,4 @@
-"""One concept of an LLM call: every gateway the pipelines are handed is a `vista.llm.caller.LLMCaller` (the same
+"""One concept of an LLM call: every gateway the pipelines are handed is a `vista.shared.llm.caller.LLMCaller` (the same
 `complete` parameters as the Protocol's), and TrajOnco's pipeline runs on each of them with the same answer."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import pytest
 from test_agents_patients import CATALOG, lung_patient
 from trajonco.agents.schemas import COMPACT_LIMITS, output_models
 from trajonco.pipeline import PipelineConfig, run_patient
-from vista.llm import LLMConfig, LLMGateway, SyncLLMGateway
-from vista.llm.caller import AnswerTokens, GatewayWrapper, LLMCaller
-from vista.llm.remote import JobGateway
-from vista.testing.scripted import ScriptedBackend
-from vista.testing.synthetic_server import synthetic_content
+from vista.shared.llm import LLMConfig, LLMGateway, SyncLLMGateway
+from vista.shared.llm.caller import AnswerTokens, GatewayWrapper, LLMCaller
+from vista.shared.llm.remote import JobGateway
+from vista.shared.testing.scripted import ScriptedBackend
+from vista.shared.testing.synthetic_server import synthetic_content
 
 T0 = datetime(2020, 1, 1)
 CONFIG = PipelineConfig(variant="two_stage", chunk_tokens=400, context_tokens=8192)
@@ -39,7 +39,7 @@ class Pool:
         self.gateway, self.calls = gateway(), 0
 
     async def complete(self, call):
-        from vista.llm.remote import answer_remote
+        from vista.shared.llm.remote import answer_remote
 
         self.calls += 1
         return await answer_remote(self.gateway, call)

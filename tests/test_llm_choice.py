@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
-from vista.llm.config import LLMConfig
-from vista.llm.errors import LLMConfigError
+from vista.shared.llm.config import LLMConfig
+from vista.shared.llm.errors import LLMConfigError
 
 URL = "http://127.0.0.1:8999/v1"
 
@@ -91,7 +91,7 @@ def tiny_cohort(tmp_path_factory):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from vista.synth import SynthConfig, generate
+    from vista.shared.synth import SynthConfig, generate
 
     root = tmp_path_factory.mktemp("choice")
     generate(SynthConfig(n_subjects=20, seed=5, workers=1), root / "meds", progress=False)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from vista.llm.config import LLMConfig
-from vista.llm.errors import LLMConfigError
+from vista.shared.llm.config import LLMConfig
+from vista.shared.llm.errors import LLMConfigError
 
 
 def test_defaults_run_the_embedded_model_deterministically():

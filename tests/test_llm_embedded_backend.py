@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from vista.llm import BackendError, ChatRequest, ErrorKind, user
-from vista.llm.embedded import EmbeddedBackend, EmbeddedSettings, compact_json_grammar, default_model_path, default_threads
-from vista.llm.errors import LLMConfigError
+from vista.shared.llm import BackendError, ChatRequest, ErrorKind, user
+from vista.shared.llm.embedded import EmbeddedBackend, EmbeddedSettings, compact_json_grammar, default_model_path, default_threads
+from vista.shared.llm.errors import LLMConfigError
 
 COMPLETION = {
     "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": '{"a":1}'}}],
@@ -113,7 +113,7 @@ def test_model_file_and_threads_defaults(monkeypatch):
     assert default_threads() == 1
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert default_threads() == 3
-    from vista.llm.embedded import EmbeddedModel
+    from vista.shared.llm.embedded import EmbeddedModel
 
     with pytest.raises(LLMConfigError, match="does not exist"):
         EmbeddedModel(EmbeddedSettings(Path("/nonexistent/model.gguf")))

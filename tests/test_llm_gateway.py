@@ -8,9 +8,9 @@ import logging
 import pytest
 
 from llm_models import Risk, WorkerAnswer
-from vista.testing.clocks import FakeClock
-from vista.testing.scripted import Delayed, ScriptedBackend
-from vista.llm import (
+from vista.shared.testing.clocks import FakeClock
+from vista.shared.testing.scripted import Delayed, ScriptedBackend
+from vista.shared.llm import (
     BackendError,
     ChatReply,
     ErrorKind,
@@ -23,8 +23,8 @@ from vista.llm import (
     system,
     user,
 )
-from vista.llm.errors import SchemaError
-from vista.llm.prices import ModelPrice
+from vista.shared.llm.errors import SchemaError
+from vista.shared.llm.prices import ModelPrice
 
 GOOD = '{"level": "High", "reason": "nodule grew"}'
 MESSAGES = [system("You assess cancer risk."), user("CT: 9 mm nodule, grew since last year.")]
@@ -223,7 +223,7 @@ def test_retries_are_bounded_by_total_time():
 
 
 def test_a_hanging_backend_times_out(monkeypatch):
-    monkeypatch.setattr("vista.llm.gateway.TIMEOUT_GRACE_S", 0.0)
+    monkeypatch.setattr("vista.shared.llm.gateway.TIMEOUT_GRACE_S", 0.0)
 
     class Hangs(ScriptedBackend):
         async def complete(self, request):
@@ -291,7 +291,7 @@ def test_missing_server_usage_is_counted_locally():
 
 
 def test_default_local_token_counter_is_vista_tokens():
-    tokens = pytest.importorskip("vista.tokens")
+    tokens = pytest.importorskip("vista.shared.tokens")
     backend = ScriptedBackend([GOOD], report_usage=False)
     gateway = LLMGateway(LLMConfig(), backend=backend)
     result = run(gateway.complete([user("The quick brown fox")], Risk, agent="w"))
@@ -328,7 +328,7 @@ def test_usage_and_cost_aggregate_per_agent_patient_and_job(tmp_path):
     # round trips
     gateway.ledger.to_parquet(tmp_path / "usage.parquet")
     gateway.ledger.to_json(tmp_path / "usage.json")
-    from vista.llm import UsageLedger
+    from vista.shared.llm import UsageLedger
 
     assert UsageLedger.from_parquet(tmp_path / "usage.parquet").records == gateway.ledger.records
     assert UsageLedger.from_json(tmp_path / "usage.json").records == gateway.ledger.records
@@ -338,7 +338,7 @@ def test_usage_and_cost_aggregate_per_agent_patient_and_job(tmp_path):
 
 def test_unpriced_model_has_unknown_cost_not_zero(caplog):
     gateway, _ = make([GOOD, GOOD], model="my-local-model")
-    with caplog.at_level(logging.WARNING, logger="vista.llm.gateway"):
+    with caplog.at_level(logging.WARNING, logger="vista.shared.llm.gateway"):
         run(gateway.complete(MESSAGES, Risk, agent="w"))
         run(gateway.complete(MESSAGES, Risk, agent="w"))
     assert [r.cost_usd for r in gateway.ledger] == [None, None]

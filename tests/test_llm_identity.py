@@ -12,11 +12,11 @@ import pytest
 from pydantic import BaseModel, Field
 
 from trajonco.prediction_rows import PREDICTION_SCHEMA, RowContext, row_from_failure
-from vista.llm import LLMConfig, LLMGateway
-from vista.llm.config import EMBEDDED_MODEL_NAME
-from vista.testing.synthetic_server import SyntheticLLMServer
-from vista.llm.task_usage import TaskUsage, usage_scope, record_usage
-from vista.meds.task_key import TaskKey
+from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm.config import EMBEDDED_MODEL_NAME
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.llm.task_usage import TaskUsage, usage_scope, record_usage
+from vista.shared.meds.task_key import TaskKey
 
 
 class Answer(BaseModel):
@@ -63,7 +63,7 @@ def test_an_answer_of_one_model_is_never_served_for_another_at_the_same_address(
 
 def test_rows_carry_who_answered_and_fall_back_to_the_configured_backend():
     from trajonco.prediction_rows import row_from_result  # noqa: F401  (the same helper fills both kinds of row)
-    from vista.llm.usage import CallRecord
+    from vista.shared.llm.usage import CallRecord
 
     context = RowContext(cancer="lung", variant="one_stage", model="M", backend="openai",
                          endpoint_host="10.0.0.5:8000", run_id="r")
@@ -78,8 +78,8 @@ def test_rows_carry_who_answered_and_fall_back_to_the_configured_backend():
 
 
 def test_the_summary_names_who_answered_from_the_runs_rows(tmp_path):
-    from vista.runs.parts import PartWriter, run_llm_rows
-    from vista.runs.summary import AnsweringLLM
+    from vista.shared.runs.parts import PartWriter, run_llm_rows
+    from vista.shared.runs.summary import AnsweringLLM
     from trajonco.prediction_rows import PART_SCHEMA, part_record
 
     context = RowContext(cancer="lung", variant="one_stage", model="M", backend="embedded",

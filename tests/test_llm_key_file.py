@@ -10,9 +10,9 @@ import pytest
 from aiohttp import web
 from pydantic import BaseModel, Field
 
-from vista.llm import LLMConfig, LLMGateway, user
-from vista.llm.config import read_key_file
-from vista.llm.errors import LLMConfigError
+from vista.shared.llm import LLMConfig, LLMGateway, user
+from vista.shared.llm.config import read_key_file
+from vista.shared.llm.errors import LLMConfigError
 
 SECRET = "sk-from-file-4f1c9"
 

@@ -10,10 +10,10 @@ import pytest
 from aiohttp import web
 
 from llm_models import Risk
-from vista.testing.clocks import FakeClock
-from vista.llm import BackendError, ChatRequest, ErrorKind, LLMConfig, LLMGateway, user
-from vista.llm.errors import LLMConfigError
-from vista.llm.openai_backend import OpenAIBackend
+from vista.shared.testing.clocks import FakeClock
+from vista.shared.llm import BackendError, ChatRequest, ErrorKind, LLMConfig, LLMGateway, user
+from vista.shared.llm.errors import LLMConfigError
+from vista.shared.llm.openai_backend import OpenAIBackend
 
 GOOD = {
     "id": "x",

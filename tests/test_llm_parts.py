@@ -8,12 +8,12 @@ from datetime import datetime, timezone
 
 import pytest
 
-from vista.testing.clocks import FakeClock
-from vista.llm import CallRecord, Message, PriceTable, UsageLedger
-from vista.llm.errors import LLMConfigError
-from vista.llm.pacing import Cooldown, TokenBucket
-from vista.llm.retry import RetryPolicy, parse_retry_after, retry_after_from_headers
-from vista.llm.usage import _POLARS_SCHEMA
+from vista.shared.testing.clocks import FakeClock
+from vista.shared.llm import CallRecord, Message, PriceTable, UsageLedger
+from vista.shared.llm.errors import LLMConfigError
+from vista.shared.llm.pacing import Cooldown, TokenBucket
+from vista.shared.llm.retry import RetryPolicy, parse_retry_after, retry_after_from_headers
+from vista.shared.llm.usage import _POLARS_SCHEMA
 
 
 def test_token_bucket_rate_and_burst():
@@ -106,8 +106,8 @@ def test_message_checks_its_fields():
 def test_records_results_and_errors_pickle_for_ray():
     import pickle
 
-    from vista.llm import BackendError, ErrorKind, LLMCallError, LLMCallFailed, LLMResult
-    from vista.llm.usage import utc_now
+    from vista.shared.llm import BackendError, ErrorKind, LLMCallError, LLMCallFailed, LLMResult
+    from vista.shared.llm.usage import utc_now
     from llm_models import Risk
 
     record = CallRecord(call_id="c", agent="worker", model="m", started_at=utc_now(), ok=False, error_kind="timeout")

@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 
 from llm_models import Risk
-from vista.llm import LLMConfig, LLMGateway, user
-from vista.llm.breaker import AttemptReport
-from vista.llm.budget import BudgetLimits, RequestBudget
-from vista.llm.priority import chain_calls, request_priority
-from vista.llm.shared_budget import BudgetService, RemoteBudget
-from vista.testing.scripted import Delayed, ScriptedBackend
+from vista.shared.llm import LLMConfig, LLMGateway, user
+from vista.shared.llm.breaker import AttemptReport
+from vista.shared.llm.budget import BudgetLimits, RequestBudget
+from vista.shared.llm.priority import chain_calls, request_priority
+from vista.shared.llm.shared_budget import BudgetService, RemoteBudget
+from vista.shared.testing.scripted import Delayed, ScriptedBackend
 
 OK = AttemptReport(answer_valid=True, tokens_used=10)
 GOOD = '{"level": "Low", "reason": "stable"}'
@@ -123,10 +123,10 @@ def test_through_a_gateway_the_long_chain_goes_first_and_counts_its_calls_down()
 
 
 def test_a_call_answered_in_another_process_carries_its_chains_rank_and_is_counted_off_here():
-    """Two-stage preprocessor calls go to a pool of actors (`vista.llm.remote.JobGateway`): the call carries the
+    """Two-stage preprocessor calls go to a pool of actors (`vista.shared.llm.remote.JobGateway`): the call carries the
     chain's calls left, the answering side's budgets rank it so, and the asking chain counts it off (its gateway
     never sees the call)."""
-    from vista.llm.remote import JobGateway, answer_remote
+    from vista.shared.llm.remote import JobGateway, answer_remote
 
     class Pool:  # the answering side in this process: its own gateway, its own copy of the rank
         agent = "preprocessor"

@@ -8,10 +8,10 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from vista.llm import ErrorKind, LLMConfig, LLMGateway, build_backend, system, user
-from vista.llm.embedded import EmbeddedModel, EmbeddedSettings, default_model_path, default_threads
-from vista.llm.errors import RETRYABLE_KINDS
-from vista.testing.fault_proxy import FAULTS, FaultPlan, FaultProxy
+from vista.shared.llm import ErrorKind, LLMConfig, LLMGateway, build_backend, system, user
+from vista.shared.llm.embedded import EmbeddedModel, EmbeddedSettings, default_model_path, default_threads
+from vista.shared.llm.errors import RETRYABLE_KINDS
+from vista.shared.testing.fault_proxy import FAULTS, FaultPlan, FaultProxy
 
 pytestmark = pytest.mark.llm
 

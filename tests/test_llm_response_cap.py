@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from vista.llm.config import LLMConfig
-from vista.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.llm.config import LLMConfig
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
 
 TESTS = Path(__file__).resolve().parent
 MEMORY_CEILING_MB = 1024
@@ -26,12 +26,12 @@ CLIENT = textwrap.dedent('''
     from datetime import datetime
     sys.path.insert(0, sys.argv[2])
     from test_agents_patients import CATALOG, lung_patient
-    from vista.llm.remote import JobGateway
+    from vista.shared.llm.remote import JobGateway
     from trajonco.pipeline import PipelineConfig, run_patient
     from trajonco.prediction_rows import RowContext, row_from_result
-    from vista.llm import LLMConfig, LLMGateway
-    from vista.llm.task_usage import usage_scope
-    from vista.meds.task_key import TaskKey
+    from vista.shared.llm import LLMConfig, LLMGateway
+    from vista.shared.llm.task_usage import usage_scope
+    from vista.shared.meds.task_key import TaskKey
 
     async def main(base_url):
         config = LLMConfig(backend="openai", base_url=base_url, model="synthetic", timeout_s=15, max_retries=3)
@@ -99,7 +99,7 @@ def test_an_answer_under_the_cap_is_read_as_usual():
 
     from pydantic import BaseModel, Field
 
-    from vista.llm import LLMGateway
+    from vista.shared.llm import LLMGateway
 
     class Answer(BaseModel):
         text: str = Field(max_length=10)
@@ -115,8 +115,8 @@ def test_an_answer_under_the_cap_is_read_as_usual():
 
 
 def test_the_drivers_endpoint_check_stops_on_an_endless_listing_in_one_line():
-    from vista.llm.endpoint_check import check_endpoint
-    from vista.llm.errors import LLMEndpointFailure
+    from vista.shared.llm.endpoint_check import check_endpoint
+    from vista.shared.llm.errors import LLMEndpointFailure
 
     with SyntheticLLMServer(endless_body=True) as server:
         with pytest.raises(LLMEndpointFailure) as caught:

@@ -9,8 +9,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from llm_models import WorkerAnswer
-from vista.llm.errors import SchemaError
-from vista.llm.schema import response_format, response_schema, schema_instructions, schema_name, unbounded_paths
+from vista.shared.llm.errors import SchemaError
+from vista.shared.llm.schema import response_format, response_schema, schema_instructions, schema_name, unbounded_paths
 
 
 def _objects(node):

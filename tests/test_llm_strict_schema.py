@@ -6,10 +6,10 @@ import asyncio
 import json
 
 from trajonco.agents.schemas import ManagerOutput, PreprocessorOutput
-from vista.llm import LLMConfig, LLMGateway
-from vista.testing.scripted import ScriptedBackend
-from vista.llm.messages import user
-from vista.llm.schema import STRICT_KEYWORDS, response_format, response_schema, strict_schema
+from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.testing.scripted import ScriptedBackend
+from vista.shared.llm.messages import user
+from vista.shared.llm.schema import STRICT_KEYWORDS, response_format, response_schema, strict_schema
 
 
 def _nodes(node):

@@ -8,7 +8,7 @@
   without Ray on the synthetic OpenAI-compatible endpoint, consolidated as `jobs.runner` consolidates them.
 
 Every project command reads the cohort's columns and the prediction details back through one reader each
-(`vista.meds.labels.read_label_table`, `trajonco.prediction_files.read_predictions`).
+(`vista.shared.meds.labels.read_label_table`, `trajonco.prediction_files.read_predictions`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from test_cohort_build import small_population
 from baselines import read_labels
 from jobs.predict import prediction_outputs
 from jobs.predict_actor import PredictActor, PredictSettings
-from vista.runs.parts import consolidate_parts
-from vista.meds.tasks import read_label_tasks, task_keys
+from vista.shared.runs.parts import consolidate_parts
+from vista.shared.meds.tasks import read_label_tasks, task_keys
 from trajonco.cli import main as trajonco_main
 from trajonco.cohorts import LABELS_SCHEMA
 from trajonco.pipeline import PipelineConfig
@@ -43,9 +43,9 @@ from trajonco.prediction_files import (
     read_predictions,
 )
 from trajonco.prediction_rows import PREDICTION_SCHEMA
-from vista.llm import LLMConfig
-from vista.testing.synthetic_server import SyntheticLLMServer
-from vista.meds.labels import LabelFileError, label_details_path, read_label_table
+from vista.shared.llm import LLMConfig
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.meds.labels import LabelFileError, label_details_path, read_label_table
 
 UNKNOWN_SUBJECT = 999_999  # in the labels, not in the dataset: an error row without a score
 

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from meds_builders import NOW, good_dataset, meds_table, patient_rows, write_dataset
 
-from vista.meds.errors import MedsSubjectNotFoundError
-from vista.meds.reader import MedsDataset
-from vista.records import CodeInfo, Event
+from vista.shared.meds.errors import MedsSubjectNotFoundError
+from vista.shared.meds.reader import MedsDataset
+from vista.shared.records import CodeInfo, Event
 
 
 def read_row(root, shard: str, row: int) -> dict:

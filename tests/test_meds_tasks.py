@@ -1,5 +1,5 @@
-"""The tasks of a label file (`vista.meds.tasks`), the subject listing (`vista.meds.subjects`) and the endpoint check's
-module (`vista.llm.endpoint_check`): moved out of jobs/, read once, doctested."""
+"""The tasks of a label file (`vista.shared.meds.tasks`), the subject listing (`vista.shared.meds.subjects`) and the endpoint check's
+module (`vista.shared.llm.endpoint_check`): moved out of jobs/, read once, doctested."""
 
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ def test_a_job_reads_its_case_control_label_file_once(tmp_path, monkeypatch):
 
 
 def test_label_tasks_without_matching_have_no_groups_and_refuse_repeated_keys(tmp_path):
-    from vista.meds.labels import LabelFileError
-    from vista.meds.tasks import read_label_tasks
+    from vista.shared.meds.labels import LabelFileError
+    from vista.shared.meds.tasks import read_label_tasks
 
     plain = tmp_path / "plain.parquet"
     pq.write_table(pa.table({"subject_id": [2, 1], "prediction_time": [T0, T0]}), plain)
@@ -56,8 +56,8 @@ def test_label_tasks_without_matching_have_no_groups_and_refuse_repeated_keys(tm
 
 
 def test_an_unusable_shard_is_named_before_any_listing(tmp_path):
-    from vista.meds.errors import MedsFileError
-    from vista.meds.subjects import check_listable
+    from vista.shared.meds.errors import MedsFileError
+    from vista.shared.meds.subjects import check_listable
 
     good_dataset(tmp_path)
     check_listable(tmp_path)

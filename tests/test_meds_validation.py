@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from meds_builders import NOW, good_dataset, meds_table, patient_rows, with_column, write_dataset, write_shard
 
-from vista.meds.checks import epoch_us
-from vista.meds.errors import (
+from vista.shared.meds.checks import epoch_us
+from vista.shared.meds.errors import (
     MedsDataError,
     MedsFileError,
     MedsMetadataError,
@@ -24,9 +24,9 @@ from vista.meds.errors import (
     MedsSchemaError,
     MedsValueError,
 )
-from vista.meds.reader import MedsDataset
-from vista.meds.reports import QuarantineReport
-from vista.meds.validation import validate_dataset
+from vista.shared.meds.reader import MedsDataset
+from vista.shared.meds.reports import QuarantineReport
+from vista.shared.meds.validation import validate_dataset
 
 SHARD = "data/train/0.parquet"
 DATA_SCHEMA_NULLABLE = pa.schema([pa.field(f.name, f.type, nullable=True) for f in meds_table([]).schema])
@@ -515,7 +515,7 @@ def naive_row_problems(rows: list, first_row: int, now: datetime) -> dict[tuple[
 @settings(max_examples=80, deadline=None)
 @given(data=st.data())
 def test_vectorized_row_checks_agree_with_the_naive_ones(data):
-    from vista.meds.checks import find_row_problems
+    from vista.shared.meds.checks import find_row_problems
 
     n = data.draw(st.integers(1, 40))
     sids = sorted(data.draw(st.lists(st.integers(0, 4), min_size=n, max_size=n)))

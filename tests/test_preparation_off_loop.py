@@ -8,13 +8,13 @@ import pytest
 
 import trajonco.chunking as chunking
 import trajonco.preparation as preparation
-import vista.timeline.model as timeline_model
+import vista.shared.timeline.model as timeline_model
 from test_agents_chain import Script, manager_answer, worker_answer
 from test_agents_patients import CATALOG, lung_patient
 from trajonco.fitting import GatewayFacts
 from trajonco.pipeline import PipelineConfig, default_prediction_time, run_any_cancer, run_patient, run_sync
-from vista.llm import LLMConfig
-from vista.testing.scripted import ScriptedBackend
+from vista.shared.llm import LLMConfig
+from vista.shared.testing.scripted import ScriptedBackend
 
 
 def scripted() -> ScriptedBackend:

@@ -1,4 +1,4 @@
-"""The driver's progress display (`vista.runs.progress.ProgressPrinter`): off a terminal the line every interval and once
+"""The driver's progress display (`vista.shared.runs.progress.ProgressPrinter`): off a terminal the line every interval and once
 at the end; on a terminal a live bar that rich redraws; both with the live LLM figures (429s, paused seconds,
 requests in flight of the window)."""
 
@@ -8,7 +8,7 @@ import io
 import re
 import time
 
-from vista.runs.progress import LiveFigures, ProgressPrinter, ProgressTracker, StatusRow, status_table
+from vista.shared.runs.progress import LiveFigures, ProgressPrinter, ProgressTracker, StatusRow, status_table
 
 FIGURES = LiveFigures(calls=900, in_flight=40, tokens=9_000, cost_usd=None, in_flight_limit=48, rate_limited=31,
                       cooldown_s=2.5)

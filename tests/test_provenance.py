@@ -19,12 +19,12 @@ from toa_fixtures import CATALOG, ROWS, toa_graph
 from vista.cli import main
 from vista.display import DisplayStore, display_markdown
 from vista.graph import GraphStore, build_graph
-from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
-from vista.testing.scripted import ScriptedBackend
-from vista.llm.backend import ChatRequest
+from vista.shared.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
+from vista.shared.testing.scripted import ScriptedBackend
+from vista.shared.llm.backend import ChatRequest
 from vista.query import answer_text, ask, load_state, load_timeline, timeline_text
 from vista.query.sources import version_tag
-from vista.records import Event, PatientRecord
+from vista.shared.records import Event, PatientRecord
 from vista.toa import ChunkSize, TimelineStore, TOAConfig, pipeline
 from vista.toa.errors import StaleProvenanceError
 from vista.toa.refs import graph_version, ref_fingerprint

@@ -12,11 +12,11 @@ import pytest
 
 from toa_fixtures import toa_graph
 from vista.toa.timeline_view import timeline_view
-from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
-from vista.testing.scripted import ScriptedBackend
-from vista.llm.backend import ChatRequest
+from vista.shared.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
+from vista.shared.testing.scripted import ScriptedBackend
+from vista.shared.llm.backend import ChatRequest
 from vista.query import ContextTooLongError, QueryConfig, QueryError, ask, timeline_text
-from vista.tokens import count_tokens
+from vista.shared.tokens import count_tokens
 from vista.toa import ExtractionStats, PatientTimeline, TimelineEvent, load_profile, synthesize_episodes
 from vista.toa.refs import graph_version, ref_fingerprints
 

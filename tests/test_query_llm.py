@@ -12,8 +12,8 @@ import pytest
 
 from test_query import make_timeline
 from toa_fixtures import toa_graph
-from vista.llm import LLMConfig, LLMGateway
-from vista.llm.config import EMBEDDED_MODEL_NAME
+from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm.config import EMBEDDED_MODEL_NAME
 from vista.query import QueryConfig, ask, verify_answer
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]

@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from toa_fixtures import toa_graph
 from vista.display import DEFAULT_GROUP_SIZE, DisplayConfig, STRUCTURED_VARIABLES, load_variables
-from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
-from vista.testing.scripted import ScriptedBackend
+from vista.shared.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
+from vista.shared.testing.scripted import ScriptedBackend
 from vista.rag import (
     RagConfig,
     RagError,
@@ -29,7 +29,7 @@ from vista.rag import (
     window_lines,
 )
 from vista.rag.index import Hit
-from vista.tokens import count_tokens
+from vista.shared.tokens import count_tokens
 
 SPECS = load_variables()
 
@@ -97,7 +97,7 @@ def test_an_over_long_line_is_cut_and_every_piece_keeps_its_event_id():
 
 def test_a_patient_without_clinical_events_is_a_clear_error():
     from vista.graph import build_graph
-    from vista.records import CodeCatalog, Event, PatientRecord
+    from vista.shared.records import CodeCatalog, Event, PatientRecord
 
     visits_only = [Event("e0", None, "GENDER//F", None, None), Event("e1", dt.datetime(2020, 1, 1), "ENCOUNTER//AMB", None, None)]
     empty = build_graph(PatientRecord(9, "data/train/0.parquet", 0, visits_only), CodeCatalog())

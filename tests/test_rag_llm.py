@@ -12,7 +12,7 @@ import pytest
 
 from toa_fixtures import toa_graph
 from vista.display import STRUCTURED_VARIABLES, load_variables
-from vista.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, LLMGateway
 from vista.rag import RagConfig, generate_rag_display
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]

@@ -16,12 +16,12 @@ import pytest
 from spellings import EXPECTED, WRITERS
 from trajonco.outcome_guard import prior_target_codes
 from trajonco.prediction_files import read_predictions
-from vista.coding import profile_report
+from vista.shared.coding import profile_report
 from vista.display.structured import demographics_value
 from vista.graph import build_graph
-from vista.meds.reader import MedsDataset
-from vista.timeline import render_timeline
-from vista.timeline.modality import Modality
+from vista.shared.meds.reader import MedsDataset
+from vista.shared.timeline import render_timeline
+from vista.shared.timeline.modality import Modality
 
 NAMES = sorted(WRITERS)
 
@@ -152,7 +152,7 @@ def test_cohort_and_ray_predict_job_on_another_spelling(datasets, ray_session, t
     import polars as pl
 
     from jobs import predict
-    from vista.testing.synthetic_server import SyntheticLLMServer
+    from vista.shared.testing.synthetic_server import SyntheticLLMServer
     from trajonco.cohorts import build_cohort, load_definition
 
     lung = load_definition("lung").with_overrides(test_splits=("train", "tuning", "held_out"), train_splits=())

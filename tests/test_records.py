@@ -4,7 +4,7 @@ from datetime import datetime
 
 import pytest
 
-from vista.records import Event, PatientRecord
+from vista.shared.records import Event, PatientRecord
 
 
 def test_provenance_rejects_foreign_ids():

@@ -23,9 +23,9 @@ from benchmarks.report import SECTION_IDS, ReportResults, load_results, pareto_f
 from benchmarks.report.tables import ci_n
 from browser_check import SKIP_WITHOUT_CHROMIUM, check_figure_files, open_report
 from trajonco.prediction_files import read_predictions
-from vista.testing.synthetic_server import SyntheticLLMServer
-from vista.meds.labels import read_label_table
-from vista.meds.reader import MedsDataset
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.meds.labels import read_label_table
+from vista.shared.meds.reader import MedsDataset
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 

@@ -15,9 +15,9 @@ from benchmarks.report import ReportInputError, ReportSettings, pareto_front
 from benchmarks.report.characteristics import cohort_characteristics
 from benchmarks.report.realism import realism_verdict
 from benchmarks.report.timelines import iter_timelines, truncate_events, truncation_windows
-from vista.meds import schema
-from vista.meds.errors import MedsDataError
-from vista.timeline import truncate_left
+from vista.shared.meds import schema
+from vista.shared.meds.errors import MedsDataError
+from vista.shared.timeline import truncate_left
 
 
 # ------------------------------------------------------------------------------------------------ Pareto front
@@ -64,8 +64,8 @@ def test_settings_reject_unknown_models_and_cohorts(tmp_path):
 @pytest.fixture(scope="module")
 def small_dataset(tmp_path_factory) -> tuple[Path, pl.DataFrame]:
     """A small synthetic dataset and 40 labelled subjects with a prediction time inside their record."""
-    from vista.meds.reader import MedsDataset
-    from vista.synth import SynthConfig, generate
+    from vista.shared.meds.reader import MedsDataset
+    from vista.shared.synth import SynthConfig, generate
 
     root = tmp_path_factory.mktemp("report_units") / "meds"
     generate(SynthConfig(n_subjects=300, seed=5, workers=1), root, progress=False)
@@ -81,7 +81,7 @@ def small_dataset(tmp_path_factory) -> tuple[Path, pl.DataFrame]:
 
 def test_truncated_feature_window_holds_exactly_the_events_of_the_truncated_timeline(small_dataset):
     """The MEDS rows left by `truncate_events` are the events of `truncate_left`'s XML (plus static and birth)."""
-    from vista.meds.reader import MedsDataset
+    from vista.shared.meds.reader import MedsDataset
 
     root, labels = small_dataset
     budgets = (600, 2_000)
@@ -107,7 +107,7 @@ def test_truncated_feature_window_holds_exactly_the_events_of_the_truncated_time
 
 
 def test_characteristics_count_roles_and_sample_tokens(small_dataset):
-    from vista.meds.reader import MedsDataset
+    from vista.shared.meds.reader import MedsDataset
 
     root, labels = small_dataset
     tokens = pl.DataFrame({"subject_id": labels["subject_id"][:4], "prediction_time": labels["prediction_time"][:4],
@@ -265,7 +265,7 @@ def test_record_length_auroc_is_the_auroc_of_the_counts(small_dataset):
 
     from baselines.stratify import visit_counts
     from benchmarks.report.record_length import TOKENS, VISITS, record_length_results
-    from vista.meds.reader import MedsDataset
+    from vista.shared.meds.reader import MedsDataset
 
     root, labels = small_dataset
     events = MedsDataset(root).scan()
@@ -672,12 +672,12 @@ def test_the_report_over_a_mimic_style_dataset_finishes_and_says_what_is_too_sma
 
     from benchmarks.report import PredictionSource, ReportSettings, reproduce
     from benchmarks.report.agent_analyses import insights_builder
-    from vista.meds.task_key import TaskKey
+    from vista.shared.meds.task_key import TaskKey
     from spellings import write_mimic_style
     from test_insights import CONTEXT, patient_result
     from trajonco.agents.schemas import RiskLevel
     from trajonco.prediction_rows import row_from_result, rows_to_table
-    from vista.llm.task_usage import TaskUsage
+    from vista.shared.llm.task_usage import TaskUsage
 
     root = write_mimic_style(tmp_path / "mimic")
     common = dict(dataset=root, cohorts=("lung", "any_cancer"), truncation_budgets=(), gap_years=(), agent_patients=0,

@@ -13,7 +13,7 @@ import pytest
 
 import spellings
 from spellings import CANCERS, DIAGNOSES, EXPECTED, WRITERS
-from vista.meds import schema
+from vista.shared.meds import schema
 
 NAMES = sorted(WRITERS)
 VISIT = {"omop": r"^Visit/", "synthea": r"^ENCOUNTER/", "mimic": r"^(HOSPITAL_ADMISSION//|ED_REGISTRATION$)"}

@@ -18,7 +18,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from vista.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
 
 pytestmark = pytest.mark.ray
 
@@ -57,7 +57,7 @@ def s3(tmp_path_factory):
 def uploaded(s3, tmp_path_factory):
     """A ~300-subject synthetic MEDS dataset and a MEDS label file of a few tasks (each subject at its last event
     time), uploaded to the bucket."""
-    from vista.synth import SynthConfig, generate
+    from vista.shared.synth import SynthConfig, generate
 
     root = tmp_path_factory.mktemp("s3_cohort")
     generate(SynthConfig(n_subjects=300, seed=5, workers=1), root / "meds", progress=False)

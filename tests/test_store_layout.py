@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from graph_fixtures import synth_root
-from vista.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
 from vista.cli import main as vista_main
 from vista.graph import GraphStore, read_graph
 

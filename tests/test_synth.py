@@ -13,10 +13,10 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from vista.meds import schema
-from vista.synth import SynthConfig, SynthOutputError, generate
-from vista.synth.cancers import CANCERS, cancer_of_code
-from vista.synth.ground_truth import OncologyRecord, phenotype_index
+from vista.shared.meds import schema
+from vista.shared.synth import SynthConfig, SynthOutputError, generate
+from vista.shared.synth.cancers import CANCERS, cancer_of_code
+from vista.shared.synth.ground_truth import OncologyRecord, phenotype_index
 
 N = 800
 
@@ -341,7 +341,7 @@ def test_signal_and_workup_codes_also_occur_in_non_cases(data, subjects):
 
 
 def test_a_failing_shard_is_reported_with_its_subjects(tmp_path, monkeypatch):
-    from vista.synth import SynthShardError, generator
+    from vista.shared.synth import SynthShardError, generator
 
     def boom(*args, **kwargs):
         raise ValueError("broken course")

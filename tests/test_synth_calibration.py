@@ -23,7 +23,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
-from vista.synth import SynthConfig, generate
+from vista.shared.synth import SynthConfig, generate
 
 pytestmark = pytest.mark.slow
 

@@ -7,11 +7,11 @@ import random
 import pytest
 import simple_icd_10_cm as cm
 
-from vista.synth import catalog
-from vista.synth.biomarkers import sample_biomarkers
-from vista.synth.cancers import CANCER_CODE_PREFIXES, CANCER_KEYS, CANCERS, PROFILES, cancer_of_code
-from vista.synth.regimens import FIRST_LINE, LATER_LINES, choose_plan
-from vista.synth.vocabulary import code_metadata, vocabulary
+from vista.shared.synth import catalog
+from vista.shared.synth.biomarkers import sample_biomarkers
+from vista.shared.synth.cancers import CANCER_CODE_PREFIXES, CANCER_KEYS, CANCERS, PROFILES, cancer_of_code
+from vista.shared.synth.regimens import FIRST_LINE, LATER_LINES, choose_plan
+from vista.shared.synth.vocabulary import code_metadata, vocabulary
 
 FIFTEEN = {"liver", "lung", "prostate", "breast", "bladder", "cervical", "esophageal", "endometrial", "gastric", "ovarian", "pancreatic",
            "colorectal", "leukemia", "myeloma", "lymphoma"}

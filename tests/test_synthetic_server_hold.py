@@ -9,7 +9,7 @@ import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
-from vista.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
 
 BODY = json.dumps({"model": "synthetic", "messages": [{"role": "user", "content": "hello"}]}).encode()
 

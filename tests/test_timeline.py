@@ -8,8 +8,8 @@ import pytest
 from lxml import etree
 from test_timeline_cases import BASE, SIMPLE_CATALOG, simple_record
 
-from vista.records import CodeCatalog, CodeInfo, Event, PatientRecord
-from vista.timeline import (
+from vista.shared.records import CodeCatalog, CodeInfo, Event, PatientRecord
+from vista.shared.timeline import (
     DEFAULT_MODALITIES,
     Modality,
     ModalityTable,
@@ -18,7 +18,7 @@ from vista.timeline import (
     parse_timeline,
     render_timeline,
 )
-from vista.tokens import count_tokens
+from vista.shared.tokens import count_tokens
 
 
 def _record(*rows, subject_id=5):

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 from hypothesis import strategies as st
 
-from vista.records import CodeCatalog, CodeInfo, Event, PatientRecord
+from vista.shared.records import CodeCatalog, CodeInfo, Event, PatientRecord
 
 HOSTILE_PIECES = [
     "<",

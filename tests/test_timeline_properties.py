@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from lxml import etree
 from test_timeline_cases import catalogs, hostile_text, prediction_times, records
 
-from vista.meds import schema
-from vista.timeline import EventElement, Modality, TimeBlock, TimelineError, parse_timeline, render_timeline, truncate_left
-from vista.timeline.xmltext import parse_time, sanitize
-from vista.tokens import count_tokens
+from vista.shared.meds import schema
+from vista.shared.timeline import EventElement, Modality, TimeBlock, TimelineError, parse_timeline, render_timeline, truncate_left
+from vista.shared.timeline.xmltext import parse_time, sanitize
+from vista.shared.tokens import count_tokens
 
 SETTINGS = settings(max_examples=100, deadline=None)
 

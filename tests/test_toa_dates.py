@@ -9,9 +9,9 @@ import datetime as dt
 import json
 
 from toa_fixtures import toa_graph
-from vista.llm import LLMConfig, LLMGateway
-from vista.testing.scripted import ScriptedBackend
-from vista.llm.backend import ChatRequest
+from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.testing.scripted import ScriptedBackend
+from vista.shared.llm.backend import ChatRequest
 from vista.toa import ChunkSize, TOAConfig, build_timeline
 from vista.toa.unify import MERGE_WINDOW_DAYS
 
@@ -69,7 +69,7 @@ def test_the_window_is_the_unifiers_and_a_note_may_recount_an_earlier_event():
 
 
 def test_a_failed_reask_drops_the_event_with_the_reason():
-    from vista.llm import BackendError, ErrorKind
+    from vista.shared.llm import BackendError, ErrorKind
 
     def script(request: ChatRequest):
         if len(request.messages) == 4:

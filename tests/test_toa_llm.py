@@ -14,7 +14,7 @@ import pytest
 
 from graph_fixtures import synth_records, synth_root
 from vista.graph import build_graph
-from vista.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, LLMGateway
 from vista.toa import ChunkSize, TOAConfig, build_timeline, imaging_candidates, plan
 
 pytestmark = pytest.mark.llm

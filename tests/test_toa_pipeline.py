@@ -11,9 +11,9 @@ import re
 import pytest
 
 from toa_fixtures import toa_graph
-from vista.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
-from vista.testing.scripted import Delayed, ScriptedBackend
-from vista.llm.backend import ChatRequest
+from vista.shared.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
+from vista.shared.testing.scripted import Delayed, ScriptedBackend
+from vista.shared.llm.backend import ChatRequest
 from vista.toa import ChunkSize, TimelineFileError, TimelineStore, TOAConfig, build_timeline, plan
 from vista.toa.model import EpisodeKind
 

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from toa_fixtures import CATALOG, ROWS
 from vista.graph import build_graph
-from vista.llm import LLMConfig, LLMGateway
-from vista.testing.scripted import ScriptedBackend
-from vista.llm.backend import ChatRequest
-from vista.records import Event, PatientRecord
+from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.testing.scripted import ScriptedBackend
+from vista.shared.llm.backend import ChatRequest
+from vista.shared.records import Event, PatientRecord
 from vista.toa import TimelineEvent, load_profile, synthesize_episodes
 from vista.toa.episodes import WORKUP_DAYS, line_regimen, stops_treatment
 from vista.toa.model import EpisodeKind
@@ -247,8 +247,8 @@ def test_episodes_tile_the_timeline_without_overlap(rows):
 @pytest.fixture(scope="module")
 def lung_truths():
     """Lung cases of a small synthetic cohort (the generator's oncology ground truth: lines, regimens, progressions)."""
-    from vista.synth import SynthConfig, generate
-    from vista.synth.ground_truth import OncologyRecord
+    from vista.shared.synth import SynthConfig, generate
+    from vista.shared.synth.ground_truth import OncologyRecord
 
     root = Path(tempfile.mkdtemp(prefix="toa-structure-"))
     try:

@@ -16,8 +16,8 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vista import tokens
-from vista.tokens import OFFLINE_SOURCES, TokenizerUnavailableError, count_tokens, count_tokens_batch, get_encoding
+from vista.shared import tokens
+from vista.shared.tokens import OFFLINE_SOURCES, TokenizerUnavailableError, count_tokens, count_tokens_batch, get_encoding
 
 CL100K = OFFLINE_SOURCES["cl100k_base"]
 
@@ -122,7 +122,7 @@ def test_fresh_process_builds_the_encoding_without_network(tmp_path):
         def no_network(path):
             raise AssertionError(f"tried to download {path}")
         tiktoken.load.read_file = no_network
-        from vista.tokens import count_tokens
+        from vista.shared.tokens import count_tokens
         print(count_tokens("hello world"), os.environ.get("TIKTOKEN_CACHE_DIR"))
         """
     )
@@ -173,7 +173,7 @@ def test_model_encoding_falls_back_to_cl100k_with_one_warning(monkeypatch, caplo
         return tiktoken.Encoding  # unused
     monkeypatch.setattr(tokens, "get_encoding", unavailable)
     monkeypatch.setattr(tokens, "_fallback_warned", set())
-    with caplog.at_level("WARNING", logger="vista.tokens"):
+    with caplog.at_level("WARNING", logger="vista.shared.tokens"):
         assert tokens.model_encoding("gpt-4o") == "cl100k_base"
         assert tokens.model_encoding("gpt-4.1") == "cl100k_base"
     assert len([r for r in caplog.records if "o200k_base" in r.getMessage()]) == 1

@@ -1,4 +1,4 @@
-"""Errors the user can act on declare it themselves (`vista.errors.UserError`): no list of import strings that a
+"""Errors the user can act on declare it themselves (`vista.shared.errors.UserError`): no list of import strings that a
 rename or a failed import would silently empty, and `user_errors()` imports nothing."""
 
 from __future__ import annotations
@@ -11,17 +11,17 @@ import sys
 
 import pytest
 
-from vista.errors import UserError, run_command, user_errors
+from vista.shared.errors import UserError, run_command, user_errors
 
 INTERNAL_ERRORS = {
     # failures of a call or a worker, recorded per patient or re-raised with context by their caller
-    "vista.llm.body_limit.BodyTooLarge", "vista.llm.errors.BackendError", "vista.llm.errors.LLMCallFailed",
-    "vista.llm.errors.LLMEndpointFailure", "vista.llm.errors.ResponseTooLarge", "vista.llm.errors.SchemaError",
-    "vista.synth.generator.SynthShardError", "vista.meds.writer.MedsWriteError", "vista.prompts.PromptNotFoundError",
-    "vista.llm.openai_backend._TooLarge",
-    "vista.llm.shared_budget.BudgetGone",  # the budget actor is gone: the client refuses waiting requests as stopped
+    "vista.shared.llm.body_limit.BodyTooLarge", "vista.shared.llm.errors.BackendError", "vista.shared.llm.errors.LLMCallFailed",
+    "vista.shared.llm.errors.LLMEndpointFailure", "vista.shared.llm.errors.ResponseTooLarge", "vista.shared.llm.errors.SchemaError",
+    "vista.shared.synth.generator.SynthShardError", "vista.shared.meds.writer.MedsWriteError", "vista.shared.prompts.PromptNotFoundError",
+    "vista.shared.llm.openai_backend._TooLarge",
+    "vista.shared.llm.shared_budget.BudgetGone",  # the budget actor is gone: the client refuses waiting requests as stopped
     # caught by the one command that raises them (one line, exit 2 there)
-    "vista.meds.omop.OmopRouteError", "vista.pipeline.config.StageChoiceError", "trajonco.judge.errors.EvaluationInputError", "trajonco.judge.runs.RunFileError",
+    "vista.shared.meds.omop.OmopRouteError", "vista.pipeline.config.StageChoiceError", "trajonco.judge.errors.EvaluationInputError", "trajonco.judge.runs.RunFileError",
     "baselines.errors.BaselineError", "baselines.errors.FeatureMismatchError", "baselines.errors.MetricInputError",
     "baselines.errors.NotFittedError", "baselines.errors.TrainTestOverlapError", "benchmarks.report.errors.ReportError",
 }
@@ -49,15 +49,15 @@ def test_every_exception_class_says_whether_the_user_can_fix_it():
     undecided = sorted(name for name, cls in classes.items() if not issubclass(cls, UserError) and name not in INTERNAL_ERRORS)
     assert undecided == []
     assert sorted(INTERNAL_ERRORS - set(classes)) == []  # the list names real classes
-    for name in ("vista.meds.errors.MedsDataError", "vista.storage.StorageError", "vista.patient_search.errors.PatientSearchError",
-                 "trajonco.cohorts.errors.CohortError", "trajonco.chunking.ChunkingError", "vista.atomic.DataModeError"):
+    for name in ("vista.shared.meds.errors.MedsDataError", "vista.shared.storage.StorageError", "vista.patient_search.errors.PatientSearchError",
+                 "trajonco.cohorts.errors.CohortError", "trajonco.chunking.ChunkingError", "vista.shared.atomic.DataModeError"):
         assert issubclass(classes[name], user_errors()), name
 
 
 def test_user_errors_imports_no_package():
     """The commands build their ``except`` clause before ``--help`` runs: it must not import the packages."""
-    code = ("import sys; from vista.errors import user_errors; user_errors(); "
-            "print(sorted(m for m in sys.modules if m.startswith(('vista.', 'trajonco')) and m != 'vista.errors'))")
+    code = ("import sys; from vista.shared.errors import user_errors; user_errors(); "
+            "print(sorted(m for m in sys.modules if m.startswith(('vista.', 'trajonco')) and m not in ('vista.shared', 'vista.shared.errors')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

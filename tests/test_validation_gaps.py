@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 from meds_builders import NOW, good_dataset, meds_table, patient_rows, write_dataset
 
 from trajonco.cli import main
-from vista.meds.duplicates import DuplicateMarker, find_duplicates, write_deduplicated
-from vista.meds.errors import MedsDataError, MedsFileError, MedsMetadataError, MedsSubjectNotFoundError
-from vista.meds.labels import read_label_table
-from vista.meds.reader import MedsDataset
-from vista.meds.reports import QuarantineReport
-from vista.meds.validation import deduplicate_dataset, validate_dataset
+from vista.shared.meds.duplicates import DuplicateMarker, find_duplicates, write_deduplicated
+from vista.shared.meds.errors import MedsDataError, MedsFileError, MedsMetadataError, MedsSubjectNotFoundError
+from vista.shared.meds.labels import read_label_table
+from vista.shared.meds.reader import MedsDataset
+from vista.shared.meds.reports import QuarantineReport
+from vista.shared.meds.validation import deduplicate_dataset, validate_dataset
 
 SHARD = "data/train/0.parquet"
 SPLITS = {1: "train", 2: "train", 3: "tuning", 4: "held_out", 5: "held_out"}
@@ -315,7 +315,7 @@ def test_unknown_subjects_name_the_unsearched_file_and_its_problem(tmp_path):
 
 
 def test_a_subject_dropped_with_its_file_gets_the_file_row_and_problem(tmp_path):
-    from vista.meds.patient_loader import PatientLoader
+    from vista.shared.meds.patient_loader import PatientLoader
 
     good_dataset(tmp_path, [range(1, 9)], row_group_size=10)  # 5 rows per subject: subjects 5-6 in row group 2
     corrupt_column(tmp_path / SHARD, "code", row_group=2)
@@ -327,7 +327,7 @@ def test_a_subject_dropped_with_its_file_gets_the_file_row_and_problem(tmp_path)
 
 
 def test_a_quarantined_subject_gets_its_file_field_and_row(tmp_path):
-    from vista.meds.patient_loader import PatientLoader
+    from vista.shared.meds.patient_loader import PatientLoader
 
     rows = patient_rows(1) + patient_rows(2) + [(2, datetime(2021, 1, 1), "LOINC//718-7", math.nan, None)]
     write_dataset(tmp_path, {SHARD: rows})
@@ -349,7 +349,7 @@ def test_build_graphs_names_a_truncated_shard_before_starting_ray(tmp_path, caps
 
 
 def test_listing_a_shard_with_a_corrupt_subject_column_gives_a_problem_row(tmp_path):
-    from vista.meds.subjects import SHARD_PROBLEM, list_shard_subjects
+    from vista.shared.meds.subjects import SHARD_PROBLEM, list_shard_subjects
 
     good_dataset(tmp_path)
     corrupt_column(tmp_path / "data/train/1.parquet", "subject_id")

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from graph_fixtures import synth_records, synth_root
-from vista.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
 from vista.cli import build_parser, main
 from vista.graph import build_graph, encounter_xml
 

@@ -15,9 +15,9 @@ from graph_fixtures import synth_records
 from vista.cli import main
 from vista.graph import GraphStore
 from vista.graph.task_graphs import meds_source
-from vista.llm import LLMConfig, LLMGateway
-from vista.testing.synthetic_server import SyntheticLLMServer
-from vista.meds.task_key import TaskKey
+from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.testing.synthetic_server import SyntheticLLMServer
+from vista.shared.meds.task_key import TaskKey
 from vista.pipeline import STAGES, VISTA_SCHEMA, PipelineConfig, TaskPipeline, VistaRow
 
 JOBS = Path(__file__).resolve().parents[1] / "jobs"

@@ -9,7 +9,7 @@ import pytest
 
 from jobs.cli import vista_main
 from vista.graph import GraphInputError, GraphStore, read_patient_xml
-from vista.timeline import parse_timeline
+from vista.shared.timeline import parse_timeline
 
 _NOTE = "Patient&nbsp;was seen &amp; examined; r&eacute;sum&eacute; A & B &unknownthing; end of note."
 _KEPT = "Patient\u00a0was seen & examined; résumé A & B &unknownthing; end of note."
@@ -197,7 +197,7 @@ def test_a_store_build_refuses_two_files_of_one_patient_whatever_lists_them(tmp_
 
 def test_the_build_job_lists_one_task_per_patient_with_on_duplicate_first(tmp_path, caplog):
     from jobs.build_graphs import GraphsJob, build_parser
-    from vista.runs.errors import JobInputError
+    from vista.shared.runs.errors import JobInputError
 
     first, second = _two_files_of_one_patient(tmp_path / "xml")
     job = GraphsJob(build_parser().parse_args(["--xml-dir", str(tmp_path / "xml"), "--out", str(tmp_path / "o")]), "r")
@@ -214,7 +214,7 @@ def test_the_build_job_lists_one_task_per_patient_with_on_duplicate_first(tmp_pa
 
 
 def test_the_entity_pre_pass_gives_the_same_bytes_whatever_the_chunks_and_leaves_cdata_alone():
-    from vista.xml_reading import EntityDecoder, parse_xml
+    from vista.shared.xml_reading import EntityDecoder, parse_xml
 
     document = (b'<?xml version="1.0"?>\n<!DOCTYPE a [<!ENTITY own "x">]>\n<a t="x&nbsp;y&amp;z">A&nbsp;B & C '
                 b'<![CDATA[keep &nbsp; & as is]]><!-- a & b --> &eacute;&#233;&#xE9; &notanentity; end</a>')

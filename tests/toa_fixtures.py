@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from vista.graph import PatientGraph, build_graph
-from vista.records import CodeCatalog, CodeInfo, Event, PatientRecord
+from vista.shared.records import CodeCatalog, CodeInfo, Event, PatientRecord
 
 CATALOG = CodeCatalog([
     CodeInfo("CPT//71260", "Computed tomography, thorax, with contrast material"),

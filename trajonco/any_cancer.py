@@ -25,8 +25,8 @@ from trajonco.cancers import CANCERS, applicable_cancers
 from trajonco.pipeline import assess
 from trajonco.pipeline_config import PipelineConfig
 from trajonco.preparation import PreparedPatient, prepare_patient_off_loop
-from vista.llm.caller import LLMCaller
-from vista.records import CodeCatalog, PatientRecord
+from vista.shared.llm.caller import LLMCaller
+from vista.shared.records import CodeCatalog, PatientRecord
 
 
 def max_pool(subject_id: int, results: list[PatientResult], skipped: tuple[str, ...], seconds: float) -> AnyCancerResult:

@@ -63,7 +63,7 @@ def add_assessment_arguments(group: argparse._ActionsContainer) -> None:
 
 def assessment_config(args: argparse.Namespace, *, cancer: str, **extra: object) -> PipelineConfig:
     """The `PipelineConfig` of ``args`` (`add_assessment_arguments`, and ``--labels`` when the command has it) for
-    ``cancer``, with a command's ``extra`` fields; a bad value is one `vista.errors.CommandLineError` line."""
+    ``cancer``, with a command's ``extra`` fields; a bad value is one `vista.shared.errors.CommandLineError` line."""
     from trajonco.cohorts.manifest import label_horizon
     from trajonco.pipeline_config import config_from_options
 

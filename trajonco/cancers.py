@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vista.errors import UserError
+from vista.shared.errors import UserError
 
 
 class UnknownCancerError(ValueError, UserError):

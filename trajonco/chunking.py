@@ -8,7 +8,7 @@ note) is split by its text as a last resort, each piece keeping the event id. Co
 events gives every event once, in order — a text-split event appears in each of its consecutive pieces.
 
 >>> from datetime import datetime
->>> from vista.timeline import EventElement, Modality, PatientRoot, TimeBlock, Timeline
+>>> from vista.shared.timeline import EventElement, Modality, PatientRoot, TimeBlock, Timeline
 >>> def lab(i): return EventElement(f"e{i}", Modality.LAB, (("code", "LOINC//718-7"),), "Hemoglobin")
 >>> tl = Timeline(PatientRoot(7), tuple(TimeBlock(datetime(2020, 1, d), (lab(d),)) for d in range(1, 6)))
 >>> chunks = chunk_timeline(tl, max_tokens=100)
@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from vista.errors import UserError
-from vista.timeline import EventElement, TimeBlock, Timeline, join_timelines
-from vista.timeline.model import BLOCK_CLOSE, block_open, group_close, group_open
-from vista.tokens import count_tokens, count_tokens_batch
+from vista.shared.errors import UserError
+from vista.shared.timeline import EventElement, TimeBlock, Timeline, join_timelines
+from vista.shared.timeline.model import BLOCK_CLOSE, block_open, group_close, group_open
+from vista.shared.tokens import count_tokens, count_tokens_batch
 
 DEFAULT_MAX_TOKENS = 16_000
 

@@ -15,13 +15,13 @@ from pathlib import Path
 
 from trajonco.assessment_options import add_assessment_arguments, cancer_keys
 from vista.cli import add_llm_option, add_profile_option
-from vista.cli_kit import AddCommands, ArgumentParser, HelpFormatter, add_commands, lazy_commands, add_overwrite, add_version, check_output_dir, parse_when, subcommand
-from vista.errors import CommandLineError, run_command, user_errors
+from vista.shared.cli_kit import AddCommands, ArgumentParser, HelpFormatter, add_commands, lazy_commands, add_overwrite, add_version, check_output_dir, parse_when, subcommand
+from vista.shared.errors import CommandLineError, run_command, user_errors
 
 def _cmd_synth(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from vista.synth import SynthConfig, generate, summary_table
+    from vista.shared.synth import SynthConfig, generate, summary_table
 
     for option, value in (("--subjects", args.subjects), ("--shard-size", args.shard_size), ("--workers", args.workers)):
         if value < 1:
@@ -59,8 +59,8 @@ exit status: 0 no problem (warnings allowed unless --strict); 1 problems quarant
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from vista.meds.duplicates import write_deduplicated
-    from vista.meds.validation import validate_dataset
+    from vista.shared.meds.duplicates import write_deduplicated
+    from vista.shared.meds.validation import validate_dataset
 
     if args.report and not args.quarantine:
         raise CommandLineError("--report goes with --quarantine (without it the first problem stops the check)")
@@ -84,7 +84,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         if not report.ok:
             print(f"--fix-duplicates: no copy written to {args.fix_duplicates}: fix the problems above first")
         else:
-            from vista.meds.reader import MedsDataset
+            from vista.shared.meds.reader import MedsDataset
 
             found = write_deduplicated(root, MedsDataset(root).shards, Path(args.fix_duplicates))
             dropped = sum(f.rows for f in found)
@@ -101,7 +101,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _validate_before_cohort(root: Path) -> None:
     """`trajonco cohort --validate`: the whole check of `trajonco validate` first (the first problem stops, naming
     file, subject and field); its warnings go to stderr (those about the splits are given by the cohort build)."""
-    from vista.meds.validation import validate_dataset
+    from vista.shared.meds.validation import validate_dataset
 
     for warning in validate_dataset(root).warnings:
         if warning.kind != "splits":
@@ -127,7 +127,7 @@ def _locate_read_failure(root: Path, exc: Exception) -> None:
 def _cmd_cohort(args: argparse.Namespace) -> int:
     from trajonco.cohorts import CohortDataError, EmptyCohortError, build_cohort, load_definition
 
-    from vista.storage import resolve_local
+    from vista.shared.storage import resolve_local
 
     out = check_output_dir(args.out, overwrite=args.overwrite)
     resolve_local(args.dataset)  # a symbolic link loop: one line
@@ -166,7 +166,7 @@ def _clear_cohort(out: Path) -> None:
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
-    from vista.coding import profile_report
+    from vista.shared.coding import profile_report
 
     report = profile_report(Path(args.dataset), args.coding_profile, sample_rows=args.sample_rows)
     print(report.model_dump_json(indent=2) if args.json else report.render())
@@ -185,10 +185,10 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
 
 def _label_time(labels: str, subject_id: int) -> datetime:
     """The prediction time of ``subject_id``'s row in a label file (MEDS labels or ACES output, see
-    `vista.meds.labels`); one clear line if the file is unusable or the row absent or ambiguous."""
+    `vista.shared.meds.labels`); one clear line if the file is unusable or the row absent or ambiguous."""
     import pyarrow.compute as pc
 
-    from vista.meds.labels import LabelFileError, read_label_table
+    from vista.shared.meds.labels import LabelFileError, read_label_table
 
     try:
         table = read_label_table(labels)
@@ -229,8 +229,8 @@ PREDICTION_FAILED = 3
 
 def _cmd_predict_one(args: argparse.Namespace) -> int:
     from trajonco.agents.display import print_result
-    from vista.llm import LLMConfig
-    from vista.meds.reader import MedsDataset
+    from vista.shared.llm import LLMConfig
+    from vista.shared.meds.reader import MedsDataset
 
     from trajonco.cancers import get_cancer
     from trajonco.outcome_guard import leak_warning
@@ -271,7 +271,7 @@ async def _predict_with_progress(record, catalog, config, llm, when, *, any_canc
 
     from trajonco.cancers import CANCERS
     from trajonco.pipeline import assess, assess_any_cancer, gateway_facts, prepare_patient
-    from vista.llm import LLMGateway
+    from vista.shared.llm import LLMGateway
 
     console = Console(stderr=True)
     async with LLMGateway(llm) as gateway:

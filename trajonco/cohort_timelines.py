@@ -17,9 +17,9 @@ from rich.table import Table
 from tqdm import tqdm
 
 from trajonco.chunking import chunk_timeline
-from vista.meds.labels import LabelFileError, read_label_table
-from vista.meds.reader import MedsDataset
-from vista.timeline import Timeline, render_timeline
+from vista.shared.meds.labels import LabelFileError, read_label_table
+from vista.shared.meds.reader import MedsDataset
+from vista.shared.timeline import Timeline, render_timeline
 
 LABEL_COLUMNS = ("subject_id", "prediction_time", "boolean_value")
 
@@ -46,7 +46,7 @@ class TimelineStats:
 
 
 def read_labels(path: Path, limit: int | None = None) -> list[LabelRow]:
-    """Label rows of a label parquet (MEDS labels or ACES output, see `vista.meds.labels`), by subject and time.
+    """Label rows of a label parquet (MEDS labels or ACES output, see `vista.shared.meds.labels`), by subject and time.
 
     Every row needs a label: a clear `LabelFileError` names the file, the first subject and the field otherwise.
     """

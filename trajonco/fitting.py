@@ -45,8 +45,8 @@ from trajonco.agents.schemas import (
     worst_case_chars,
 )
 from trajonco.pipeline_config import PipelineConfig
-from vista.llm.caller import AnswerTokens, LLMCaller
-from vista.tokens import DEFAULT_ENCODING, model_encoding
+from vista.shared.llm.caller import AnswerTokens, LLMCaller
+from vista.shared.tokens import DEFAULT_ENCODING, model_encoding
 
 DEFAULT_CHUNK_TOKENS = 16_000
 COMPACT_CONTEXT_BELOW = 32_768
@@ -119,7 +119,7 @@ class AnswerFit:
         return dict(self.tokens).get(role)
 
     def per_model(self) -> dict[type[BaseModel], int]:
-        """``max_tokens`` keyed by response model (what `vista.llm.caller.AnswerTokens` looks up)."""
+        """``max_tokens`` keyed by response model (what `vista.shared.llm.caller.AnswerTokens` looks up)."""
         models = output_models(self.limits)
         return {getattr(models, role): n for role, n in self.tokens}
 
@@ -184,5 +184,5 @@ def check_worker_fits(subject_id: int, chunk_tokens: int, ctx: PromptContext, li
 
 def sized(gateway: LLMCaller, answers: AnswerFit) -> LLMCaller:
     """``gateway`` itself when every call uses the settings' max_tokens, else one whose calls ask for their response
-    model's own (`vista.llm.caller.AnswerTokens`)."""
+    model's own (`vista.shared.llm.caller.AnswerTokens`)."""
     return AnswerTokens(gateway, answers.per_model()) if answers.tokens else gateway

@@ -5,7 +5,7 @@ diagnosis. `prior_target_codes` finds the target cancer's diagnosis codes (the c
 on canonical codes, so any dataset spelling counts) strictly before the time, so the command can say so.
 
 >>> from datetime import datetime
->>> from vista.records import CodeCatalog, Event, PatientRecord
+>>> from vista.shared.records import CodeCatalog, Event, PatientRecord
 >>> rec = PatientRecord(1, "data/0.parquet", 0, [Event("e0", datetime(2019, 3, 1), "ICD10CM//C34.11", None, None),
 ...                                             Event("e1", datetime(2020, 3, 1), "ICD10CM//R05.9", None, None)])
 >>> [e.event_id for e in prior_target_codes(rec, "lung", datetime(2020, 1, 1))]
@@ -23,8 +23,8 @@ import polars as pl
 from trajonco.cohorts.codesets import CodeHierarchy
 from trajonco.cohorts.definition import load_definition
 from trajonco.cohorts.phenotype import cancer_of_code
-from vista.meds import schema
-from vista.records import CodeCatalog, Event, PatientRecord
+from vista.shared.meds import schema
+from vista.shared.records import CodeCatalog, Event, PatientRecord
 
 
 def prior_target_codes(record: PatientRecord, cancer: str, before: datetime | None,

@@ -15,7 +15,7 @@ so ``from trajonco.pipeline import ...`` keeps working:
 (1638, 16000)
 
 `run_patient` is async so a batch job can assess many patients (or many cancers) concurrently through one
-`vista.llm.LLMGateway`, whose concurrency limit paces the model; ``run_sync(run_patient, ...)`` (`trajonco.sync_run`)
+`vista.shared.llm.LLMGateway`, whose concurrency limit paces the model; ``run_sync(run_patient, ...)`` (`trajonco.sync_run`)
 builds a gateway from an `LLMConfig` and runs one patient, for scripts and the CLI.
 Failed agent calls are recorded in the result (``errors``, ``status``); problems with the input itself
 (a malformed record, a context too small for the prompt) raise an exception naming the subject.
@@ -47,8 +47,8 @@ from trajonco.pipeline_config import PipelineConfig
 from trajonco.preparation import PreparedPatient, default_prediction_time, prepare_patient, prepare_patient_off_loop
 from trajonco.sync_run import run_sync
 from trajonco.variants import VariantOutcome, run_variant
-from vista.llm.caller import LLMCaller
-from vista.records import CodeCatalog, PatientRecord
+from vista.shared.llm.caller import LLMCaller
+from vista.shared.records import CodeCatalog, PatientRecord
 
 __all__ = [
     "COMPACT_CONTEXT_BELOW", "DEFAULT_CHUNK_TOKENS", "AnswerFit", "AnyCancerResult", "ContextFitError", "GatewayFacts",

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from trajonco.agents.results import AnyCancerMode, Variant
 from trajonco.cancers import get_cancer
-from vista.errors import CommandLineError
+from vista.shared.errors import CommandLineError
 
 
 class PipelineConfig(BaseModel):
@@ -69,7 +69,7 @@ def config_from_options(**options: object) -> PipelineConfig:
     >>> config_from_options(chunk_tokens=100)
     Traceback (most recent call last):
     ...
-    vista.errors.CommandLineError: --chunk-tokens: Input should be greater than or equal to 256
+    vista.shared.errors.CommandLineError: --chunk-tokens: Input should be greater than or equal to 256
     """
     try:
         return PipelineConfig(**{name: value for name, value in options.items() if value is not None})

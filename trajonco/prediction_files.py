@@ -43,8 +43,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from trajonco.prediction_rows import PREDICTION_SCHEMA
-from vista.atomic import atomic_path
-from vista.errors import LocatedError
+from vista.shared.atomic import atomic_path
+from vista.shared.errors import LocatedError
 
 PREDICTIONS_FILE = "predictions.parquet"
 DETAILS_FILE = "prediction_details.parquet"

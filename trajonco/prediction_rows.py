@@ -36,8 +36,8 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from trajonco.agents.results import AnyCancerResult, PatientResult
-from vista.llm.errors import ENDPOINT_KINDS, RETRYABLE_KINDS, LLMEndpointFailure
-from vista.llm.task_usage import (
+from vista.shared.llm.errors import ENDPOINT_KINDS, RETRYABLE_KINDS, LLMEndpointFailure
+from vista.shared.llm.task_usage import (
     USAGE_COLUMNS,
     TaskUsage,
     UsageColumns,
@@ -46,8 +46,8 @@ from vista.llm.task_usage import (
     usage_in_place,
     usage_scope,
 )
-from vista.meds.task_key import TaskKey
-from vista.runs.retry import classify_failure
+from vista.shared.meds.task_key import TaskKey
+from vista.shared.runs.retry import classify_failure
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ UNSCORED: frozenset[str] = frozenset({"failed", "error"})
 """Statuses of rows without a score."""
 TRANSIENT_CALL_KINDS: frozenset[str] = frozenset(kind.value for kind in RETRYABLE_KINDS | ENDPOINT_KINDS)
 """Gateway error kinds that may pass on their own (rate limit, server error, timeout, connection, bad response) or
-once the endpoint is fixed (key refused, unknown model, quota exhausted: `vista.llm.errors.ENDPOINT_KINDS`)."""
+once the endpoint is fixed (key refused, unknown model, quota exhausted: `vista.shared.llm.errors.ENDPOINT_KINDS`)."""
 TRANSIENT_TASK_KINDS: frozenset[str] = frozenset({"timeout"})
 """`failure_kind` values of tasks that raised for a reason that may pass (the per-patient time limit)."""
 
@@ -309,9 +309,9 @@ def failure_kind(exc: BaseException) -> str:
     """The reason class of an exception that stopped a task (the summary counts failures by it)."""
     from trajonco.agents.context_fit import ContextFitError
     from trajonco.chunking import ChunkingError
-    from vista.llm import LLMCallFailed
-    from vista.meds.errors import MedsDataError
-    from vista.timeline import TimelineError
+    from vista.shared.llm import LLMCallFailed
+    from vista.shared.meds.errors import MedsDataError
+    from vista.shared.timeline import TimelineError
 
     return classify_failure(exc, [(LLMCallFailed, "llm_call_failed"), (MedsDataError, "data"),
                                   ((TimelineError, ChunkingError), "timeline"), (ContextFitError, "context_budget")])
@@ -322,7 +322,7 @@ def row_from_failure(
     started_at: datetime | None = None,
 ) -> PredictionRow:
     """The error row of a task that raised (bad data, a timeout, a bug): no score, the reason and the message."""
-    from vista.llm import LLMCallFailed
+    from vista.shared.llm import LLMCallFailed
 
     message = str(exc) or type(exc).__name__
     kind = failure_kind(exc)

@@ -13,9 +13,9 @@ from trajonco.agents.evidence import EventRules, SourceIndex
 from trajonco.fitting import GatewayFacts, auto_chunk_tokens
 from trajonco.chunking import Chunk, chunk_timeline
 from trajonco.pipeline_config import PipelineConfig
-from vista.records import CodeCatalog, PatientRecord
-from vista.timeline import Timeline, render_timeline
-from vista.timeline.truncate import truncate_left
+from vista.shared.records import CodeCatalog, PatientRecord
+from vista.shared.timeline import Timeline, render_timeline
+from vista.shared.timeline.truncate import truncate_left
 
 
 @dataclass(frozen=True, slots=True)

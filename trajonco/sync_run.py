@@ -5,8 +5,8 @@ Scripts and the CLI assess one patient at a time without an event loop of their 
 `LLMGateway` for ``llm`` on a fresh loop, awaits the pipeline with it, and closes the gateway (its HTTP client and
 any embedded model) when the work ends or raises. `run_with_gateway` does the same for any async work:
 
->>> from vista.llm import LLMConfig
->>> from vista.testing.scripted import ScriptedBackend
+>>> from vista.shared.llm import LLMConfig
+>>> from vista.shared.testing.scripted import ScriptedBackend
 >>> async def model_name(gateway: LLMGateway) -> str:
 ...     return gateway.config.model
 >>> run_with_gateway(model_name, llm=LLMConfig(model="m"), backend=ScriptedBackend([]))
@@ -21,9 +21,9 @@ from datetime import datetime
 from typing import Protocol, TypeVar
 
 from trajonco.pipeline_config import PipelineConfig
-from vista.llm import Backend, LLMConfig, LLMGateway
-from vista.llm.caller import LLMCaller
-from vista.records import CodeCatalog, PatientRecord
+from vista.shared.llm import Backend, LLMConfig, LLMGateway
+from vista.shared.llm.caller import LLMCaller
+from vista.shared.records import CodeCatalog, PatientRecord
 
 T = TypeVar("T")
 R_co = TypeVar("R_co", covariant=True)
@@ -39,7 +39,7 @@ class PatientPipeline(Protocol[R_co]):
 def run_with_gateway(work: Callable[[LLMGateway], Awaitable[T]], *, llm: LLMConfig | None = None,
                      backend: Backend | None = None) -> T:
     """``work(gateway)`` on its own event loop, with a gateway for ``llm`` (default: the embedded model) that is
-    closed afterwards; ``backend`` replaces the one ``llm`` describes (a `vista.testing.scripted.ScriptedBackend` in tests)."""
+    closed afterwards; ``backend`` replaces the one ``llm`` describes (a `vista.shared.testing.scripted.ScriptedBackend` in tests)."""
 
     async def run() -> T:
         async with LLMGateway(llm, backend=backend) as gateway:

@@ -23,8 +23,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from vista.cli_kit import AddCommands, ArgumentParser, HelpFormatter, add_commands, lazy_commands, add_version, subcommand
-from vista.errors import CommandLineError, run_command, user_errors
+from vista.shared.cli_kit import AddCommands, ArgumentParser, HelpFormatter, add_commands, lazy_commands, add_version, subcommand
+from vista.shared.errors import CommandLineError, run_command, user_errors
 
 # ---------------------------------------------------------------------------------------------------- graph
 def _cmd_graph(args: argparse.Namespace) -> int:
@@ -32,9 +32,9 @@ def _cmd_graph(args: argparse.Namespace) -> int:
 
     store = GraphStore(Path(args.store))
     if args.dataset is not None:
-        from vista.meds.reader import MedsDataset
+        from vista.shared.meds.reader import MedsDataset
 
-        from vista.storage import resolve_local
+        from vista.shared.storage import resolve_local
 
         root = Path(args.dataset)
         resolve_local(root)  # a symbolic link loop: one line
@@ -56,7 +56,7 @@ def _xml_sources(directory: Path, subjects: Sequence[int] | None, coding_profile
     from vista.graph.task_graphs import xml_source
     from vista.graph.xml_files import list_xml_patients
 
-    from vista.xml_reading import XmlLimits
+    from vista.shared.xml_reading import XmlLimits
 
     large = XmlLimits.from_env().progress_bytes
     files, skipped = list_xml_patients(directory, on_duplicate)  # type: ignore[arg-type]
@@ -82,7 +82,7 @@ def _xml_sources(directory: Path, subjects: Sequence[int] | None, coding_profile
 async def _gateway(items: Sequence[str]):
     """A gateway for the ``--llm`` settings whose context window is known (asked of the endpoint once), so the
     timeline plan — and its content hash — is the same whichever command built it."""
-    from vista.llm import LLMConfig, LLMGateway
+    from vista.shared.llm import LLMConfig, LLMGateway
 
     gateway = LLMGateway(LLMConfig.from_cli(items))
     await gateway.discover_context_tokens()
@@ -215,7 +215,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
     from vista.evaluation import evaluate
     from vista.evaluation.options import judge_config, load_truth_sources, with_demographics
-    from vista.llm import LLMConfig, LLMGateway
+    from vista.shared.llm import LLMConfig, LLMGateway
     from vista.query import load_graph, open_graph_store
     from vista.rag import RagConfig, generate_rag_display
 
@@ -265,7 +265,7 @@ LLM_OPTION_HELP = ("LLM setting (repeatable), e.g. --llm base_url=http://127.0.0
 class _LLMShortcut(argparse.Action):
     """``--model NAME`` / ``--base-url URL`` / ``--backend B``: appended to the ``--llm`` list as ``key=value``, so
     shortcuts and ``--llm`` items apply in the order given (a base URL selects the openai backend by the rule of
-    `vista.llm.LLMConfig.resolve`)."""
+    `vista.shared.llm.LLMConfig.resolve`)."""
 
     def __call__(self, parser, namespace, values, option_string=None):
         items = list(getattr(namespace, self.dest) or [])
@@ -275,7 +275,7 @@ class _LLMShortcut(argparse.Action):
 
 
 def add_llm_option(parser: argparse.ArgumentParser, flag: str = "--llm", help_text: str = LLM_OPTION_HELP) -> None:
-    """A repeatable ``KEY=VALUE`` option read with `vista.llm.LLMConfig.from_cli` (the same as
+    """A repeatable ``KEY=VALUE`` option read with `vista.shared.llm.LLMConfig.from_cli` (the same as
     ``LLMConfig.add_cli_argument``, without importing the LLM layer, so ``--help`` stays instant); for ``--llm``
     also the shortcuts every command shares with the Ray jobs: ``--backend``, ``--base-url``, ``--model``."""
     parser.add_argument(flag, action="append", default=[], metavar="KEY=VALUE", help=help_text)
@@ -291,7 +291,7 @@ def add_llm_option(parser: argparse.ArgumentParser, flag: str = "--llm", help_te
 
 
 def add_profile_option(parser: argparse.ArgumentParser) -> None:
-    """``--coding-profile NAME|TOML``: how the dataset spells codes (`vista.coding`); detected when not given.
+    """``--coding-profile NAME|TOML``: how the dataset spells codes (`vista.shared.coding`); detected when not given.
 
     (Not ``--profile``: `vista timeline` already uses that for its event-definition profile.)"""
     parser.add_argument("--coding-profile", dest="coding_profile", metavar="NAME|TOML", help="coding profile: a built-in (meds_synth, omop, synthea, mimic_iv, vista_xml) or "

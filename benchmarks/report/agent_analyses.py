@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vista.atomic import atomic_write_bytes, atomic_write_text
+from vista.shared.atomic import atomic_write_bytes, atomic_write_text
 from trajonco.report_document import Section
 from benchmarks.report.judge_section import judge_section
 from benchmarks.report.reproduce import ReportData
@@ -108,7 +108,7 @@ def judge_builder(options: JudgeOptions) -> SectionBuilder:
 
 def _run_judge(run_a, run_b, options: JudgeOptions, out: Path):
     from trajonco.judge.compare import compare_runs
-    from vista.llm import LLMConfig
+    from vista.shared.llm import LLMConfig
 
     config = LLMConfig.from_cli(options.llm)
     if config.cache_dir is None:

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from vista.atomic import atomic_path
+from vista.shared.atomic import atomic_path
 from baselines import MetricInputError, PredictionFileModel
 from baselines.metrics import auroc, bootstrap_interval
 from benchmarks.report.predictions import load_predictions
 from benchmarks.report.results import AgentSensitivityPoint
 from benchmarks.report.settings import PredictionSource, ReportSettings, gap_days_of
 from benchmarks.report.timelines import pick_subset, sample_per_role, token_counts
-from vista.meds.labels import read_label_table
+from vista.shared.meds.labels import read_label_table
 
 if TYPE_CHECKING:
     from benchmarks.report.cohort_tasks import CohortOutcome
@@ -103,7 +103,7 @@ def run_agent_sensitivity(settings: ReportSettings, request: AgentRequest, full_
     folder = request.out_dir / "sensitivity"
     subset = sample_per_role(pl.from_arrow(read_label_table(request.labels)), max(1, n // 2), settings.seed)
     labels_path = folder / "labels.parquet"
-    with atomic_path(labels_path) as tmp:  # private, like every report file (vista.atomic)
+    with atomic_path(labels_path) as tmp:  # private, like every report file (vista.shared.atomic)
         subset.write_parquet(tmp)
     longest = int(token_counts(dataset_root, subset, source=str(labels_path))["xml_tokens"].max())
     common = {"n_resamples": settings.n_resamples, "seed": settings.seed}

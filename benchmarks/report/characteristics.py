@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 
 from benchmarks.report.results import CohortCharacteristics, GroupCharacteristics, Quantiles
-from vista.meds import schema
+from vista.shared.meds import schema
 
 SID, PT = "subject_id", "prediction_time"
 UNKNOWN = "Unknown"

@@ -10,11 +10,11 @@ import time
 
 from pydantic import BaseModel, Field
 
-from vista.atomic import atomic_write_text
+from vista.shared.atomic import atomic_write_text
 from benchmarks.report.errors import ReportInputError
 from benchmarks.report.settings import ReportSettings
-from vista.meds.reader import MedsDataset
-from vista.synth import SplitFractions, SynthConfig, generate
+from vista.shared.meds.reader import MedsDataset
+from vista.shared.synth import SplitFractions, SynthConfig, generate
 
 STAMP = "synth_config.json"
 

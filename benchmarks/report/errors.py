@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from vista.errors import LocatedError
+from vista.shared.errors import LocatedError
 
 
 class ReportError(Exception):

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from vista.atomic import atomic_write_bytes
+from vista.shared.atomic import atomic_write_bytes
 from trajonco.report_document import Figure, Section, Table
 from trajonco.human_eval.agreement import HumanEvalReport
 from trajonco.judge.report import JudgeReport
-from vista.llm.config import EMBEDDED_MODEL_NAME
+from vista.shared.llm.config import EMBEDDED_MODEL_NAME
 
 SECTION_ID = "pairwise-judge"
 TIE_COLOR = (0.62, 0.62, 0.62)

@@ -48,8 +48,8 @@ def settings_from_args(args: argparse.Namespace, command: str) -> ReportSettings
 def check_options(args: argparse.Namespace) -> None:
     """What can be checked before any work: cohort names, prediction files, the output folder (one line each)."""
     from trajonco.cohorts import load_definition
-    from vista.cli_kit import check_output_dir
-    from vista.errors import CommandLineError
+    from vista.shared.cli_kit import check_output_dir
+    from vista.shared.errors import CommandLineError
 
     check_output_dir(args.out, resumable=True)  # a rerun reuses the dataset, cohorts and agents' patients
     for option in ("cohorts", "stratify", "gap_cohorts"):

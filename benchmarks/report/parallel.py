@@ -24,7 +24,7 @@ from benchmarks.report.cohort_tasks import (
     run_cohort_task,
     run_truncation_task,
 )
-from vista.meds.reader import MedsDataset
+from vista.shared.meds.reader import MedsDataset
 
 Task = CohortTask | TruncationTask
 Outcome = CohortOutcome | TruncationOutcome

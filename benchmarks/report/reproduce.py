@@ -22,7 +22,7 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel, Field
 
-from vista.atomic import atomic_path, make_dirs
+from vista.shared.atomic import atomic_path, make_dirs
 from baselines import ModelScores, StratumResult, stratified_results
 from baselines.metrics import too_few_text
 from benchmarks.report.agent_sensitivity import run_agent_sensitivity
@@ -270,7 +270,7 @@ def agent_request(settings: ReportSettings, definitions: dict[str, CohortDefinit
         return None
     folder = settings.out / "agents"
     labels = folder / "labels.parquet"
-    with atomic_path(labels) as tmp:  # private, like every report file (vista.atomic)
+    with atomic_path(labels) as tmp:  # private, like every report file (vista.shared.atomic)
         subset.write_parquet(tmp)
     definition = definitions[settings.focus_cohort]
     single = len(definition.cancers) == 1

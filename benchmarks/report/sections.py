@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vista.atomic import atomic_write_bytes, atomic_write_text
+from vista.shared.atomic import atomic_write_bytes, atomic_write_text
 from baselines.metrics import MIN_CASES, too_few_text
 from trajonco.report_document import Figure, Section, Table
 from benchmarks.report import figures, tables
@@ -28,7 +28,7 @@ from benchmarks.report.palette import Palette
 from benchmarks.report.record_length import imbalance_sentence
 from benchmarks.report.reproduce import ReportData
 from benchmarks.report.results import ModelResult, UnscoredRun
-from vista.llm.config import EMBEDDED_MODEL_NAME
+from vista.shared.llm.config import EMBEDDED_MODEL_NAME
 
 SECTION_IDS = ("overview", "characteristics", "record-length", "auroc", "paired", "auprc", "models", "roc-pr",
                "truncation", "time-gap", "stratified", "agents", "latency-cost", "model-selection", "realism",
@@ -45,7 +45,7 @@ class Context:
     figures: Path
 
     def figure(self, figure_id: str, caption: str, png: bytes) -> Figure:
-        atomic_write_bytes(self.figures / f"{figure_id}.png", png)  # private, like every report file (vista.atomic)
+        atomic_write_bytes(self.figures / f"{figure_id}.png", png)  # private, like every report file (vista.shared.atomic)
         return Figure(figure_id, caption, png)
 
 
@@ -246,7 +246,7 @@ def _truncation(ctx: Context) -> Section:
     section = Section("truncation", f"Sensitivity: trajectory length — {r.truncation_cohort or s.focus_cohort}",
                       paragraphs=[
         "Method: every patient's XML timeline (events strictly before the prediction time) is left-truncated with "
-        "vista.timeline.truncate_left to the newest whole timestamps that fit N tokens together with the patient "
+        "vista.shared.timeline.truncate_left to the newest whole timestamps that fit N tokens together with the patient "
         "root (demographics); a baseline then sees only the MEDS rows at or after the first kept timestamp (plus "
         "static and birth rows). Training and test windows are truncated alike and each baseline is refitted per "
         "budget, so the curve shows the signal available in the last N tokens of history. Budgets larger than "

@@ -104,7 +104,7 @@ class ReportSettings(BaseModel):
     agent_gap_years: tuple[float, ...] | None = Field(None, description="gaps (among gap_years) at which the agents "
                                                       "run; None: every gap")
     predictions: tuple[PredictionSource, ...] = Field((), description="prediction files of the agents or others")
-    usage_ledgers: tuple[Path, ...] = Field((), description="vista.llm usage ledgers (parquet or JSON) for the "
+    usage_ledgers: tuple[Path, ...] = Field((), description="vista.shared.llm usage ledgers (parquet or JSON) for the "
                                             "per-agent call profile")
     realistic_range: tuple[float, float] = Field((0.6, 0.9), description="AUROC range called realistic in the report")
     quick: bool = Field(False, description="the small CI configuration (see quick_defaults)")

@@ -1,9 +1,9 @@
 """XML timeline sizes of labelled patients, and the input windows left by left-truncating them to token budgets.
 
-Both render each patient's real timeline (`vista.timeline.render_timeline`, events strictly before the prediction
+Both render each patient's real timeline (`vista.shared.timeline.render_timeline`, events strictly before the prediction
 time) from the MEDS dataset, reading only the labelled subjects. Token counts are tiktoken cl100k, as in the paper.
 
-Left-truncation (the trajectory-length analysis): `vista.timeline.truncate_left(timeline, N)` keeps the newest
+Left-truncation (the trajectory-length analysis): `vista.shared.timeline.truncate_left(timeline, N)` keeps the newest
 whole timestamps that fit N tokens with the patient root (demographics). The *window start* of a patient at
 budget N is the first kept timestamp (None when the whole timeline fits); `truncate_events` then keeps a MEDS
 row when it is static, the birth row (the root's demographics survive truncation), or timed at or after it.
@@ -18,9 +18,9 @@ from pathlib import Path
 import polars as pl
 
 from benchmarks.report.errors import ReportError, ReportInputError
-from vista.meds import schema
-from vista.meds.reader import MedsDataset
-from vista.timeline import Timeline, TimelineError, render_timeline, truncate_left
+from vista.shared.meds import schema
+from vista.shared.meds.reader import MedsDataset
+from vista.shared.timeline import Timeline, TimelineError, render_timeline, truncate_left
 
 SID, PT = "subject_id", "prediction_time"
 DAYS_PER_YEAR = 365.25

@@ -1,6 +1,6 @@
 """The TrajOnco agents (paper §4.4, appendix B.1): worker chain with long-term memory, manager, two-stage filter, single agent.
 
-Every agent calls the model through `vista.llm.LLMGateway` (`calls.call_agent`) with a bounded pydantic answer model
+Every agent calls the model through `vista.shared.llm.LLMGateway` (`calls.call_agent`) with a bounded pydantic answer model
 (`schemas`) and prompts filled from `trajonco/prompts/*.txt` (`prompts`). `trajonco.pipeline` runs them per patient.
 """
 

@@ -15,17 +15,17 @@ from typing import Generic, TypeVar
 from pydantic import BaseModel
 
 from trajonco.agents.results import AgentError, AgentUsage
-from vista.llm import LLMResult, Message
-from vista.llm.caller import LLMCaller
-from vista.llm import system as system_message
-from vista.llm import user as user_message
+from vista.shared.llm import LLMResult, Message
+from vista.shared.llm.caller import LLMCaller
+from vista.shared.llm import system as system_message
+from vista.shared.llm import user as user_message
 
 T = TypeVar("T", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
 class CallUsage:
-    """Usage of one call as the gateway recorded it (`vista.llm.CallRecord`)."""
+    """Usage of one call as the gateway recorded it (`vista.shared.llm.CallRecord`)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0

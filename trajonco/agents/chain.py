@@ -21,7 +21,7 @@ from trajonco.agents.results import AgentError, ChunkRisk, Stage
 from trajonco.agents.schemas import OutputModels, WorkerOutput
 from trajonco.agents.worker import WorkerStep, run_worker
 from trajonco.chunking import Chunk
-from vista.llm.caller import LLMCaller
+from vista.shared.llm.caller import LLMCaller
 
 
 @dataclass(slots=True)

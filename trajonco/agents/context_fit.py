@@ -1,6 +1,6 @@
 """Context fit: how many input tokens a call may use, and fitting a list of lines into what is left.
 
-Counts use the fit's ``encoding`` (`vista.tokens`: o200k_base for GPT-4o/4.1-class models, cl100k_base
+Counts use the fit's ``encoding`` (`vista.shared.tokens`: o200k_base for GPT-4o/4.1-class models, cl100k_base
 otherwise); a model with another tokenizer may count more, so only a share (``safety``) of the context window
 is planned for, minus the tokens reserved for the answer.
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vista.errors import UserError
-from vista.tokens import DEFAULT_ENCODING, count_tokens, count_tokens_batch
+from vista.shared.errors import UserError
+from vista.shared.tokens import DEFAULT_ENCODING, count_tokens, count_tokens_batch
 
 
 class ContextFitError(ValueError, UserError):

@@ -28,8 +28,8 @@ from datetime import date, datetime, time
 from trajonco.agents.memory import MemoryEvent, normalize_text
 from trajonco.agents.results import EvidenceEvent, EvidenceFlag, SourceRow
 from trajonco.agents.schemas import ExtractedEvent
-from vista.meds import schema
-from vista.records import PatientRecord
+from vista.shared.meds import schema
+from vista.shared.records import PatientRecord
 
 
 class SourceIndex:
@@ -106,7 +106,7 @@ class RecordSpan:
     its last event before the prediction time. Evidence dated outside it cannot come from the record.
 
     >>> from trajonco.agents.memory import MemoryEvent
-    >>> from vista.records import Event, PatientRecord
+    >>> from vista.shared.records import Event, PatientRecord
     >>> rec = PatientRecord(4, "data/train/0.parquet", 0, [Event("e0", datetime(2065, 3, 1), "MEDS_BIRTH", None, None),
     ...     Event("e1", datetime(2090, 5, 2, 9), "LOINC//718-7", 12.0, None),
     ...     Event("e2", datetime(2095, 1, 1), "LOINC//718-7", 9.0, None)])

@@ -16,7 +16,7 @@ from trajonco.agents.memory import LongTermMemory, MemoryEvent, render_events
 from trajonco.agents.prompts import PromptContext, render_pair
 from trajonco.agents.results import Stage
 from trajonco.agents.schemas import ExtractedEvent, ManagerOutput, WorkerOutput
-from vista.llm.caller import LLMCaller
+from vista.shared.llm.caller import LLMCaller
 
 
 def consolidate(reported: list[ExtractedEvent], rules: EventRules) -> CleanedEvents:

@@ -1,7 +1,7 @@
 """The first stage of the two-stage variant (TrajOnco appendix B.1): parallel per-chunk relevance filters.
 
 Each preprocessor names the relevant event ids of its chunk; code then cuts every chunk's XML down to the
-kept events (original elements, ids, timestamps and root, via `vista.timeline`), joins the pieces and
+kept events (original elements, ids, timestamps and root, via `vista.shared.timeline`), joins the pieces and
 re-chunks them with the same token limit, so C_new <= C. An id kept anywhere is kept in every chunk it
 appears in (a long note split across chunks stays whole). A chunk whose filter call failed is kept whole:
 a failure costs speed, never data.
@@ -19,8 +19,8 @@ from trajonco.agents.prompts import PromptContext, render_pair
 from trajonco.agents.results import Stage
 from trajonco.agents.schemas import PreprocessorOutput
 from trajonco.chunking import Chunk, rechunk
-from vista.timeline import parse_timeline
-from vista.llm.caller import LLMCaller
+from vista.shared.timeline import parse_timeline
+from vista.shared.llm.caller import LLMCaller
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from vista.prompts import PromptFolder
+from vista.shared.prompts import PromptFolder
 
 from trajonco.cancers import CancerType
 

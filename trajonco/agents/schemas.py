@@ -41,7 +41,7 @@ import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
 
 from trajonco.cancers import CANCERS
-from vista.llm.remote import ModelRef, ship_as
+from vista.shared.llm.remote import ModelRef, ship_as
 
 EVENT_ID_PATTERN = r"^e[0-9]{1,9}$"
 EventId = Annotated[str, StringConstraints(pattern=EVENT_ID_PATTERN, max_length=10)]
@@ -181,7 +181,7 @@ _ROLES = tuple(f.name for f in fields(OutputModels) if f.name != "limits")
 
 
 def agent_model(role: str, limits: str) -> type[BaseModel]:
-    """The response model of agent ``role`` under the limits named ``limits`` (`vista.llm.remote.ModelRef`'s factory)."""
+    """The response model of agent ``role`` under the limits named ``limits`` (`vista.shared.llm.remote.ModelRef`'s factory)."""
     return getattr(output_models(resolve_limits(limits)), role)
 
 

@@ -1,7 +1,7 @@
 """The single-agent baseline: the same model reads the whole timeline in one call and answers like the manager.
 
 When the timeline does not fit the model's context it is left-truncated (oldest whole timestamps dropped,
-`vista.timeline.truncate_left`); the root of the XML says so and the result records the flag.
+`vista.shared.timeline.truncate_left`); the root of the XML says so and the result records the flag.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from trajonco.agents.manager import consolidate
 from trajonco.agents.prompts import PromptContext, render_pair
 from trajonco.agents.results import Stage
 from trajonco.agents.schemas import ManagerOutput
-from vista.timeline import Timeline, TimelineError, truncate_left
-from vista.llm.caller import LLMCaller
+from vista.shared.timeline import Timeline, TimelineError, truncate_left
+from vista.shared.llm.caller import LLMCaller
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from trajonco.agents.prompts import PromptContext, render_pair
 from trajonco.agents.results import Stage
 from trajonco.agents.schemas import WorkerOutput
 from trajonco.chunking import Chunk
-from vista.llm.caller import LLMCaller
+from vista.shared.llm.caller import LLMCaller
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@
 
 Typical use: ``build_cohort(dataset_root, load_definition("lung"), out_dir)`` writes ``labels/test.parquet``,
 ``labels/train.parquet`` and ``manifest.json`` and returns a `CohortResult` (with ``.explanation``). Any MEDS spelling
-works: codes are read through the dataset's coding profile (`vista.coding`, detected unless ``profile=`` is given)
+works: codes are read through the dataset's coding profile (`vista.shared.coding`, detected unless ``profile=`` is given)
 and definitions list ICD-10-CM, ICD-9-CM, SNOMED CT and free-pattern code sets.
 """
 

@@ -3,7 +3,7 @@
 Output, under ``out_dir``: ``labels/test.parquet`` and ``labels/train.parquet`` (exactly the MEDS label columns
 ``subject_id``, ``prediction_time``, ``boolean_value``, so MEDS tools read them as they are), beside them
 ``label_details/test.parquet`` and ``label_details/train.parquet`` (the same key, then ``index_time``, ``cancer``,
-``role``, ``matched_to``, ``age_at_index``, ``sex``, ``split``; `vista.meds.labels.read_label_table` joins them back
+``role``, ``matched_to``, ``age_at_index``, ``sex``, ``split``; `vista.shared.meds.labels.read_label_table` joins them back
 for every reader) and ``manifest.json``. A model may read a subject's static rows and rows strictly before
 ``prediction_time`` = ``index_time`` - gap. Everything runs as polars group-bys and joins over the whole dataset.
 
@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from vista.atomic import make_dirs
+from vista.shared.atomic import make_dirs
 from trajonco.cohorts.codesets import CodeHierarchy, CodeSets, read_hierarchy
 from trajonco.cohorts.coding import ProfileSpec
 from trajonco.cohorts.definition import CohortDefinition
@@ -48,8 +48,8 @@ from trajonco.cohorts.matching import draw_control_index, match_controls
 from trajonco.cohorts.phenotype import PhenotypeStatus, classify_subjects, target_code_rows
 from trajonco.cohorts.population import Population, load_population
 from trajonco.cohorts.source import SPLIT, dataset_info, open_events, read_splits
-from vista.meds import schema
-from vista.meds.labels import write_label_file
+from vista.shared.meds import schema
+from vista.shared.meds.labels import write_label_file
 
 log = logging.getLogger(__name__)
 SID = schema.SUBJECT_ID
@@ -107,7 +107,7 @@ def build_cohort(
     """Build the test (and training) cohort of ``definition`` from a MEDS dataset and write labels and manifest.
 
     ``seed`` overrides the definition's seed (the manifest records the definition actually used); ``profile`` is the
-    coding profile to read the codes with (`vista.coding`; detected from the data when None). An empty cohort raises
+    coding profile to read the codes with (`vista.shared.coding`; detected from the data when None). An empty cohort raises
     `EmptyCohortError` carrying the explanation so far (``.explanation``).
     """
     started = time.perf_counter()
@@ -362,7 +362,7 @@ def build_split_cohort(
 
 def write_labels(labels: pl.DataFrame, path: Path) -> None:
     """Write a label table with the exact arrow types of LABELS_SCHEMA: its MEDS columns to ``labels/<split>.parquet``
-    (checked by `meds`), the cohort's own to ``label_details/<split>.parquet`` (`vista.meds.labels.write_label_file`)."""
+    (checked by `meds`), the cohort's own to ``label_details/<split>.parquet`` (`vista.shared.meds.labels.write_label_file`)."""
     write_label_file(labels.to_arrow().cast(LABELS_SCHEMA), path)
 
 

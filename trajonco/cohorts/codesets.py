@@ -1,7 +1,7 @@
 """Which canonical codes belong to which target cancer: a definition's code sets, with SNOMED CT concepts expanded
 through the dataset's own hierarchy, applied as one polars expression.
 
-Codes are compared in the canonical spelling a `vista.coding.CodingProfile` gives them (``ICD10CM//C34.11``,
+Codes are compared in the canonical spelling a `vista.shared.coding.CodingProfile` gives them (``ICD10CM//C34.11``,
 ``ICD9CM//162.5``, ``SNOMED//254637007``), so one definition serves every dataset:
 
 - ICD-10-CM / ICD-9-CM prefixes match with dots ignored (``C34.1`` matches ``ICD10CM//C34.11``);
@@ -33,10 +33,10 @@ import polars as pl
 
 from trajonco.cohorts.definition import CancerCodes, CohortDefinition, normalize_prefix
 from trajonco.cohorts.errors import CohortDataError
-from vista.coding import CodingProfile
-from vista.meds import schema
-from vista.meds.errors import MedsMetadataError
-from vista.meds.metadata import read_code_catalog
+from vista.shared.coding import CodingProfile
+from vista.shared.meds import schema
+from vista.shared.meds.errors import MedsMetadataError
+from vista.shared.meds.metadata import read_code_catalog
 
 SEP = schema.SEP
 ICD10CM, ICD9CM, SNOMED = schema.ICD10CM, schema.ICD9CM, schema.SNOMED

@@ -1,6 +1,6 @@
 """How cohort building reads a dataset's codes: which coding profile, chosen how, and the canonical spelling of each.
 
-Cohorts match codes in the project's canonical spelling (`vista.coding`): the profile that fits the dataset is
+Cohorts match codes in the project's canonical spelling (`vista.shared.coding`): the profile that fits the dataset is
 detected unless one is given, and each *distinct* source code is translated once (a small mapping applied as one
 ``replace``, never a Python call per row). The choice is recorded in the cohort manifest.
 
@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from trajonco.cohorts.errors import CohortDataError
-from vista.coding import CodingProfile, CodingProfileError, detect_profile, load_profile
+from vista.shared.coding import CodingProfile, CodingProfileError, detect_profile, load_profile
 
 ProfileSpec = str | Path | CodingProfile
 """A built-in profile name ('omop', 'mimic_iv'…), the path of a profile TOML, or a loaded profile."""
@@ -25,7 +25,7 @@ ProfileSpec = str | Path | CodingProfile
 class CodingChoice(BaseModel):
     """Which coding profile read the dataset's codes, and what it changed (recorded in the manifest)."""
 
-    profile: str = Field(description="name of the coding profile (vista.coding) the codes were read with")
+    profile: str = Field(description="name of the coding profile (vista.shared.coding) the codes were read with")
     chosen_by: Literal["given", "detected"] = Field(description="'given' by the caller or 'detected' from the data")
     recognised_share: float | None = Field(
         default=None, description="detected only: share of sampled rows the chosen profile places in a category"

@@ -2,7 +2,7 @@
 
 A built-in definition exists for each of the 15 cancers and for ``any_cancer`` (``definitions/*.toml``). A cancer
 lists code sets per vocabulary, all matched against the *canonical* codes the dataset's coding profile produces
-(`vista.coding`), so ``DIAGNOSIS//ICD//10//C3411`` (MIMIC-IV), ``ICD10CM/C34.1`` (OMOP) and ``ICD10CM//C34.11``
+(`vista.shared.coding`), so ``DIAGNOSIS//ICD//10//C3411`` (MIMIC-IV), ``ICD10CM/C34.1`` (OMOP) and ``ICD10CM//C34.11``
 (ours) are one code:
 
 - ``icd10cm_prefixes`` / ``icd9cm_prefixes``: ICD-10-CM / ICD-9-CM code prefixes (dots ignored);

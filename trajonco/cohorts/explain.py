@@ -23,7 +23,7 @@ from trajonco.cohorts.manifest import (
     VocabularyMatch,
     VocabularyRows,
 )
-from vista.meds import schema
+from vista.shared.meds import schema
 
 SID = schema.SUBJECT_ID
 VOCABULARIES_SHOWN = 8

@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel, Field
 
-from vista.atomic import atomic_write_text
+from vista.shared.atomic import atomic_write_text
 from trajonco.cohorts.coding import CodingChoice
 from trajonco.cohorts.definition import CohortDefinition
 from trajonco.cohorts.source import DatasetInfo

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from vista.meds import schema
+from vista.shared.meds import schema
 
 SID = schema.SUBJECT_ID
 STRATUM_COLUMNS = {"sex": "sex", "age_band": "age_band"}

@@ -14,7 +14,7 @@ Rules (days are calendar-day differences between dates; codes of one cancer on t
 - *no_qualifying_pair*: target codes but no pair at all (single rule-out codes, codes too far apart).
 
 No subject with a target code, ever, may serve as a control. With several cancers (any-cancer) the washout must be
-free of all of them. This agrees with `vista.synth.ground_truth.phenotype_index` except that an early single code
+free of all of them. This agrees with `vista.shared.synth.ground_truth.phenotype_index` except that an early single code
 inside the washout after the first visit also makes the subject prevalent here.
 """
 
@@ -26,7 +26,7 @@ import polars as pl
 
 from trajonco.cohorts.codesets import CodeHierarchy, CodeSets
 from trajonco.cohorts.definition import CohortDefinition
-from vista.meds import schema
+from vista.shared.meds import schema
 
 SID = schema.SUBJECT_ID
 

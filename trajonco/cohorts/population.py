@@ -17,7 +17,7 @@ import polars as pl
 
 from trajonco.cohorts.errors import CohortDataError
 from trajonco.cohorts.source import SPLIT
-from vista.meds import schema
+from vista.shared.meds import schema
 
 SID = schema.SUBJECT_ID
 GENDER_LEAD = schema.GENDER_PREFIX + schema.SEP

@@ -22,12 +22,12 @@ from pydantic import BaseModel, Field
 
 from trajonco.cohorts.coding import CodingChoice, ProfileSpec, choose_profile
 from trajonco.cohorts.errors import CohortDataError
-from vista.coding import CodingProfile
-from vista.errors import describe_location
-from vista.meds import schema
-from vista.meds.errors import MedsDataError
-from vista.meds.metadata import splits_coverage
-from vista.meds.reader import MedsDataset
+from vista.shared.coding import CodingProfile
+from vista.shared.errors import describe_location
+from vista.shared.meds import schema
+from vista.shared.meds.errors import MedsDataError
+from vista.shared.meds.metadata import splits_coverage
+from vista.shared.meds.reader import MedsDataset
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from vista.atomic import atomic_write_text
+from vista.shared.atomic import atomic_write_text
 
 EXPORT_HELP = """\
 Samples patients (seeded) from one jobs.predict run -- or from two runs on the same patients -- and writes blinded
@@ -27,7 +27,7 @@ the file, the row and the field.
 
 def add_parser(sub) -> None:
     """Register ``review-export`` and ``review-import`` on an argparse sub-parsers object."""
-    from vista.cli_kit import subcommand
+    from vista.shared.cli_kit import subcommand
 
     p = subcommand(sub, "review-export", "write blinded human-review packets (HTML + CSV) for a seeded sample",
                    "trajonco review-export out/predict-a out/predict-b --out out/review --key out/review.key.json "
@@ -61,7 +61,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     from trajonco.human_eval.export import export_packets
     from trajonco.judge.errors import EvaluationInputError
-    from vista.errors import CommandLineError
+    from vista.shared.errors import CommandLineError
 
     if args.names and len(args.names) != len(args.runs):
         raise CommandLineError(f"--names: give one name per run ({len(args.runs)}), got {len(args.names)}")
@@ -83,7 +83,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
     from trajonco.human_eval.render import read_packets
     from trajonco.judge.errors import EvaluationInputError
     from trajonco.judge.report import read_report
-    from vista.errors import CommandLineError
+    from vista.shared.errors import CommandLineError
 
     if args.judge and not args.key:
         raise CommandLineError("--judge needs --key (the export's key unblinds A and B)")

@@ -6,7 +6,7 @@ an answer's event, and -- when neither matches anything -- the latest ``fallback
 with how many timestamps were left out, cut at ``max_chars`` characters (the cut is marked too).
 
 >>> from datetime import date, datetime
->>> from vista.timeline import EventElement, Modality, PatientRoot, TimeBlock, Timeline
+>>> from vista.shared.timeline import EventElement, Modality, PatientRoot, TimeBlock, Timeline
 >>> blocks = tuple(TimeBlock(datetime(2020, 1, d), (EventElement(f"e{d}", Modality.LAB, (), f"lab {d}"),))
 ...                for d in range(1, 6))
 >>> timeline = Timeline(PatientRoot(subject_id=1), blocks)
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from vista.timeline import Timeline
+from vista.shared.timeline import Timeline
 
 
 def _gap(n: int) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vista.atomic import atomic_write_text
+from vista.shared.atomic import atomic_write_text
 from trajonco.human_eval.excerpt import timeline_excerpt
 from trajonco.human_eval.packets import (KeyEntry, KeyRun, Packet, PacketAnswer, PacketEvent, PacketKey, PacketSet,
                                          questions_for)
@@ -52,8 +52,8 @@ def _answer(side: str, candidate: Candidate) -> PacketAnswer:
 
 def _timelines(keys: list[tuple[int, datetime | None, str]], dataset: Path, profile: str | None,
                cited: list[set[str]], dates: list[set], max_chars: int) -> list[tuple[str, str]]:
-    from vista.meds.reader import MedsDataset
-    from vista.timeline import render_timeline
+    from vista.shared.meds.reader import MedsDataset
+    from vista.shared.timeline import render_timeline
 
     meds = MedsDataset(dataset, profile=profile)
     records = meds.load_patients(sorted({k[0] for k in keys}))

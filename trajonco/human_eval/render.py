@@ -11,7 +11,7 @@ import csv
 import html
 from pathlib import Path
 
-from vista.atomic import atomic_path, atomic_write_text
+from vista.shared.atomic import atomic_path, atomic_write_text
 from trajonco.agents.prompts import horizon_text
 from trajonco.human_eval.packets import Packet, PacketAnswer, PacketSet
 from trajonco.judge.errors import read_json_model
@@ -74,7 +74,7 @@ def index_html(packets: PacketSet) -> str:
 
 def write_packet_files(packets: PacketSet, out: Path) -> None:
     """Every reviewer-facing file of an export into ``out``."""
-    atomic_write_text(out / PACKETS_FILE, packets.model_dump_json(indent=1))  # patient text: private (vista.atomic)
+    atomic_write_text(out / PACKETS_FILE, packets.model_dump_json(indent=1))  # patient text: private (vista.shared.atomic)
     for packet in packets.packets:
         atomic_write_text(out / f"{packet.packet_id}.html", packet_html(packet))
     atomic_write_text(out / "index.html", index_html(packets))

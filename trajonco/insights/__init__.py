@@ -13,7 +13,7 @@ Modules, one job each: `inputs` (read a run), `text` (TF-IDF), `topics`, `embedd
 
 from __future__ import annotations
 
-from vista.lazy import lazy_attributes
+from vista.shared.lazy import lazy_attributes
 
 _EXPORTS = {
     "Insights": "analysis", "compute_insights": "analysis", "InsightsInputError": "errors", "RunInputs": "inputs",

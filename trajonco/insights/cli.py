@@ -16,7 +16,7 @@ def _cmd_insights(args: argparse.Namespace) -> int:
     from trajonco.insights.inputs import read_run
     from trajonco.insights.render import write_insights
     from trajonco.insights.results import InsightsSettings
-    from vista.errors import CommandLineError
+    from vista.shared.errors import CommandLineError
 
     try:
         run = read_run(Path(args.run))
@@ -36,7 +36,7 @@ def _cmd_insights(args: argparse.Namespace) -> int:
 
 def add_parser(sub) -> None:
     """Register ``insights`` on an argparse sub-parsers object."""
-    from vista.cli_kit import subcommand
+    from vista.shared.cli_kit import subcommand
 
     p = subcommand(sub, "insights", "population insights of a prediction run: topics of the extracted events, "
                    "patient map, similarity heatmap, risk transitions",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from vista.atomic import atomic_write_bytes, atomic_write_text
+from vista.shared.atomic import atomic_write_bytes, atomic_write_text
 from trajonco.insights import figures
 from trajonco.insights.analysis import Insights
 from trajonco.insights.results import METHOD_NAMES

@@ -10,7 +10,7 @@ Names load on first use (module ``__getattr__``), so the CLI's parser imports no
 
 from __future__ import annotations
 
-from vista.lazy import lazy_attributes
+from vista.shared.lazy import lazy_attributes
 
 _EXPORTS = {
     "EvaluationInputError": "trajonco.judge.errors",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from vista.atomic import atomic_write_text
+from vista.shared.atomic import atomic_write_text
 
 JUDGE_HELP = """\
 Compares two jobs.predict runs (folders or predictions.parquet files) patient by patient: a judge LLM picks the
@@ -25,7 +25,7 @@ def add_parser(sub) -> None:
     """Register ``judge`` on an argparse sub-parsers object."""
     from vista.cli import add_llm_option
 
-    from vista.cli_kit import subcommand
+    from vista.shared.cli_kit import subcommand
 
     p = subcommand(sub, "judge", "compare two prediction runs with a pairwise LLM judge (5 rubrics, both orders)",
                    "trajonco judge out/predict-lung-1stage out/predict-lung-2stage --out out/judge "
@@ -49,8 +49,8 @@ def _cmd_judge(args: argparse.Namespace) -> int:
 
     from trajonco.judge.compare import compare_runs
     from trajonco.judge.errors import EvaluationInputError
-    from vista.errors import CommandLineError
-    from vista.llm import LLMConfig
+    from vista.shared.errors import CommandLineError
+    from vista.shared.llm import LLMConfig
 
     if args.limit is not None and args.limit < 1:
         raise CommandLineError(f"--limit must be at least 1, got {args.limit}")
@@ -67,7 +67,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
                                           n_resamples=args.resamples))
     except EvaluationInputError as exc:
         raise CommandLineError(str(exc)) from None
-    atomic_write_text(out / "judge.json", report.model_dump_json(indent=1))  # private (vista.atomic)
+    atomic_write_text(out / "judge.json", report.model_dump_json(indent=1))  # private (vista.shared.atomic)
     print("\n".join(report.lines()))
     print(f"wrote {out / 'judge.json'}")
     return 0

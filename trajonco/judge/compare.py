@@ -14,7 +14,7 @@ from trajonco.judge.runs import Run, load_run, pair_runs
 async def compare_loaded(run_a: Run, run_b: Run, gateway, *, limit: int | None = None, seed: int = 0,
                          reason_chars: int | None = None, level: float = 0.95,
                          n_resamples: int = 2000) -> JudgeReport:
-    """Judge ``run_a`` against ``run_b`` with ``gateway``'s model (its own `vista.llm.LLMConfig`)."""
+    """Judge ``run_a`` against ``run_b`` with ``gateway``'s model (its own `vista.shared.llm.LLMConfig`)."""
     paired = pair_runs(run_a, run_b, limit=limit, seed=seed)
     if not paired.pairs:
         raise EvaluationInputError(f"{run_a.path} and {run_b.path}: no patient to compare: "
@@ -32,7 +32,7 @@ async def compare_loaded(run_a: Run, run_b: Run, gateway, *, limit: int | None =
 async def compare_runs(path_a: str | Path, path_b: str | Path, config=None, *, backend=None,
                        names: tuple[str | None, str | None] = (None, None), **options) -> JudgeReport:
     """`compare_loaded` on two run paths with a fresh gateway (``backend`` replaces the config's, e.g. in tests)."""
-    from vista.llm import LLMConfig, LLMGateway
+    from vista.shared.llm import LLMConfig, LLMGateway
 
     run_a, run_b = load_run(path_a, names[0]), load_run(path_b, names[1])
     if run_a.name == run_b.name:  # e.g. two runs of the same variant and model: tell them apart by folder

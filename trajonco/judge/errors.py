@@ -1,7 +1,7 @@
 """The one error type of the judge and the human evaluation: input the user must fix (a run file, an answers file).
 
 Messages name the file, the row or subject and the field. The CLI handlers turn it into
-`vista.errors.CommandLineError`, so it prints as one line with exit status 2. `read_json_model` reads the JSON
+`vista.shared.errors.CommandLineError`, so it prints as one line with exit status 2. `read_json_model` reads the JSON
 files both write (a judge report, a packet set, a packet key) with such errors.
 """
 

@@ -97,7 +97,7 @@ def _order_judgement(order: Order, result, cut: bool) -> OrderJudgement:
 async def judge_pair(gateway, pair: Pair, horizon_days: int, *, reason_chars: int, answer_tokens: int,
                      budget: int) -> PairJudgement:
     """Both orders of one pair (the two calls run concurrently, within the gateway's limits)."""
-    from vista.llm import system, user
+    from vista.shared.llm import system, user
 
     model = answer_model(reason_chars)
     (text_a, cut_a), (text_b, cut_b) = (cut_to_tokens(candidate_text(c), budget) for c in (pair.a, pair.b))

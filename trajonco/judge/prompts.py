@@ -26,7 +26,7 @@ True
 
 from __future__ import annotations
 
-from vista.prompts import PromptFolder
+from vista.shared.prompts import PromptFolder
 
 from trajonco.agents.evidence import flag_note
 from trajonco.agents.prompts import horizon_text
@@ -82,7 +82,7 @@ def judge_prompts(cancer: str, horizon_days: int, label: bool | None, first: str
 
 def cut_to_tokens(text: str, max_tokens: int) -> tuple[str, bool]:
     """``text`` cut to at most ``max_tokens`` tokens (cl100k), with `CUT_MARK` appended; (text, whether it was cut)."""
-    from vista.tokens import get_encoding
+    from vista.shared.tokens import get_encoding
 
     encoding = get_encoding()
     tokens = encoding.encode(text)
@@ -98,7 +98,7 @@ def candidate_budget(context_tokens: int | None, answer_tokens: int, cancer: str
     The embedded model's tokenizer is not cl100k, hence the safety margin. ``cap`` bounds a candidate on huge
     contexts (an answer is a few thousand tokens at most).
     """
-    from vista.tokens import count_tokens
+    from vista.shared.tokens import count_tokens
 
     if context_tokens is None:
         return cap

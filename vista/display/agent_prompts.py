@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vista.display.model import VariableSpec, VariableValue
-from vista.llm import Message, system, user
-from vista.prompts import PromptFolder
+from vista.shared.llm import Message, system, user
+from vista.shared.prompts import PromptFolder
 
 PROMPT_NAMES = ("variables", "summary")
 SUMMARY_SENTENCES = "three to five"

@@ -32,11 +32,11 @@ from vista.display.hashing import display_hash
 from vista.display.model import DisplayError, TumorBoardDisplay, VariableSpec, VariableValue, load_variables
 from vista.display.structured import STRUCTURED_VARIABLES
 from vista.graph import PatientGraph
-from vista.llm import LLMCallFailed, LLMGateway, LLMResult, Message
+from vista.shared.llm import LLMCallFailed, LLMGateway, LLMResult, Message
 from vista.toa.chunks import ChunkSize
 from vista.toa.model import PatientTimeline, TimelineEvent
 from vista.toa.timeline_view import TimelineView, fitted_view_size, timeline_view
-from vista.tokens import count_tokens
+from vista.shared.tokens import count_tokens
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from vista.display.config import DisplayConfig
 from vista.display.model import load_variables
 from vista.display.structured import STRUCTURED_VARIABLES
 from vista.graph import PatientGraph
-from vista.llm import LLMGateway
-from vista.llm.config import ANSWER_FIELDS
+from vista.shared.llm import LLMGateway
+from vista.shared.llm.config import ANSWER_FIELDS
 from vista.toa.model import PatientTimeline
 from vista.toa.pipeline import answer_settings
 from vista.toa.refs import graph_version

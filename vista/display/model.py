@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from vista.errors import UserError
+from vista.shared.errors import UserError
 
 VARIABLES_FILE = "variables.toml"
 NOT_DOCUMENTED = "Not documented"

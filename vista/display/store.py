@@ -24,7 +24,7 @@ from vista.display.generate import build_display
 from vista.display.hashing import display_hash
 from vista.display.model import DisplayError, TumorBoardDisplay
 from vista.graph import PatientGraph
-from vista.llm import LLMGateway
+from vista.shared.llm import LLMGateway
 from vista.toa.model import PatientTimeline
 from vista.toa.refs import check_provenance, graph_version, ref_fingerprints
 from vista.toa.stamped_store import StampedStore

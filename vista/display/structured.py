@@ -8,7 +8,7 @@ events it rests on, so it traces to MEDS rows like any model-written value; an a
 
 >>> from datetime import datetime
 >>> from vista.graph import build_graph
->>> from vista.records import CodeCatalog, CodeInfo, Event, PatientRecord
+>>> from vista.shared.records import CodeCatalog, CodeInfo, Event, PatientRecord
 >>> rec = PatientRecord(5, "data/train/0.parquet", 0, [
 ...     Event("e0", None, "GENDER//F", None, None), Event("e1", None, "RACE//White", None, None),
 ...     Event("e2", datetime(1950, 6, 1), "MEDS_BIRTH", None, None),
@@ -31,13 +31,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 
-from vista.coding.model import Category
-from vista.coding.vocabularies import VOCABULARY_CATEGORY
+from vista.shared.coding.model import Category
+from vista.shared.coding.vocabularies import VOCABULARY_CATEGORY
 from vista.display.answers import NOT_DOCUMENTED
 from vista.display.model import VariableValue
 from vista.graph import PatientGraph
 from vista.graph.model import GraphEvent
-from vista.meds import schema
+from vista.shared.meds import schema
 
 _SEX_WORDS = {"F": "female", "M": "male"}
 _DEMOGRAPHIC_VOCABULARIES = (schema.GENDER_PREFIX, schema.RACE_PREFIX, schema.ETHNICITY_PREFIX)

@@ -21,7 +21,7 @@ from vista.evaluation.errors import EvaluationError
 from vista.evaluation.evaluate import as_truth_sources, report_from_items, score_items, source_name
 from vista.evaluation.options import with_demographics
 from vista.evaluation.report import EvaluationReport, ItemScore
-from vista.llm import LLMGateway
+from vista.shared.llm import LLMGateway
 
 
 class EvaluatedPatient(BaseModel):

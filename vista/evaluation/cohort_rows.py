@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from vista.evaluation.cohort import EvaluatedPatient
 from vista.evaluation.errors import EvaluationError
-from vista.llm.task_usage import IDENTITY_COLUMNS, USAGE_COLUMNS, TaskUsage, identity_columns, usage_columns
+from vista.shared.llm.task_usage import IDENTITY_COLUMNS, USAGE_COLUMNS, TaskUsage, identity_columns, usage_columns
 
 _MAX_ERROR_CHARS = 2000
 JUDGE_FAILED = "judge_failed"
@@ -76,7 +76,7 @@ COHORT_SCHEMA = pa.schema([
     ("finished_at", pa.timestamp("us", tz="UTC")), ("result", _STR),
 ])
 """The part files' and ``evaluated.parquet``'s columns: a `CohortRow` per patient and its usage (the jobs' usage
-and identity columns, `vista.llm.task_usage`), in subject order."""
+and identity columns, `vista.shared.llm.task_usage`), in subject order."""
 
 
 def part_record(row: CohortRow, usage: TaskUsage) -> dict[str, object]:

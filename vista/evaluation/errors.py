@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vista.errors import UserError
+from vista.shared.errors import UserError
 
 
 class EvaluationError(ValueError, UserError):

@@ -32,8 +32,8 @@ from vista.evaluation.answer import Expected, TruthSource
 from vista.evaluation.judge import JudgeScore, judge_value
 from vista.evaluation.report import EvaluationReport, ItemScore, MethodResult, VariableResult
 from vista.evaluation.scorers import SCORERS
-from vista.llm import LLMGateway, LLMResult
-from vista.llm.config import redact_url
+from vista.shared.llm import LLMGateway, LLMResult
+from vista.shared.llm.config import redact_url
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def as_truth_sources(truths: Mapping[int, object]) -> dict[int, TruthSource]:
     for sid, truth in truths.items():
         if hasattr(truth, "expected"):
             case = truth
-        else:  # the generator's record: adapt it (imported here so clinician truth needs no vista.synth)
+        else:  # the generator's record: adapt it (imported here so clinician truth needs no vista.shared.synth)
             from vista.evaluation.truth import TruthCase
 
             case = TruthCase(truth)  # type: ignore[arg-type]

@@ -34,8 +34,8 @@ from typing import Protocol, TypeVar
 from vista.display import VariableSpec
 from vista.evaluation.answer import Expected
 from vista.evaluation.normalize import NOT_DOCUMENTED, normalize_site
-from vista.records import Demographics
-from vista.synth.ground_truth import OncologyRecord, TreatmentLineTruth
+from vista.shared.records import Demographics
+from vista.shared.synth.ground_truth import OncologyRecord, TreatmentLineTruth
 
 
 class _DatedFact(Protocol):

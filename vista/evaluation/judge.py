@@ -21,8 +21,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from vista.display import VariableSpec
-from vista.llm import LLMGateway, LLMResult, Message, system, user
-from vista.prompts import PromptFolder
+from vista.shared.llm import LLMGateway, LLMResult, Message, system, user
+from vista.shared.prompts import PromptFolder
 
 JUDGE_AGENT = "judge"
 RATIONALE_MAX_CHARS = 300

@@ -5,7 +5,7 @@ its settings are separate: ``--judge-llm KEY=VALUE`` items over ``VISTA_JUDGE_LL
 the defaults. Only when neither is given does the judge fall back to the display model — `judge_config` then says so
 (the caller logs one warning line, and the report names it).
 
->>> from vista.llm import LLMConfig
+>>> from vista.shared.llm import LLMConfig
 >>> display = LLMConfig(model="writer")
 >>> config, same = judge_config([], display, env={})
 >>> config.model, same
@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from vista.evaluation.errors import EvaluationError
-from vista.llm import LLMConfig
-from vista.records import Demographics
+from vista.shared.llm import LLMConfig
+from vista.shared.records import Demographics
 
 JUDGE_ENV_PREFIX = "VISTA_JUDGE_LLM_"
 SAME_JUDGE_WARNING = ("the judge is the display model {model!r}: set a different, stronger judge with --judge-llm "

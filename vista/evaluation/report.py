@@ -205,8 +205,8 @@ class EvaluationReport(_Model):
         return Group(*(Text(line) for line in self.header_lines()), table)
 
     def write(self, out: Path) -> dict[str, Path]:
-        """``out/evaluation.json`` and ``out/evaluation.md`` (private, synced: `vista.atomic`), by name."""
-        from vista.atomic import atomic_write_text
+        """``out/evaluation.json`` and ``out/evaluation.md`` (private, synced: `vista.shared.atomic`), by name."""
+        from vista.shared.atomic import atomic_write_text
 
         paths = {"evaluation": Path(out) / "evaluation.json", "evaluation_md": Path(out) / "evaluation.md"}
         atomic_write_text(paths["evaluation"], self.model_dump_json(indent=1), fsync=True)

@@ -2,7 +2,7 @@
 
 Any truth the evaluation accepts has a ``subject_id`` and an ``expected(specs)`` giving each variable's `Expected`
 answer (`vista.evaluation.answer.TruthSource`); this module adapts the synthetic generator's records to it, so nothing else in
-`vista.evaluation.evaluate` depends on `vista.synth`.
+`vista.evaluation.evaluate` depends on `vista.shared.synth`.
 
 `TruthCase` bundles the generator's `OncologyRecord` with what it lacks (the patient's demographics) and the date
 the display's record was cut at. `load_oncology_truths` reads ``<dataset>/ground_truth/oncology.jsonl``, naming
@@ -23,8 +23,8 @@ from vista.display import VariableSpec
 from vista.evaluation.errors import EvaluationError
 from vista.evaluation.answer import Expected
 from vista.evaluation.expected import expected_values
-from vista.records import Demographics
-from vista.synth.ground_truth import OncologyRecord
+from vista.shared.records import Demographics
+from vista.shared.synth.ground_truth import OncologyRecord
 
 ONCOLOGY_FILE = Path("ground_truth") / "oncology.jsonl"
 

@@ -51,9 +51,9 @@ from vista.graph.model import (
     visit_node_id,
 )
 from vista.graph.sections import split_sections
-from vista.meds import schema
-from vista.records import CodeCatalog, Demographics, Event, PatientRecord
-from vista.timeline.xmltext import sanitize
+from vista.shared.meds import schema
+from vista.shared.records import CodeCatalog, Demographics, Event, PatientRecord
+from vista.shared.timeline.xmltext import sanitize
 
 US_PER_DAY = 86_400_000_000
 _NAT = np.iinfo(np.int64).min

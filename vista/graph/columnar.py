@@ -17,7 +17,7 @@ the nodes file and is read without touching the tables (`read_columnar_metadata`
 >>> from datetime import datetime
 >>> from pathlib import Path
 >>> from vista.graph.build import build_graph
->>> from vista.records import CodeCatalog, Event, PatientRecord
+>>> from vista.shared.records import CodeCatalog, Event, PatientRecord
 >>> graph = build_graph(PatientRecord(7, "data/0.parquet", 0, [Event("e0", datetime(2021, 3, 1), "ENCOUNTER//AMB",
 ...                                                                   None, None)]), CodeCatalog())
 >>> stem = Path(tempfile.mkdtemp()) / "7"
@@ -38,7 +38,7 @@ import pyarrow.ipc as ipc
 from vista.graph.errors import GraphFileError
 from vista.graph.graphml import graph_info
 from vista.graph.model import EDGE_SCHEMA, NODE_SCHEMA, PatientGraph
-from vista.atomic import atomic_path
+from vista.shared.atomic import atomic_path
 
 COLUMNAR_FORMAT = "vista.graph.columnar/1"
 NODES_SUFFIX = ".nodes.arrow"

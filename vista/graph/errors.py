@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from vista.errors import UserError
+from vista.shared.errors import UserError
 
 
 def _location(source: str, patient: str | None, element: str | None, field: str | None, problem: str) -> str:

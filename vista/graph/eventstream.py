@@ -59,18 +59,18 @@ from datetime import date, datetime
 
 from lxml import etree
 
-from vista.coding import Category, CodingProfile, load_profile
-from vista.coding.terminology import standard_description
-from vista.coding.vocabularies import normalise_value, note_kind
+from vista.shared.coding import Category, CodingProfile, load_profile
+from vista.shared.coding.terminology import standard_description
+from vista.shared.coding.vocabularies import normalise_value, note_kind
 from vista.graph.build import GivenEncounter, GraphSource
 from vista.graph.errors import GraphInputError
 from vista.graph.model import VISIT_ENCOUNTER_TYPE, CareSite, Provider, visit_node_id
-from vista.meds import schema
-from vista.records import CodeCatalog, CodeInfo, Demographics, Event
+from vista.shared.meds import schema
+from vista.shared.records import CodeCatalog, CodeInfo, Demographics, Event
 
 EVENTSTREAM_TAG = "eventstream"
 XML_PROFILE = "vista_xml"
-"""The coding profile of the VISTA team's XML (``vista/coding/profiles/vista_xml.toml``)."""
+"""The coding profile of the VISTA team's XML (``vista/shared/coding/profiles/vista_xml.toml``)."""
 
 NULL_MARKERS = frozenset({"_", "NULL", "null", "None"})
 """Attribute values meds2text writes for a missing value."""

@@ -38,9 +38,9 @@ from vista.graph.model import (
     parse_care_sites,
     parse_providers,
 )
-from vista.atomic import atomic_path
-from vista.records import Demographics
-from vista.timeline.xmltext import escape_attribute, escape_text
+from vista.shared.atomic import atomic_path
+from vista.shared.records import Demographics
+from vista.shared.timeline.xmltext import escape_attribute, escape_text
 
 GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"
 _HEADER = (

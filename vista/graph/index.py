@@ -7,7 +7,7 @@ Columns: ``subject_id``, ``node_id`` (the event id for source events), ``type`` 
 >>> from datetime import datetime
 >>> import polars as pl
 >>> from vista.graph.build import build_graph
->>> from vista.records import CodeCatalog, Event, PatientRecord
+>>> from vista.shared.records import CodeCatalog, Event, PatientRecord
 >>> rec = PatientRecord(7, "data/0.parquet", 0, [Event("e0", datetime(2021, 3, 1, 9), "ENCOUNTER//AMB", None, None),
 ...     Event("e1", datetime(2021, 3, 1, 9, 30), "NOTE//RADIOLOGY", None, "Impression: clear.")])
 >>> index = pl.from_arrow(index_table(build_graph(rec, CodeCatalog())))

@@ -20,7 +20,7 @@ care_site_id, note_id, source table…). The providers and care sites a source d
 
 >>> from datetime import datetime
 >>> from vista.graph.build import build_graph
->>> from vista.records import CodeCatalog, CodeInfo, Event, PatientRecord
+>>> from vista.shared.records import CodeCatalog, CodeInfo, Event, PatientRecord
 >>> rec = PatientRecord(7, "data/train/0.parquet", 100, [
 ...     Event("e0", None, "GENDER//F", None, None),
 ...     Event("e1", datetime(1950, 3, 1), "MEDS_BIRTH", None, None),
@@ -51,7 +51,7 @@ from typing import Literal, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from vista.records import Demographics, RowRef
+from vista.shared.records import Demographics, RowRef
 
 E = TypeVar("E")
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from vista.cli_kit import check_output_dir
-from vista.errors import CommandLineError
+from vista.shared.cli_kit import check_output_dir
+from vista.shared.errors import CommandLineError
 from vista.graph.build import source_from_record
 from vista.graph.columnar import columnar_paths
 from vista.graph.errors import GraphFileError
@@ -35,7 +35,7 @@ from vista.graph.store import (
     read_manifest,
     write_index_part,
 )
-from vista.records import CodeCatalog, PatientRecord
+from vista.shared.records import CodeCatalog, PatientRecord
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +160,7 @@ def register_record_graphs(store: Path, details: Path | str) -> GraphRegistratio
     a `GraphFileError` naming it."""
     import polars as pl
 
-    from vista.storage import resolve, scan_parquet
+    from vista.shared.storage import resolve, scan_parquet
 
     rows = scan_parquet([resolve(details)]).select("subject_id", "finished_at", *GRAPH_SCHEMA.names).collect()
     newest = (rows.filter(pl.col("graph_status") == "ok").sort("finished_at").unique("subject_id", keep="last")

@@ -35,7 +35,7 @@ graphs load from GraphML until rebuilt.
 
 >>> import tempfile
 >>> from datetime import datetime
->>> from vista.records import CodeCatalog, Event, PatientRecord
+>>> from vista.shared.records import CodeCatalog, Event, PatientRecord
 >>> rec = PatientRecord(7, "data/0.parquet", 0, [Event("e0", datetime(2021, 3, 1, 9), "ENCOUNTER//AMB", None, None)])
 >>> store = GraphStore(tempfile.mkdtemp())
 >>> store.build_records([rec], CodeCatalog()).built, store.build_records([rec], CodeCatalog()).skipped
@@ -69,9 +69,9 @@ from vista.graph.graphml import read_graph, write_graph
 from vista.graph.index import TASK_INDEX_SCHEMA, task_index_table
 from vista.graph.model import PatientGraph, attributes_text
 from vista.graph.xml_input import source_from_xml
-from vista.meds.reader import MedsDataset
-from vista.atomic import atomic_path
-from vista.records import CodeCatalog, PatientRecord
+from vista.shared.meds.reader import MedsDataset
+from vista.shared.atomic import atomic_path
+from vista.shared.records import CodeCatalog, PatientRecord
 
 logger = logging.getLogger(__name__)
 

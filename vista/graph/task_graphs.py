@@ -22,8 +22,8 @@ from vista.graph.build import DEFAULT_CONFIG, GraphConfig, GraphSource, source_f
 from vista.graph.eventstream import XML_PROFILE
 from vista.graph.store import GraphOutcome, bucket_of, persist_graph
 from vista.graph.xml_input import source_from_xml
-from vista.meds.task_key import TaskKey
-from vista.records import CodeCatalog, PatientRecord
+from vista.shared.meds.task_key import TaskKey
+from vista.shared.records import CodeCatalog, PatientRecord
 
 TASKS_DIR = "tasks"
 

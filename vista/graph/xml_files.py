@@ -28,9 +28,9 @@ from typing import Literal
 
 from lxml import etree
 
-from vista.errors import UserError
-from vista.meds.task_key import TaskKey
-from vista.xml_reading import EntityDecoder
+from vista.shared.errors import UserError
+from vista.shared.meds.task_key import TaskKey
+from vista.shared.xml_reading import EntityDecoder
 
 OnDuplicate = Literal["error", "first"]
 ON_DUPLICATE_CHOICES: tuple[OnDuplicate, ...] = ("error", "first")

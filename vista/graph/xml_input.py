@@ -4,7 +4,7 @@ Three document shapes are accepted. The VISTA team's ``<eventstream>`` markup (t
 `vista.graph.eventstream`; the project's own two have a ``<patient>`` root whose ``id`` is the integer subject id,
 and optional demographic attributes (``sex``, ``race``, ``ethnicity``, ``birth_date``, ``death_date``).
 
-**Timeline variant** — what `vista.timeline.render_timeline` writes: static elements first, then one ``<events
+**Timeline variant** — what `vista.shared.timeline.render_timeline` writes: static elements first, then one ``<events
 time=…>`` block per timestamp holding modality groups (``<labs>``, ``<notes>``…) of typed elements, each with
 ``id`` and ``code`` (``value``/``unit`` for measurements; a note's text is its content and its ``title`` the code's
 description; other content is the description, then ``": "`` and any text value)::
@@ -55,18 +55,18 @@ from pathlib import Path
 
 from lxml import etree
 
-from vista.coding import CodingProfile
-from vista.coding.terminology import standard_description
+from vista.shared.coding import CodingProfile
+from vista.shared.coding.terminology import standard_description
 from vista.graph.build import DEFAULT_CONFIG, GivenEncounter, GraphConfig, GraphSource, build_graph
 from vista.graph.errors import GraphInputError
 from vista.graph.eventstream import EVENTSTREAM_TAG, XML_PROFILE, eventstream_source
 from vista.graph.model import PSEUDO_ENCOUNTER_TYPE, VISIT_ENCOUNTER_TYPE, PatientGraph, SourceFormat
-from vista.meds import schema
-from vista.records import CodeCatalog, CodeInfo, Demographics, Event, PatientRecord
-from vista.timeline.modality import MODALITY_BY_GROUP_TAG, MODALITY_BY_TAG, Modality
-from vista.timeline.model import BLOCK_TAG, PART_ATTRIBUTE, ROOT_TAG
-from vista.timeline.xmltext import escape_attribute, escape_text
-from vista.xml_reading import XmlLimits, XmlReadError, stream_xml
+from vista.shared.meds import schema
+from vista.shared.records import CodeCatalog, CodeInfo, Demographics, Event, PatientRecord
+from vista.shared.timeline.modality import MODALITY_BY_GROUP_TAG, MODALITY_BY_TAG, Modality
+from vista.shared.timeline.model import BLOCK_TAG, PART_ATTRIBUTE, ROOT_TAG
+from vista.shared.timeline.xmltext import escape_attribute, escape_text
+from vista.shared.xml_reading import XmlLimits, XmlReadError, stream_xml
 
 ENCOUNTER_TAG = "encounter"
 EVENT_TAG = "event"
@@ -169,7 +169,7 @@ def _timeline_event(node: etree._Element, time: datetime | None, reading: _Readi
         raise reading.fail(f"unexpected element <{node.tag}>", node)
     event_id = node.get("id")
     if node.get(PART_ATTRIBUTE) is not None:
-        raise reading.fail("split pieces (part=) are not accepted: join the chunks first (vista.timeline.join_timelines)",
+        raise reading.fail("split pieces (part=) are not accepted: join the chunks first (vista.shared.timeline.join_timelines)",
                            node, field=PART_ATTRIBUTE, event_id=event_id)
     if len(node):
         raise reading.fail("event elements hold text only", node, event_id=event_id)
@@ -262,7 +262,7 @@ def source_from_xml(data: bytes | str | Path, *, path: str | None = None, catalo
     """The `GraphSource` of one patient XML document (``<patient>``, either variant, or ``<eventstream>``, whose
     codes ``profile`` normalises): its bytes or text, or a file read as a stream; ``path`` names it in errors and
     provenance. Entities are decoded, never resolved, and ``limits`` (default `XmlLimits.from_env`) bound the
-    document (`vista.xml_reading`)."""
+    document (`vista.shared.xml_reading`)."""
     name = str(path if path is not None else data if isinstance(data, Path) else "<xml>")
     try:
         return _stream(data.encode("utf-8") if isinstance(data, str) else data, name, catalog, profile, limits)

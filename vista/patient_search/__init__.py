@@ -11,7 +11,7 @@ Names are imported on first use, so ``vista.patient_search.cli`` (the parsers) l
 
 from __future__ import annotations
 
-from vista.lazy import lazy_attributes
+from vista.shared.lazy import lazy_attributes
 
 _EXPORTS = {
     "PatientSearchError": "errors",

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from vista.errors import CommandLineError
+from vista.shared.errors import CommandLineError
 
 SIMILAR_EXAMPLE = "vista similar --store out/vista --subject 7 --k 10 --method timeline"
 QUERY_EXAMPLE = ["vista cohort-query --store out/vista --code 'lung=ICD10CM//C34*' \\",
@@ -103,7 +103,7 @@ DEFAULT_METHOD = "timeline"
 
 def add_similar_parser(sub) -> None:
     """Register ``vista similar`` on an argparse subparsers object."""
-    from vista.cli_kit import subcommand
+    from vista.shared.cli_kit import subcommand
 
     p = subcommand(
         sub, "similar", "rank the patients of a graph store by similarity to one patient", SIMILAR_EXAMPLE,
@@ -123,7 +123,7 @@ def add_similar_parser(sub) -> None:
 
 def add_query_parser(sub) -> None:
     """Register ``vista cohort-query`` on an argparse subparsers object."""
-    from vista.cli_kit import subcommand
+    from vista.shared.cli_kit import subcommand
 
     p = subcommand(
         sub, "cohort-query", "list the patients of a graph store matching coded, text and time-order criteria",

@@ -3,7 +3,7 @@ subject, a malformed query. One line naming the store, the subject or the query 
 
 from __future__ import annotations
 
-from vista.errors import UserError
+from vista.shared.errors import UserError
 
 
 class PatientSearchError(ValueError, UserError):

@@ -20,7 +20,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vista.patient_search.errors import PatientSearchError
-from vista.regex_field import PythonRegex
+from vista.shared.regex_field import PythonRegex
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 

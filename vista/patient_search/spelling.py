@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from vista.coding import CodingProfile, load_profile
-from vista.coding.profile import builtin_profiles
+from vista.shared.coding import CodingProfile, load_profile
+from vista.shared.coding.profile import builtin_profiles
 from vista.patient_search.query import CodeTerm
 
 

@@ -17,7 +17,7 @@ keeps what the stages before it wrote; a stage whose LLM calls failed in part ma
 `LLMEndpointFailure` (a job's budget stopped the job) is raised.
 
 >>> import tempfile
->>> from vista.records import CodeCatalog, Event, PatientRecord
+>>> from vista.shared.records import CodeCatalog, Event, PatientRecord
 >>> record = PatientRecord(7, "data/0.parquet", 0, [Event("e0", datetime(2021, 3, 1, 9), "ENCOUNTER//AMB", None, None)])
 >>> pipeline = TaskPipeline(Path(tempfile.mkdtemp()), PipelineConfig(), run_id="r")
 >>> run = pipeline.graph(TaskKey(7), lambda: meds_source(record, CodeCatalog(), None))
@@ -42,14 +42,14 @@ from pathlib import Path
 from vista.graph import GraphInputError, GraphSource
 from vista.graph.store import GraphOutcome, write_index_part
 from vista.graph.task_graphs import meds_source, persist_task_graph, task_folder, xml_source
-from vista.llm.caller import LLMCaller
-from vista.llm.errors import LLMEndpointFailure
-from vista.llm.task_usage import TaskUsage
-from vista.meds.task_key import TaskKey
+from vista.shared.llm.caller import LLMCaller
+from vista.shared.llm.errors import LLMEndpointFailure
+from vista.shared.llm.task_usage import TaskUsage
+from vista.shared.meds.task_key import TaskKey
 from vista.pipeline.config import PipelineConfig
 from vista.pipeline.rows import VistaRow, error_text, vista_failure_kind, vista_retry_class
 from vista.pipeline.stages import StageOutcome, display_stage, timeline_stage
-from vista.records import CodeCatalog, PatientRecord
+from vista.shared.records import CodeCatalog, PatientRecord
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ One `VistaRow` per task run goes into a job's part files (``OUT/rows/``, named b
 ``task_id``/``prediction_time``: an XML task's key is its file's, its ``subject_id`` the patient inside); the
 newest row of each task is its row of the consolidated ``OUT/patients.parquet``. A failed task names the stage it
 stopped in and the problem (for bad input: the file, the patient and the field, as `vista.graph.GraphInputError` and
-`vista.meds.errors.MedsDataError` word it); the stages before it keep their outputs and counts. Rows that are not ok
+`vista.shared.meds.errors.MedsDataError` word it); the stages before it keep their outputs and counts. Rows that are not ok
 carry a retry class, as the predict job's do: transient (a timeout, LLM calls that failed after their retries: the
 next run tries again by default) or permanent (bad input, a graph or timeline that cannot be built).
 
@@ -27,11 +27,11 @@ import pyarrow as pa
 from pydantic import ConfigDict, Field
 
 from vista.graph import GraphFileError, GraphInputError
-from vista.llm.task_usage import (
+from vista.shared.llm.task_usage import (
     IDENTITY_COLUMNS, USAGE_COLUMNS, TaskUsage, UsageColumns, identity_columns, usage_columns, usage_in_place,
 )
-from vista.meds.task_key import TaskKey
-from vista.runs.retry import classify_failure
+from vista.shared.meds.task_key import TaskKey
+from vista.shared.runs.retry import classify_failure
 
 _MAX_ERROR_CHARS = 2000
 
@@ -148,8 +148,8 @@ def vista_retry_class(status: str, error_kind: str | None) -> Literal["transient
 
 def vista_failure_kind(exc: BaseException) -> str:
     """The reason class of an exception that stopped a task (the summary counts failures by it)."""
-    from vista.llm import LLMConfigError
-    from vista.meds.errors import MedsDataError
+    from vista.shared.llm import LLMConfigError
+    from vista.shared.meds.errors import MedsDataError
     from vista.toa import TOAError
 
     return classify_failure(exc, [(GraphInputError, "input"), (MedsDataError, "data"), (GraphFileError, "graph_file"),

@@ -18,8 +18,8 @@ from pathlib import Path
 from vista.display import DisplayConfig, DisplayStore, TumorBoardDisplay
 from vista.display.store import display_gaps
 from vista.graph import PatientGraph
-from vista.llm.caller import LLMCaller
-from vista.llm.task_usage import TaskUsage, usage_scope
+from vista.shared.llm.caller import LLMCaller
+from vista.shared.llm.task_usage import TaskUsage, usage_scope
 from vista.toa import PatientTimeline, TimelineStore, TOAConfig
 
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 from vista.toa.timeline_view import TimelineView, event_line, timeline_view
 from vista.graph import PatientGraph
-from vista.llm import CallRecord, LLMGateway, Message, system, user
-from vista.prompts import PromptFolder
+from vista.shared.llm import CallRecord, LLMGateway, Message, system, user
+from vista.shared.prompts import PromptFolder
 from vista.query.errors import ContextTooLongError, QueryError
 from vista.query.model import (
     QueryAnswer,
@@ -31,7 +31,7 @@ from vista.query.render import source_lines
 from vista.query.sources import open_sources, source_refs_of
 from vista.toa import PatientTimeline, TimelineEvent
 from vista.toa.refs import check_provenance
-from vista.tokens import count_tokens
+from vista.shared.tokens import count_tokens
 
 ANSWER_AGENT = "query_answer"
 VERIFY_AGENT = "query_verifier"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vista.errors import UserError
+from vista.shared.errors import UserError
 
 
 class QueryError(ValueError, UserError):

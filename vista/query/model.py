@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from vista.llm import CallRecord
+from vista.shared.llm import CallRecord
 from vista.toa import TimelineEvent
 
 TimelineRef = Annotated[str, Field(min_length=2, max_length=8, pattern=r"^t[0-9]{1,6}$")]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from vista.graph import PatientGraph
 from vista.rag.config import RagConfig
 from vista.rag.errors import RagError
-from vista.tokens import count_tokens_batch
+from vista.shared.tokens import count_tokens_batch
 from vista.toa.serialize import serialize_graph
 
 _REF = re.compile(r"^\[(e\d+)\] ")

@@ -28,14 +28,14 @@ from vista.display.citations import cited_value
 from vista.display.generate import plan_groups
 from vista.display.hashing import ANSWER_FIELDS
 from vista.graph import PatientGraph
-from vista.llm import LLMGateway, LLMResult, Message, system, user
-from vista.prompts import PromptFolder
+from vista.shared.llm import LLMGateway, LLMResult, Message, system, user
+from vista.shared.prompts import PromptFolder
 from vista.rag.answers import RagAnswer, rag_answer_model
 from vista.rag.chunks import RecordChunk
 from vista.rag.config import RagConfig
 from vista.rag.errors import RagError
 from vista.rag.index import Hit, RagIndex, build_index
-from vista.tokens import count_tokens_batch
+from vista.shared.tokens import count_tokens_batch
 from vista.toa.serialize import serialize_text
 
 log = logging.getLogger(__name__)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from vista.llm import Message, system, user
-from vista.prompts import PromptFolder
+from vista.shared.llm import Message, system, user
+from vista.shared.prompts import PromptFolder
 from vista.toa.profile import EventProfile
 
 PROMPTS = PromptFolder("vista.toa", suffix=".md")

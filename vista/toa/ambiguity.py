@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from vista.graph import NodeType, PatientGraph
-from vista.llm import LLMGateway, system, user
+from vista.shared.llm import LLMGateway, system, user
 from vista.toa.model import TimelineEvent
 from vista.toa.agent_prompts import prompt_text
 from vista.toa.serialize import note_lines, record_line

@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vista.tokens import count_tokens
+from vista.shared.tokens import count_tokens
 from vista.toa.errors import ChunkingError
 from vista.toa.serialize import EncounterBlock
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vista.graph import PatientGraph
-from vista.llm import LLMGateway, Message, assistant, user
+from vista.shared.llm import LLMGateway, Message, assistant, user
 from vista.toa.chunks import Chunk
 from vista.toa.model import (
     MAX_EVENTS_PER_CHUNK,

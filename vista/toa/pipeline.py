@@ -17,8 +17,8 @@ import json
 from pydantic import BaseModel, ConfigDict, Field
 
 from vista.graph import PatientGraph
-from vista.llm import LLMGateway
-from vista.llm.config import ANSWER_FIELDS
+from vista.shared.llm import LLMGateway
+from vista.shared.llm.config import ANSWER_FIELDS
 from vista.toa.chunks import Chunk, ChunkSize, plan_chunks
 from vista.toa.errors import ChunkingError
 from vista.toa.episodes import synthesize_episodes

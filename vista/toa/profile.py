@@ -20,7 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vista.toa.errors import ProfileError
-from vista.tomlmodel import parse_toml_model
+from vista.shared.tomlmodel import parse_toml_model
 
 DEFAULT_PROFILE = "thoracic"
 OTHER_SUBTYPE = "other"

@@ -7,7 +7,7 @@ chunk showed) they must also be among those, so a sub-agent cannot cite rows it 
 ever kept: the caller gets the surviving event (or None) and a `RejectedEvent` record for what was removed.
 
 **The id scheme: shard + row, versioned by the graph's content hash.** A source event's id stays ``e<k>`` (``k``
-= offset of its row in the subject's block of its shard; `vista.records`), and a ref is only meaningful together
+= offset of its row in the subject's block of its shard; `vista.shared.records`), and a ref is only meaningful together
 with the version of the graph it was made against: `graph_version` (the graph store's content hash, a digest of
 every row's id, time, code, value, text, provenance row and unit, the catalog entries and the build settings).
 Stored timelines (and displays) record it, plus a short digest of every cited event (`ref_fingerprint`); every read
@@ -54,7 +54,7 @@ def date_problem(day: dt.date, refs: Iterable[str], graph: PatientGraph,
     whose text can recount an earlier event (a history or recap note).
 
     >>> from vista.graph import build_graph
-    >>> from vista.records import CodeCatalog, Event, PatientRecord
+    >>> from vista.shared.records import CodeCatalog, Event, PatientRecord
     >>> g = build_graph(PatientRecord(1, "data/train/0.parquet", 0, [
     ...     Event("e0", dt.datetime(2022, 1, 10), "ICD10CM//C34.1", None, None),
     ...     Event("e1", dt.datetime(2022, 3, 1), "CPT//71260", None, None),

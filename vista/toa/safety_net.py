@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 from vista.graph import NodeType, PatientGraph
 from vista.graph.model import GraphEvent
-from vista.llm import LLMGateway
+from vista.shared.llm import LLMGateway
 from vista.toa.model import ImagingVerdict, RejectedEvent, TimelineEvent
-from vista.coding.model import Category
-from vista.coding.terminology import is_imaging, table_category
+from vista.shared.coding.model import Category
+from vista.shared.coding.terminology import is_imaging, table_category
 from vista.toa.profile import EventProfile
 from vista.toa.agent_prompts import verification_messages
 from vista.toa.serialize import note_lines, record_line
@@ -39,7 +39,7 @@ IMAGING_NOTE_CODES = frozenset({"NOTE//RADIOLOGY"})
 
 
 def is_imaging_code(code: str, kind: str | None = None) -> bool:
-    """True for diagnostic imaging procedures (CPT ranges and SNOMED CT concepts of `vista.coding.terminology`, or a
+    """True for diagnostic imaging procedures (CPT ranges and SNOMED CT concepts of `vista.shared.coding.terminology`, or a
     row whose source table says imaging) and radiology notes (radiation-oncology CPT 77261–77799 excluded)."""
     if code in IMAGING_NOTE_CODES or kind == Category.IMAGING.value:
         return True

@@ -7,7 +7,7 @@ naming the visit (its ``ENCOUNTER//`` row id when it is a real visit).
 
 >>> from datetime import datetime
 >>> from vista.graph import build_graph
->>> from vista.records import CodeCatalog, CodeInfo, Event, PatientRecord
+>>> from vista.shared.records import CodeCatalog, CodeInfo, Event, PatientRecord
 >>> rec = PatientRecord(7, "data/train/0.parquet", 0, [
 ...     Event("e0", datetime(2020, 1, 5, 9), "ENCOUNTER//AMB", None, None),
 ...     Event("e1", datetime(2020, 1, 5, 9, 30), "LOINC//718-7", 11.2, None),

@@ -15,7 +15,7 @@ from typing import ClassVar, Generic, Protocol, Self, TypeVar
 
 from pydantic import ValidationError
 
-from vista.atomic import atomic_write_text
+from vista.shared.atomic import atomic_write_text
 from vista.graph import PatientGraph
 from vista.toa.refs import check_provenance
 

@@ -19,7 +19,7 @@ Two more rules keep the store honest:
 from __future__ import annotations
 
 from vista.graph import PatientGraph
-from vista.llm import LLMGateway
+from vista.shared.llm import LLMGateway
 from vista.toa.errors import TimelineFileError
 from vista.toa.model import PatientTimeline
 from vista.toa.pipeline import TOAConfig, answer_settings, build_timeline, plan, timeline_hash

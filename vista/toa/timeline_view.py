@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from vista.toa.chunks import ChunkSize
 from vista.toa.errors import ChunkingError
 from vista.toa.model import Episode, EpisodeKind, PatientTimeline, TimelineEvent
-from vista.tokens import count_tokens_batch
+from vista.shared.tokens import count_tokens_batch
 
 UNASSIGNED = "Events outside every episode"
 ESSENTIAL_TYPES = ("diagnosis", "histology", "staging", "biomarkers")

@@ -1,0 +1,282 @@
+"""Content-addressed on-disk cache of validated answers, shared safely by concurrent processes.
+
+The key is the sha256 of everything that determines an answer (the backend kind, the endpoint's identity, the
+model asked for and the model the endpoint serves under that name, sampling parameters, messages, schema, schema
+mode), so a rerun pays nothing for calls already made
+and changing a prompt, the model, a parameter, the schema or the server misses exactly the affected
+calls. The endpoint identity is the backend's (`Backend` ``identity``): an HTTP endpoint's base URL,
+or the embedded GGUF file's sha256 and context size; two servers that both call their model
+``local`` never share answers, and neither do two models one server answers the same name with (a llama.cpp
+server answers any name with the file it loaded: its ``/v1/models`` listing names it).
+
+On a local disk the answers of one patient are lines appended to one file,
+``<root>/patients/<h[:2]>/<h[:32]>.jsonl`` with ``h`` the sha256 of the patient id (no ids in file names; 256
+folders): a line is ``<key>TAB<entry JSON>`` and ends with a newline, written with one ``write`` on a file kept open
+in append mode. Creating and renaming a file per answer cost 50–270 µs of system time on the job's event loop; an
+append costs a few. A lookup reads the patient's file afresh (it is small: 16–200 answers), so an answer appended by
+another process — another actor, the one replacing a lost node's, a resumed run — is found by the next lookup; the
+last readable line of a key wins (an answer asked again after it no longer validated replaces the first), and
+two writers of the same key both win. JSON never holds a raw tab or newline, so ``<key>TAB`` only ever starts an
+entry, even one glued to the torn line of a writer killed mid-write: a line with no newline yet is still being
+written (a miss, said nothing of), a finished line that does not parse is reported as unreadable (a miss).
+Calls with no patient, and caches written before this layout, are JSON files in 256 sharded folders
+(``<root>/<key[:2]>/<key>.json``), written to a temporary file and renamed into place (atomic on POSIX); lookups
+read the patient's file first, then these.
+
+The cache may also live on an object store (``cache_dir`` an ``s3://…`` URI, `vista.shared.storage`; a job whose
+``--out`` is a URI keeps it under ``OUT/llm_cache`` there by default): each entry is then one object, written with
+one PUT of the whole entry, so the same guarantees hold without a rename, and every node of a cluster — including
+one that replaces a lost node — sees every answer already paid for. A lookup costs one GET (tens of ms next to an
+LLM call's seconds).
+
+>>> import tempfile
+>>> cache = ResponseCache(tempfile.mkdtemp())
+>>> for n in range(3):
+...     cache.put(f"{n:064x}", CachedAnswer('{"level": "Low"}', "m", "Risk", 10, 2), patient="P1")
+>>> cache.get(f"{1:064x}", patient="P1").content, cache.get(f"{7:064x}", patient="P1"), len(cache)
+('{"level": "Low"}', None, 3)
+>>> [str(p.relative_to(cache.root)) for p in cache.root.rglob("*") if p.is_file()]  # one file for the patient
+['patients/fb/fbeae7c18667b6987518f3ae61ed8b19.jsonl']
+>>> cache.close()
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from vista.shared.atomic import atomic_write_text, data_mode, make_dirs
+from vista.shared.llm.messages import Message
+from vista.shared.storage import Location, is_remote, resolve
+
+log = logging.getLogger(__name__)
+
+CACHE_FORMAT = 3  # bump when the key recipe or the entry layout changes (2: the endpoint; 3: backend, served model)
+OPEN_PATIENT_FILES = 256  # patient files kept open for appending (least recently written closed first)
+_KEY = re.compile(r"[0-9a-f]{64}")  # a cache key: what may stand before the tab of a patient file's line
+_ENTRY = re.compile(rb"(?=([0-9a-f]{64})\t([^\n]*)\n)")  # a finished line of a patient file (overlapping: glued too)
+
+
+def cache_key(
+    *,
+    endpoint: str,
+    model: str,
+    messages: Sequence[Message],
+    schema: Mapping[str, object] | None,
+    schema_mode: str,
+    parameters: Mapping[str, object],
+    backend: str = "",
+    served_model: str | None = None,
+) -> str:
+    """sha256 (hex) of the canonical JSON of one request's answer-determining inputs.
+
+    >>> ask = dict(model="m", messages=[Message("user", "hi")], schema=None, schema_mode="none", parameters={})
+    >>> k = cache_key(endpoint="http://a:8000/v1", **ask)
+    >>> k == cache_key(endpoint="http://a:8000/v1", **ask)
+    True
+    >>> k == cache_key(endpoint="http://b:8000/v1", **ask)  # another server with a model of the same name
+    False
+    >>> k == cache_key(endpoint="http://a:8000/v1", **(ask | {"messages": [Message("user", "hi!")]}))
+    False
+    >>> k == cache_key(endpoint="http://a:8000/v1", served_model="B.gguf", **ask)  # the server now serves another model
+    False
+    """
+    material = {
+        "format": CACHE_FORMAT,
+        "backend": backend,
+        "endpoint": endpoint,
+        "model": model,
+        "served_model": served_model,
+        "messages": [m.to_wire() for m in messages],
+        "schema": schema,
+        "schema_mode": schema_mode,
+        "parameters": dict(parameters),
+    }
+    canonical = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class CachedAnswer:
+    """A validated answer as it was first received."""
+
+    content: str
+    model: str
+    schema_name: str
+    prompt_tokens: int
+    completion_tokens: int
+    served_model: str | None = None  # the model as the server named it when it answered
+
+
+class ResponseCache:
+    """A patient's answers appended to its ``patients/…/<hash>.jsonl``, others in ``<root>/<key[:2]>/<key>.json``
+    files (or objects); unreadable entries count as misses and are reported. `close` (the gateway's ``aclose``)
+    closes the patient files it keeps open."""
+
+    def __init__(self, root: Path | str):
+        self.store: Location | None = resolve(root) if is_remote(root) else None  # an object store, else None
+        self.root: Path | str = self.store.uri if self.store is not None else Path(root)
+        if self.store is None:
+            make_dirs(self.root)  # private, like its entries (vista.shared.atomic)
+        self._appending: OrderedDict[str, int] = OrderedDict()  # patient -> its file's descriptor, opened O_APPEND
+        self._lock = threading.Lock()  # a descriptor is never closed while another thread writes through it
+        weakref.finalize(self, _close_all, self._appending)
+
+    def path(self, key: str, patient: str | None = None) -> Path | Location:
+        """Where the entry is written: the patient's file on a local disk, else its own file or object."""
+        if self.store is not None:
+            return self.store / key[:2] / f"{key}.json"
+        if patient is not None:
+            return self._patient_file(patient)
+        return self.root / key[:2] / f"{key}.json"  # type: ignore[operator]
+
+    def get(self, key: str, patient: str | None = None) -> CachedAnswer | None:
+        """The answer cached for ``key``: in the patient's file (local disk), else in the key's own file."""
+        if patient is not None and self.store is None:
+            found = self._get_appended(key, patient)
+            if found is not None:
+                return found
+        path = self.path(key)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return CachedAnswer(**data)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, TypeError) as exc:
+            log.warning("LLM cache entry %s is unreadable (%s); treating it as a miss", path, type(exc).__name__)
+            return None
+
+    def put(self, key: str, answer: CachedAnswer, patient: str | None = None) -> None:
+        """Store ``answer``: one line appended to the patient's file (local disk), else one file or object."""
+        text = json.dumps(asdict(answer), ensure_ascii=False)
+        if patient is not None and self.store is None:
+            if not _KEY.fullmatch(key):
+                raise ValueError(f"LLM cache key {key[:80]!r} is not a sha256 hex digest")
+            self._append(patient, f"{key}\t{text}\n".encode())
+            return
+        path = self.path(key)
+        if isinstance(path, Location):  # one PUT of the whole entry
+            path.write_text(text)
+            return
+        atomic_write_text(path, text)
+
+    def close(self) -> None:
+        """Close the patient files kept open for appending (the cache stays usable: they reopen on demand)."""
+        with self._lock:
+            _close_all(self._appending)
+
+    def __len__(self) -> int:
+        if self.store is not None:
+            return sum(1 for f in self.store.files(suffix=".json") if len(f.parent.name) == 2)
+        root: Path = self.root  # type: ignore[assignment]
+        keys = {path.stem for path in root.glob("??/*.json")}
+        for path in root.glob("patients/??/*.jsonl"):
+            for found in _ENTRY.finditer(path.read_bytes()):  # every finished entry, also one glued to a torn line
+                try:
+                    CachedAnswer(**json.loads(found[2]))
+                except (ValueError, TypeError):
+                    continue
+                keys.add(found[1].decode("ascii"))
+        return len(keys)
+
+    # ------------------------------------------------------------------ one file per patient
+    def _patient_file(self, patient: str) -> Path:
+        digest = hashlib.sha256(patient.encode("utf-8")).hexdigest()
+        return self.root / "patients" / digest[:2] / f"{digest[:32]}.jsonl"  # type: ignore[operator]
+
+    def _get_appended(self, key: str, patient: str) -> CachedAnswer | None:
+        """The last readable line of ``key`` in the patient's file, read afresh (another process may have written)."""
+        path = self._patient_file(patient)
+        try:
+            data = _read_all(path)
+        except FileNotFoundError:
+            self._forget(patient)  # removed under us (a cleared cache): the next put makes it anew
+            return None
+        except OSError as exc:
+            log.warning("LLM cache file %s is unreadable (%s); treating it as a miss", path, type(exc).__name__)
+            return None
+        needle = f"{key}\t".encode()
+        problem: Exception | None = None
+        end = len(data)
+        while (at := data.rfind(needle, 0, end)) >= 0:
+            end = at
+            stop = data.find(b"\n", at)
+            if stop < 0:  # the last line, not finished yet: its writer may still be at it
+                continue
+            try:
+                return CachedAnswer(**json.loads(data[at + len(needle):stop]))
+            except (ValueError, TypeError) as exc:  # torn by a writer killed mid-line, then glued to the next
+                problem = exc
+        if problem is not None:
+            log.warning("LLM cache entry %s in %s is unreadable (%s); treating it as a miss", key, path,
+                        type(problem).__name__)
+        return None
+
+    def _append(self, patient: str, line: bytes) -> None:
+        with self._lock:
+            fd = self._appending.get(patient)
+            if fd is None:
+                fd = self._open_for_append(patient)
+            else:
+                self._appending.move_to_end(patient)
+            try:
+                written = os.write(fd, line)  # one write on O_APPEND: the line lands after every other writer's
+                while written < len(line):  # only on a full disk or a signal: finish it (readers skip it if torn)
+                    line = line[written:]
+                    written = os.write(fd, line)
+            except OSError:
+                os.close(self._appending.pop(patient))  # the next put opens the file anew
+                raise
+
+    def _open_for_append(self, patient: str) -> int:
+        path = self._patient_file(patient)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+        mode = data_mode().file
+        try:
+            fd = os.open(path, flags, mode)
+        except FileNotFoundError:
+            make_dirs(path.parent)
+            fd = os.open(path, flags, mode)
+        try:
+            if os.fstat(fd).st_mode & 0o777 != mode:  # created under a umask, or by an older run
+                os.fchmod(fd, mode)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._appending[patient] = fd
+        if len(self._appending) > OPEN_PATIENT_FILES:
+            os.close(self._appending.popitem(last=False)[1])
+        return fd
+
+    def _forget(self, patient: str) -> None:
+        with self._lock:
+            fd = self._appending.pop(patient, None)
+            if fd is not None:
+                os.close(fd)
+
+
+def _read_all(path: Path) -> bytes:
+    """The whole file, through a fresh descriptor (an NFS client revalidates what it caches on open)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        want = os.fstat(fd).st_size + 65536
+        chunks = [os.read(fd, want)]
+        while len(chunks[-1]) == want:  # it grew that much meanwhile: read on to the end
+            chunks.append(os.read(fd, want))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _close_all(fds: OrderedDict[str, int]) -> None:
+    while fds:
+        os.close(fds.popitem()[1])
