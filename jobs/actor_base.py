@@ -27,7 +27,6 @@ loop): it asks the endpoint's context window, or loads the embedded model, once 
 from __future__ import annotations
 
 import asyncio
-import heapq
 import itertools
 import logging
 from abc import ABC, abstractmethod
@@ -41,13 +40,14 @@ from vista.shared.atomic import apply_data_umask
 from vista.shared.llm import LLMConfig
 from vista.shared.llm.remote import JobGateway
 from vista.shared.meds.patient_loader import PatientLoader
+from vista.shared.meds.task_key import TaskKey
 from vista.shared.meds.tasks import task_keys
+from vista.shared.ranked_slots import RankedSlots
+from vista.shared.runs.parts import PartWriter
+from vista.shared.runs.progress import StatusRow, status_table
 
 from jobs.llm_budget import BudgetRef, job_llm_gateway
 from jobs.preprocess_pool import PreprocessorPool
-from vista.shared.runs.progress import StatusRow, status_table
-from vista.shared.runs.parts import PartWriter
-from vista.shared.meds.task_key import TaskKey
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class ActorSettings(Protocol):
     flush_s: float
 
 
-class OrderedSlots:
+class OrderedSlots(RankedSlots[tuple[int, int]]):
     """At most ``size`` holders at once, granted in rank order (``(block, index)``, lowest first) rather than first
     come; and no task starts while its block or an earlier one is still being prepared (`expect` /
     `expected`). So an actor's tasks start in the order their blocks reached it, although a block of long records
@@ -94,10 +94,8 @@ class OrderedSlots:
     """
 
     def __init__(self, size: int):
-        self.free = size
-        self._waiting: list[tuple[tuple[int, int], int, asyncio.Future[None]]] = []
+        super().__init__(size)
         self._preparing: set[int] = set()
-        self._arrivals = itertools.count()
 
     def expect(self, block: int) -> None:
         """Block ``block`` arrived: no task of a later block starts until `expected` says its tasks have asked."""
@@ -107,32 +105,9 @@ class OrderedSlots:
         self._preparing.discard(block)
         self._grant()
 
-    async def acquire(self, rank: tuple[int, int]) -> None:
-        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiting, (rank, next(self._arrivals), granted))
-        self._grant()
-        try:
-            await granted
-        except asyncio.CancelledError:
-            if granted.done() and not granted.cancelled():  # granted, then cancelled before it ran: pass it on
-                self.release()
-            raise
-
-    def release(self) -> None:
-        self.free += 1
-        self._grant()
-
-    def _grant(self) -> None:
-        while self.free and self._waiting:
-            rank, _, granted = self._waiting[0]
-            if granted.done():  # a waiter cancelled meanwhile
-                heapq.heappop(self._waiting)
-                continue
-            if self._preparing and min(self._preparing) <= rank[0]:  # (its own block: all its tasks ask first)
-                return
-            heapq.heappop(self._waiting)
-            self.free -= 1
-            granted.set_result(None)
+    def may_grant(self, rank: tuple[int, int]) -> bool:
+        """Not while the rank's block or an earlier one is being prepared (its own block: all its tasks ask first)."""
+        return not self._preparing or min(self._preparing) > rank[0]
 
 
 class TaskActor(ABC, Generic[Item]):

@@ -45,8 +45,6 @@ gets its slot reclaimed when the lease expires, so a lost actor never shrinks th
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -57,6 +55,7 @@ from vista.shared.llm.breaker import AttemptReport, CircuitBreaker
 from vista.shared.llm.errors import ErrorKind
 from vista.shared.llm.pacing import Clock, Cooldown, SystemClock, TokenBucket
 from vista.shared.llm.window import ConcurrencyWindow, WindowPolicy, WindowSample
+from vista.shared.ranked_slots import RankedSlots
 
 __all__ = ["AttemptReport", "BudgetLimits", "BudgetStats", "Grant", "Limiter", "Refusal", "RequestBudget",
            "WindowPolicy", "WindowSample"]
@@ -175,7 +174,8 @@ class Limiter(Protocol):
 
 class _Line:
     """The budget's waiting line: one holder at a time (the head), the others served highest priority first, then
-    in arrival order. The head hands the line over (`yield_to`) when a waiter of higher priority arrives.
+    in arrival order (a `RankedSlots` of one). The head hands the line over (`yield_to`) when a waiter of higher
+    priority arrives.
 
     >>> async def demo():
     ...     line, order = _Line(), []
@@ -195,50 +195,33 @@ class _Line:
     """
 
     def __init__(self) -> None:
+        self._slot: RankedSlots[float] = RankedSlots(1)  # ranked by -priority
         self._holder: asyncio.Task | None = None
         self._holder_arrival = 0
-        self._waiting: list[tuple[float, int, asyncio.Future[None], asyncio.Task | None]] = []
-        self._arrivals = itertools.count()
 
     def locked(self) -> bool:
-        """Someone holds the line (waits for its turn under the limits)."""
-        return self._holder is not None
+        """Someone holds the line, or has been handed it (waits for its turn under the limits)."""
+        return self._slot.free == 0
 
     async def enter(self, priority: float, arrival: int | None = None) -> None:
         """Hold the line (waiting behind the holder and every waiter of higher priority, or of equal priority that
         came earlier; ``arrival``: when this caller first came, for one that queues again)."""
-        task = asyncio.current_task()
-        arrival = next(self._arrivals) if arrival is None else arrival
-        if self._holder is None and not self._waiting:
-            self._holder, self._holder_arrival = task, arrival
-            return
-        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiting, (-priority, arrival, turn, task))
-        try:
-            await turn
-        except asyncio.CancelledError:
-            if turn.done() and not turn.cancelled():  # handed the line, then cancelled before it ran: pass it on
-                self.leave()
-            raise
+        arrival = self._slot.next_arrival() if arrival is None else arrival
+        await self._slot.acquire(-priority, arrival)
+        self._holder, self._holder_arrival = asyncio.current_task(), arrival
 
     def leave(self) -> None:
         """(The holder) hand the line to the next waiter, or free it; from anyone else, nothing (a waiter cancelled
         while it queued again in `yield_to` no longer holds the line it leaves on its way out)."""
         if self._holder is not asyncio.current_task():
             return
-        while self._waiting:
-            _, arrival, turn, task = heapq.heappop(self._waiting)
-            if not turn.done():
-                self._holder, self._holder_arrival = task, arrival
-                turn.set_result(None)
-                return
         self._holder = None
+        self._slot.release()
 
     def outranked(self, priority: float) -> bool:
         """A live waiter has a higher priority than ``priority``."""
-        while self._waiting and self._waiting[0][2].done():  # cancelled waiters
-            heapq.heappop(self._waiting)
-        return bool(self._waiting) and -self._waiting[0][0] > priority
+        first = self._slot.first_waiting()
+        return first is not None and -first > priority
 
     async def yield_to(self, priority: float) -> None:
         """(The holder, of ``priority``) let a waiter of higher priority go first, and queue for the line again in
