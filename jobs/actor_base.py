@@ -20,6 +20,11 @@ row before its own status reaches the driver, and a job that ends has every row 
 loses at most its unwritten rows; the driver runs those tasks again (its repair passes), and the LLM response cache
 and the stages' stores answer them for free.
 
+Blocks are prepared one at a time, in the order they reached the actor: preparing is mostly Python (records built
+from the MEDS rows) and the GIL runs one thread at a time, so four blocks read side by side all finished about when
+the last did, and the first patient's first call waited for all of them. In turn, the first block's chains start
+while the next block is read. The tokenizer is built on a thread of its own while the first block is on its way.
+
 The LLM gateway is made on the first call, on the event loop Ray Data runs the UDF on (HTTP clients belong to their
 loop): it asks the endpoint's context window, or loads the embedded model, once per actor.
 """
@@ -29,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
@@ -45,6 +51,7 @@ from vista.shared.meds.tasks import task_keys
 from vista.shared.ranked_slots import RankedSlots
 from vista.shared.runs.parts import PartWriter
 from vista.shared.runs.progress import StatusRow, status_table
+from vista.shared.tokens import DEFAULT_ENCODING, get_encoding, model_encoding
 
 from jobs.llm_budget import BudgetRef, job_llm_gateway
 from jobs.preprocess_pool import PreprocessorPool
@@ -128,9 +135,21 @@ class TaskActor(ABC, Generic[Item]):
         self.gateway: JobGateway | None = None
         self.slots = OrderedSlots(settings.patients_per_actor)
         self._blocks = itertools.count()  # the order blocks reached this actor: its tasks start in that order
+        self._preparing = RankedSlots[int](1)  # one block prepared at a time, the earliest first
         self._starting: asyncio.Lock | None = None
         self._flusher: asyncio.Task | None = None
         self.active = 0  # tasks received and not finished, over every call
+        if self.uses_llm():
+            threading.Thread(target=self._warm_tokenizer, name="warm-tokenizer", daemon=True).start()
+
+    def _warm_tokenizer(self) -> None:
+        """Build the encodings the chunking and the gateway count with (0.5 s of CPU each, once per process)."""
+        try:
+            get_encoding(DEFAULT_ENCODING)
+            if self.settings.llm is not None:
+                model_encoding(self.settings.llm.model)
+        except Exception:  # noqa: BLE001 - the first count raises the same error where it can be reported
+            log.debug("tokenizer warm-up failed", exc_info=True)
 
     # ------------------------------------------------------------------------------------------ the hooks
     @abstractmethod
@@ -154,7 +173,11 @@ class TaskActor(ABC, Generic[Item]):
         try:
             try:
                 await self._ready()
-                items = await self.prepare(batch, keys)
+                await self._preparing.acquire(block)
+                try:
+                    items = await self.prepare(batch, keys)
+                finally:
+                    self._preparing.release()
                 running = [asyncio.ensure_future(self._run_one(item, (block, n))) for n, item in enumerate(items)]
                 await asyncio.sleep(0)  # (each task asks for its slot before a later block may go ahead)
             finally:

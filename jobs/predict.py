@@ -47,7 +47,6 @@ from trajonco.prediction_rows import PREDICTION_SCHEMA
 from vista.shared.cli_kit import check_output_dir
 from vista.shared.meds.patient_loader import coding_profile_for
 from vista.shared.meds.tasks import estimate_lengths, read_label_tasks, rows_in_order, task_keys
-from vista.graph.record_graphs import GRAPH_SCHEMA, check_graph_store, register_record_graphs
 from vista.shared.storage import is_remote, join, normalize
 
 log = logging.getLogger("jobs.predict")
@@ -68,7 +67,11 @@ def prediction_outputs(out: Path | str, *, labelled: bool, graphs: bool = False)
     """The predict job's consolidated files: ``prediction_details.parquet`` (every task's row; with ``graphs``, its
     graph columns too) and MEDS-DEV's ``predictions.parquet`` (the scored tasks; without ``boolean_value`` when the
     label file has unlabelled tasks), as `trajonco.prediction_files` describes them."""
-    details = pa.schema([*DETAILS_SCHEMA, *GRAPH_SCHEMA]) if graphs else DETAILS_SCHEMA
+    details = DETAILS_SCHEMA
+    if graphs:
+        from vista.graph.record_graphs import GRAPH_SCHEMA  # (vista.graph only for a job that persists graphs)
+
+        details = pa.schema([*DETAILS_SCHEMA, *GRAPH_SCHEMA])
     return [
         OutputFile(Path(DETAILS_FILE).stem, join(out, DETAILS_FILE), details, details_rows),
         OutputFile(Path(PREDICTIONS_FILE).stem, join(out, PREDICTIONS_FILE), meds_dev_schema(labelled),
@@ -115,6 +118,8 @@ class PredictJob(CohortJob):
             raise JobInputError(f"--threshold must be between 0 and 1, not {args.threshold}")
         check_output_dir(args.out, resumable=True)  # a file, or a directory nobody may write, fails before any work
         if args.graphs is not None:
+            from vista.graph.record_graphs import check_graph_store
+
             check_graph_store(args.graphs)
         MedsDataset(args.dataset)  # a missing or empty dataset fails here, naming the path
         self.label_tasks = read_label_tasks(args.labels)
@@ -135,6 +140,8 @@ class PredictJob(CohortJob):
         store = self.settings.graphs
         if store is None:
             return {}
+        from vista.graph.record_graphs import register_record_graphs
+
         details = report.paths[Path(DETAILS_FILE).stem]
         registered = register_record_graphs(store, details)
         index = registered.index
@@ -148,6 +155,8 @@ class PredictJob(CohortJob):
         """The graph store's lock for the run (``--out``'s own lock covers a store inside it)."""
         store, out = self.args.graphs, self.args.out
         if store is not None:
+            from vista.graph.record_graphs import check_graph_store
+
             check_graph_store(store)  # before the lock makes the directory
         if store is None or (not is_remote(out) and Path(store).resolve() == Path(out).resolve()):
             return contextlib.nullcontext()

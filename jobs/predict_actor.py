@@ -5,7 +5,8 @@ A block's patients are read with one targeted MEDS read; each task runs within t
 calls counted in a usage scope; one that raises gets an error row, `LLMEndpointFailure` (the job's budget stopped the
 job) stops the actor. With ``graphs`` (``--graphs STORE``) the same read also serves VISTA: the block's MEDS Graphs
 are persisted into the store in a worker thread while its chains run (`vista.graph.record_graphs`), each row
-carrying its graph's columns; a graph that fails is said in its row, the prediction kept.
+carrying its graph's columns; a graph that fails is said in its row, the prediction kept. (`vista.graph` is imported
+only then: an actor that persists no graph starts without it.)
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pydantic import Field, field_validator
@@ -21,7 +23,6 @@ from pydantic import Field, field_validator
 from trajonco.agents.results import AnyCancerResult, PatientResult
 from trajonco.pipeline import PipelineConfig, run_any_cancer, run_patient
 from trajonco.prediction_rows import PART_SCHEMA, RowContext, assessed_record
-from vista.graph.record_graphs import GRAPH_SCHEMA, RecordGraph, RecordGraphs
 from vista.shared.llm import LLMConfig
 from vista.shared.meds.labels import BOOLEAN_VALUE
 from vista.shared.meds.patient_loader import Loaded
@@ -31,12 +32,13 @@ from vista.shared.storage import normalize
 from jobs.actor_base import TaskActor
 from jobs.actor_settings import ActorRunSettings
 from jobs.preprocess_pool import PreprocessorPool
-from vista.shared.runs.progress import StatusRow
 from vista.shared.meds.task_key import TaskKey
+from vista.shared.runs.progress import StatusRow
+
+if TYPE_CHECKING:
+    from vista.graph.record_graphs import RecordGraph
 
 log = logging.getLogger(__name__)
-
-GRAPH_PART_SCHEMA = pa.schema([*PART_SCHEMA, *GRAPH_SCHEMA])
 
 
 class PredictSettings(ActorRunSettings):
@@ -80,11 +82,14 @@ class PredictActor(TaskActor[_Work]):
     part_schema = PART_SCHEMA
 
     def __init__(self, settings: PredictSettings, pool: PreprocessorPool | None = None):
+        self.graphs = None
         if settings.graphs is not None:
-            self.part_schema = GRAPH_PART_SCHEMA
+            from vista.graph.record_graphs import GRAPH_SCHEMA, RecordGraphs
+
+            self.part_schema = pa.schema([*PART_SCHEMA, *GRAPH_SCHEMA])
+            self.graphs = RecordGraphs(settings.graphs)
         super().__init__(settings, dataset=settings.dataset, coding_profile=settings.coding_profile, pool=pool)
         self.context = settings.row_context()
-        self.graphs = RecordGraphs(settings.graphs) if settings.graphs is not None else None
 
     async def prepare(self, batch: pa.Table, keys: list[TaskKey]) -> list[_Work]:
         labels = batch.column(BOOLEAN_VALUE).to_pylist() if BOOLEAN_VALUE in batch.column_names else [None] * len(keys)
@@ -104,6 +109,8 @@ class PredictActor(TaskActor[_Work]):
         try:
             return (await asyncio.shield(work.graphs))[work.key.subject_id]  # one block's future, many rows
         except Exception as exc:  # noqa: BLE001 - a bug in the graph step must not cost the prediction
+            from vista.graph.record_graphs import RecordGraph
+
             log.warning("subject %s: no graph (%s)", work.key.subject_id, type(exc).__name__, exc_info=True)
             return RecordGraph.failed(exc)
 
