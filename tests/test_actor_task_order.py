@@ -124,3 +124,44 @@ def test_ordered_slots_grant_the_lowest_rank_first(size):
         return order
 
     assert asyncio.run(go()) == [1, 2, 5, 9]
+
+
+class RecordsPreparation(TaskActor[TaskKey]):
+    """Notes when each block's preparation starts and ends."""
+
+    part_schema = PART_SCHEMA
+
+    def __init__(self, settings: Settings):
+        super().__init__(settings, dataset=None, coding_profile=None)
+        self.events: list[str] = []
+
+    async def prepare(self, batch: pa.Table, keys: list[TaskKey]) -> list[TaskKey]:
+        first = keys[0].subject_id
+        self.events.append(f"start {first}")
+        await asyncio.sleep(0.05)
+        self.events.append(f"end {first}")
+        return keys
+
+    async def run(self, item: TaskKey) -> tuple[dict[str, object], StatusRow]:
+        record = {"subject_id": item.subject_id, "prediction_time": item.prediction_time, "run_id": "r1"}
+        return record, StatusRow(item.subject_id, item.prediction_time, "ok", None, 0, 0, 0, 0, 0.0, 0, 0.0)
+
+
+def test_blocks_are_prepared_one_at_a_time_in_the_order_they_arrived(tmp_path):
+    """Preparing is GIL-bound Python: blocks read side by side all finished about when the last did, so the first
+    patient's first call waited for every block the actor held (seen with py-spy at a job's start)."""
+    actor = RecordsPreparation(Settings(out=tmp_path, patients_per_actor=4))
+
+    async def drain(gen):
+        return [row async for row in gen]
+
+    async def go():
+        calls = []
+        for first in (1, 3, 5):
+            calls.append(asyncio.ensure_future(drain(actor(block(first, first + 1)))))
+            await asyncio.sleep(0)
+        return await asyncio.gather(*calls)
+
+    results = asyncio.run(go())
+    assert actor.events == ["start 1", "end 1", "start 3", "end 3", "start 5", "end 5"]
+    assert sorted(r.column("subject_id")[0].as_py() for rows in results for r in rows) == [1, 2, 3, 4, 5, 6]

@@ -310,6 +310,13 @@ def test_umap_map_is_seeded(tmp_path):
     first, second = (compute_insights(run, settings).result.embedding for _ in range(2))
     assert first.map_method == "umap" and first.notice is None and len(first.points) == 24
     assert first.points == second.points
+    # the compiled layout step is kept on disk (load_umap): the next process loads it instead of compiling again
+    from numba.core.dispatcher import Dispatcher
+
+    import umap.layouts
+
+    steps = [v for v in vars(umap.layouts).values() if isinstance(v, Dispatcher) and v.signatures]
+    assert steps and all(step.stats.cache_path for step in steps)
 
 
 def test_a_run_whose_events_share_one_word_says_too_little_signal_instead_of_a_traceback(tmp_path, capsys):
