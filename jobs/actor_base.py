@@ -135,7 +135,7 @@ class TaskActor(ABC, Generic[Item]):
         self.gateway: JobGateway | None = None
         self.slots = OrderedSlots(settings.patients_per_actor)
         self._blocks = itertools.count()  # the order blocks reached this actor: its tasks start in that order
-        self._preparing = RankedSlots[int](1)  # one block prepared at a time, the earliest first
+        self._prepare_turn = RankedSlots[int](1)  # one block prepared at a time, the earliest first
         self._starting: asyncio.Lock | None = None
         self._flusher: asyncio.Task | None = None
         self.active = 0  # tasks received and not finished, over every call
@@ -173,11 +173,11 @@ class TaskActor(ABC, Generic[Item]):
         try:
             try:
                 await self._ready()
-                await self._preparing.acquire(block)
+                await self._prepare_turn.acquire(block)
                 try:
                     items = await self.prepare(batch, keys)
                 finally:
-                    self._preparing.release()
+                    self._prepare_turn.release()
                 running = [asyncio.ensure_future(self._run_one(item, (block, n))) for n, item in enumerate(items)]
                 await asyncio.sleep(0)  # (each task asks for its slot before a later block may go ahead)
             finally:

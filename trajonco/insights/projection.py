@@ -8,6 +8,7 @@ turns numba's on-disk cache on for them, so only the first map on a machine pays
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 import warnings
@@ -24,10 +25,12 @@ def umap_available() -> bool:
     return importlib.util.find_spec("umap") is not None
 
 
+@functools.cache
 def load_umap() -> ModuleType:
     """umap-learn, with numba's on-disk cache on for every compiled function of umap and pynndescent (the ones they
     leave uncached: all of umap's). The cache lives next to the packages' sources, or in numba's user-wide folder
-    when those are read-only; a function numba cannot cache (it builds some at run time) compiles as before."""
+    when those are read-only; a function numba cannot cache (it builds some at run time) compiles as before. Once
+    per process."""
     import umap  # lazy: importing numba takes seconds
     from numba.core.dispatcher import Dispatcher
 
