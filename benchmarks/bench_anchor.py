@@ -59,6 +59,7 @@ class Run:
     exit_code: int
     startup_s: float | None = None  # the job's own start-up (summary.json)
     first_request_s: float | None = None  # launch to the endpoint's first chat request
+    last_answer_s: float | None = None  # launch to the endpoint's last answer (the rest of the wall is the tail)
     failed: int = 0  # anchor: answers that did not parse; job: rows not ok
     method: str = "subreaper"  # how the tree's CPU was counted (`benchmarks.tree_cpu`)
 
@@ -96,10 +97,11 @@ def job_env(ray_dir: str) -> dict[str, str]:
     return env
 
 
-def first_request_s(stats: dict, launched: float) -> float | None:
-    """Seconds from ``launched`` (a ``time.time()``) to the endpoint's first chat request (None: it had none)."""
-    first = stats.get("first_arrival")
-    return round(first - launched, 2) if first is not None else None
+def since_launch(stats: dict, launched: float, moment: str = "first_arrival") -> float | None:
+    """Seconds from ``launched`` (a ``time.time()``) to the endpoint's ``moment``: its first chat request
+    (``first_arrival``) or its last answer (``last_answered``); None when it had none."""
+    at = stats.get(moment)
+    return round(at - launched, 2) if at is not None else None
 
 
 def run_job(args: argparse.Namespace, dataset: Path, labels: Path, budget: int, latency: float, *, who: str,
@@ -139,7 +141,8 @@ def run_job(args: argparse.Namespace, dataset: Path, labels: Path, budget: int, 
     bound = max(calls * latency / budget, longest * latency)
     not_ok = sum(n for status, n in (summary.get("by_status") or {}).items() if status != "ok")
     return Run(who, budget, latency, calls, usage.cpu_s, usage.wall_s, round(bound, 1), stats["max_in_flight"],
-               usage.returncode, summary.get("startup_s"), first_request_s(stats, launched), not_ok, usage.method)
+               usage.returncode, summary.get("startup_s"), since_launch(stats, launched),
+               since_launch(stats, launched, "last_answered"), not_ok, usage.method)
 
 
 def run_anchor(args: argparse.Namespace, bodies: Path, budget: int, latency: float) -> Run:
@@ -161,8 +164,8 @@ def run_anchor(args: argparse.Namespace, bodies: Path, budget: int, latency: flo
     result = json.loads(lines[-1])
     bound = math.ceil(result["calls"] / budget) * latency
     return Run("anchor", budget, latency, stats["requests"], usage.cpu_s, usage.wall_s, round(bound, 1),
-               stats["max_in_flight"], usage.returncode, None, first_request_s(stats, launched), int(result["failed"]),
-               usage.method)
+               stats["max_in_flight"], usage.returncode, None, since_launch(stats, launched),
+               since_launch(stats, launched, "last_answered"), int(result["failed"]), usage.method)
 
 
 def say(run: Run) -> Run:
@@ -175,15 +178,16 @@ def say(run: Run) -> Run:
 
 def print_table(runs: list[Run]) -> None:
     head = (f"{'setting':<14} {'who':<10} {'calls':>6} {'CPU s':>7} {'CPU ms/call':>11} {'wall s':>7} {'start s':>7} "
-            f"{'1st req s':>9} {'bound s':>7} {'wall/bound':>10} {'server max':>10} {'failed':>6}")
+            f"{'1st req s':>9} {'tail s':>6} {'bound s':>7} {'wall/bound':>10} {'server max':>10} {'failed':>6}")
     print(head)
     print("-" * len(head))
     for r in runs:
         setting = f"{r.in_flight} @ {r.latency_s:g} s"
         start = f"{r.startup_s:.1f}" if r.startup_s is not None else "-"
         first = f"{r.first_request_s:.1f}" if r.first_request_s is not None else "-"
+        tail = f"{r.wall_s - r.last_answer_s:.1f}" if r.last_answer_s is not None else "-"
         print(f"{setting:<14} {r.who:<10} {r.calls:>6} {r.cpu_s:>7.1f} {r.cpu_ms_per_call:>11.1f} {r.wall_s:>7.1f} "
-              f"{start:>7} {first:>9} {r.bound_s:>7.1f} {r.wall_over_bound:>10.2f} {r.server_max_in_flight:>10} {r.failed:>6}"
+              f"{start:>7} {first:>9} {tail:>6} {r.bound_s:>7.1f} {r.wall_over_bound:>10.2f} {r.server_max_in_flight:>10} {r.failed:>6}"
               + ("" if r.exit_code == 0 else f"  (exit {r.exit_code})"))
 
 
@@ -259,7 +263,7 @@ def main(argv: list[str] | None = None) -> None:
           f"{' and '.join(methods)}{'' if methods == ['cgroup'] else ': a subreaper count is a lower bound'}); wall: "
           "launch to exit, start-up included; bound: job max(calls x latency / N, longest chain x latency), anchor "
           "ceil(calls / N) x latency; start: the job's own start-up (its first task started, summary.json); 1st "
-          "req: launch to the endpoint's first chat request; server max: most requests the endpoint held at once")
+          "req: launch to the endpoint's first chat request; tail: the endpoint's last answer to exit; server max: most requests the endpoint held at once")
     for line in compare(runs):
         print(line)
     if args.results is not None:

@@ -42,6 +42,8 @@ from typing import ClassVar, Generic, Protocol, TypeVar
 
 import pyarrow as pa
 
+from jobs.llm_budget import BudgetRef, job_llm_gateway
+from jobs.preprocess_pool import PreprocessorPool
 from vista.shared.atomic import apply_data_umask
 from vista.shared.llm import LLMConfig
 from vista.shared.llm.remote import JobGateway
@@ -52,9 +54,6 @@ from vista.shared.ranked_slots import RankedSlots
 from vista.shared.runs.parts import PartWriter
 from vista.shared.runs.progress import StatusRow, status_table
 from vista.shared.tokens import DEFAULT_ENCODING, get_encoding, model_encoding
-
-from jobs.llm_budget import BudgetRef, job_llm_gateway
-from jobs.preprocess_pool import PreprocessorPool
 
 log = logging.getLogger(__name__)
 

@@ -16,33 +16,24 @@ from pathlib import Path
 
 from rich.console import Console
 
-from vista.pipeline.rows import TASK_ID, VISTA_SCHEMA
-
 from jobs.build_graphs_options import build_parser
 from jobs.driver import job_main, new_run_id, task_dataset
-from vista.shared.runs.errors import JobInputError
 from jobs.llm_budget import BudgetRef
 from jobs.llm_options import llm_config, llm_configured
-from vista.shared.runs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
-from vista.shared.runs.parts import PartConsolidation, RowKeys
-from jobs.runner import (
-    CohortJob,
-    LazyRay,
-    check_common_options,
-    exit_status,
-    run_job,
-    sized_settings,
-    stream_actor_pool,
-)
-from vista.shared.runs.summary import RunSummary
-from vista.shared.meds.task_key import TaskKey
+from jobs.runner import CohortJob, LazyRay, check_common_options, run_job, sized_settings, stream_actor_pool
 from jobs.vista_actor import VistaActor, VistaSettings
 from jobs.vista_tasks import dataset_task_keys, xml_dataset
 from vista.graph.xml_files import XmlDirectoryError, XmlFile, list_xml_patients
+from vista.pipeline.rows import TASK_ID, VISTA_SCHEMA
 from vista.shared.meds.patient_loader import coding_profile_for
 from vista.shared.meds.subjects import check_listable, unusable_shards
+from vista.shared.meds.task_key import TaskKey
 from vista.shared.meds.tasks import keys_table, read_label_tasks, task_keys
+from vista.shared.runs.errors import JobInputError
+from vista.shared.runs.parts import PartConsolidation, RowKeys
+from vista.shared.runs.progress import ProgressTracker
+from vista.shared.runs.summary import RunSummary
 
 log = logging.getLogger("jobs.build_graphs")
 FORMAT_VERSION = 4  # of the persisted artifacts (4: rows in part files); part of the resume check
@@ -188,7 +179,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
 
 def main(argv: list[str] | None = None, prog: str = "python -m jobs.build_graphs") -> int:
     """Exit status: 0 all selected tasks ok; 3 some ended in error/failure; 1 some have no row yet; 2 bad options."""
-    return job_main(lambda: build_parser(prog), run, argv, exit_status)
+    return job_main(lambda: build_parser(prog), run, argv, RunSummary.exit_status)
 
 
 if __name__ == "__main__":

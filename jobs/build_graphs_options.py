@@ -11,11 +11,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vista.cli import add_on_duplicate_option, add_profile_option
-from vista.shared.cli_kit import local_path
-
 from jobs.job_options import add_job_arguments, add_selection_arguments, job_parser
 from jobs.llm_options import add_llm_arguments
+from vista.cli import add_on_duplicate_option, add_profile_option
+from vista.shared.cli_kit import local_path
 
 DESCRIPTION = """\
 Build a cohort's MEDS Graphs, TOA timelines and tumor-board displays on Ray, into a graph store that `vista ask`,

@@ -17,7 +17,6 @@ import pyarrow as pa
 
 from vista.shared.meds.labels import BOOLEAN_VALUE
 from vista.shared.meds.tasks import TASK_SCHEMA
-
 from vista.shared.runs.errors import JobError
 from vista.shared.runs.progress import ProgressTracker
 

@@ -18,26 +18,26 @@ from pathlib import Path
 from rich.console import Console
 
 from jobs.driver import job_main, new_run_id, task_dataset
-from vista.shared.runs.errors import JobInputError
 from jobs.evaluate_actor import EvaluateActor, EvaluateSettings
 from jobs.evaluate_options import build_parser
 from jobs.llm_budget import BudgetRef
-from vista.shared.runs.progress import ProgressTracker
-from vista.shared.runs.parts import PartConsolidation
-from jobs.runner import CohortJob, LazyRay, check_common_options, exit_status, run_job, sized_settings
-from vista.shared.runs.summary import RunSummary
-from vista.shared.meds.task_key import TaskKey
-from vista.shared.meds.tasks import keys_table
-from vista.shared.cli_kit import check_output_dir
+from jobs.runner import CohortJob, LazyRay, check_common_options, run_job, sized_settings
 from vista.evaluation.cohort_rows import COHORT_SCHEMA, read_rows
 from vista.evaluation.report import EvaluationReport
+from vista.shared.cli_kit import check_output_dir
+from vista.shared.meds.task_key import TaskKey
+from vista.shared.meds.tasks import keys_table
+from vista.shared.runs.errors import JobInputError
+from vista.shared.runs.parts import PartConsolidation
+from vista.shared.runs.progress import ProgressTracker
+from vista.shared.runs.summary import RunSummary
 
 EVALUATED_FILE = "evaluated.parquet"
 OLD_MARKERS = "evaluated"
 """Where evaluate-cohort wrote its per-patient JSON markers before it ran on the shared driver."""
 SHOWN_UNSCORED = 20
 
-__all__ = ["EvaluateJob", "build_parser", "exit_status", "main", "run"]
+__all__ = ["EvaluateJob", "build_parser", "main", "run"]
 
 
 class EvaluateJob(CohortJob):
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> RunSummary:
 
 def main(argv: list[str] | None = None, prog: str = "python -m jobs.evaluate") -> int:
     """Exit status: 0 every patient scored; 3 some not, or some judge calls failed; 1 some have no row yet."""
-    return job_main(lambda: build_parser(prog), run, argv, exit_status)
+    return job_main(lambda: build_parser(prog), run, argv, RunSummary.exit_status)
 
 
 if __name__ == "__main__":

@@ -16,17 +16,16 @@ from pathlib import Path
 import pyarrow as pa
 from pydantic import Field
 
+from jobs.actor_base import TaskActor
+from jobs.actor_settings import ActorRunSettings
 from vista.evaluation.cohort import StoredCase, load_stored_case, score_stored_case
 from vista.evaluation.cohort_rows import COHORT_SCHEMA, error_row, part_record, scored_row
 from vista.shared.llm import LLMConfig
 from vista.shared.llm.config import redact_url
 from vista.shared.llm.errors import LLMEndpointFailure
 from vista.shared.llm.task_usage import usage_scope
-
-from jobs.actor_base import TaskActor
-from jobs.actor_settings import ActorRunSettings
-from vista.shared.runs.progress import StatusRow
 from vista.shared.meds.task_key import TaskKey
+from vista.shared.runs.progress import StatusRow
 
 
 class EvaluateSettings(ActorRunSettings):

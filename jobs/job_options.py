@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import argparse
 
-from vista.shared.cli_kit import ArgumentParser, HelpFormatter
-from vista.shared.runs.manifest import add_manifest_arguments
-
 from jobs.ray_runtime import add_ray_arguments
 from jobs.resources import add_resource_arguments
+from vista.shared.cli_kit import ArgumentParser, HelpFormatter
+from vista.shared.runs.manifest import add_manifest_arguments
 
 RETRY_POLICIES = ("transient", "all", "none")
 """``--retry``: which tasks with a row that is not ok run again (`vista.shared.runs.retry`)."""

@@ -26,7 +26,6 @@ from vista.shared.llm.errors import LLMEndpointFailure
 from vista.shared.llm.prices import PriceTable
 from vista.shared.llm.shared_budget import BudgetGone, BudgetReply, BudgetService, RemoteBudget, Reports, budget_limits
 from vista.shared.llm.task_usage import NullLedger
-
 from vista.shared.runs.progress import LiveFigures
 
 log = logging.getLogger(__name__)

@@ -21,20 +21,13 @@ import pyarrow as pa
 from rich.console import Console
 
 from jobs.driver import JobStalled, job_main, new_run_id, task_dataset
-from vista.shared.runs.errors import JobInputError
 from jobs.llm_budget import BudgetRef
 from jobs.llm_options import llm_config
-from vista.shared.runs.lock import OutputLock
 from jobs.predict_actor import PredictActor, PredictSettings
 from jobs.predict_options import build_parser
-from vista.shared.runs.progress import ProgressTracker
 from jobs.ray_runtime import RayRuntime
 from jobs.resources import ResourcePlan
-from vista.shared.runs.parts import OutputFile, PartConsolidation
 from jobs.runner import CohortJob, LazyRay, check_common_options, run_job, sized_settings
-from vista.shared.runs.summary import RunSummary
-from vista.shared.meds.task_key import TaskKey
-from vista.shared.runs.plan import schedule
 from trajonco.prediction_files import (
     DETAILS_FILE,
     DETAILS_SCHEMA,
@@ -46,7 +39,14 @@ from trajonco.prediction_files import (
 from trajonco.prediction_rows import PREDICTION_SCHEMA
 from vista.shared.cli_kit import check_output_dir
 from vista.shared.meds.patient_loader import coding_profile_for
+from vista.shared.meds.task_key import TaskKey
 from vista.shared.meds.tasks import estimate_lengths, read_label_tasks, rows_in_order, task_keys
+from vista.shared.runs.errors import JobInputError
+from vista.shared.runs.lock import OutputLock
+from vista.shared.runs.parts import OutputFile, PartConsolidation
+from vista.shared.runs.plan import schedule
+from vista.shared.runs.progress import ProgressTracker
+from vista.shared.runs.summary import RunSummary
 from vista.shared.storage import is_remote, join, normalize
 
 log = logging.getLogger("jobs.predict")

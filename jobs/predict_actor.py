@@ -20,20 +20,19 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pydantic import Field, field_validator
 
+from jobs.actor_base import TaskActor
+from jobs.actor_settings import ActorRunSettings
+from jobs.preprocess_pool import PreprocessorPool
 from trajonco.agents.results import AnyCancerResult, PatientResult
 from trajonco.pipeline import PipelineConfig, run_any_cancer, run_patient
 from trajonco.prediction_rows import PART_SCHEMA, RowContext, assessed_record
 from vista.shared.llm import LLMConfig
 from vista.shared.meds.labels import BOOLEAN_VALUE
 from vista.shared.meds.patient_loader import Loaded
-from vista.shared.records import PatientRecord
-from vista.shared.storage import normalize
-
-from jobs.actor_base import TaskActor
-from jobs.actor_settings import ActorRunSettings
-from jobs.preprocess_pool import PreprocessorPool
 from vista.shared.meds.task_key import TaskKey
+from vista.shared.records import PatientRecord
 from vista.shared.runs.progress import StatusRow
+from vista.shared.storage import normalize
 
 if TYPE_CHECKING:
     from vista.graph.record_graphs import RecordGraph

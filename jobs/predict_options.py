@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import argparse
 
-from vista.cli import add_profile_option
-from vista.shared.cli_kit import local_path
-
-from trajonco.assessment_options import add_assessment_arguments, cancer_key, cancer_keys
-
 from jobs.job_options import add_job_arguments, add_selection_arguments, job_parser
 from jobs.llm_options import add_llm_arguments
+from trajonco.assessment_options import add_assessment_arguments, cancer_key, cancer_keys
+from vista.cli import add_profile_option
+from vista.shared.cli_kit import local_path
 
 DESCRIPTION = """\
 Run the TrajOnco agents over a cohort on Ray: one prediction row per patient, resumable without paying twice.

@@ -18,13 +18,12 @@ import asyncio
 import logging
 import random
 
+from jobs.llm_budget import BudgetRef, job_llm_gateway
 from trajonco.agents.results import Stage
 from vista.shared.atomic import apply_data_umask
 from vista.shared.llm import LLMConfig, LLMGateway
 from vista.shared.llm.errors import ErrorKind
 from vista.shared.llm.remote import RemoteAnswer, RemoteCall, answer_remote
-
-from jobs.llm_budget import BudgetRef, job_llm_gateway
 
 log = logging.getLogger(__name__)
 

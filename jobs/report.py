@@ -17,13 +17,12 @@ import time
 from pydantic import ValidationError
 from rich.console import Console
 
-from vista.shared.atomic import apply_data_umask
 from baselines import BaselineError
-
 from benchmarks.report import AgentRequest, AgentRun, PredictionSource, ReportError, reproduce
 from benchmarks.report.options import agent_output_sections, check_options, option_problems, settings_from_args
-from jobs.errors import job_user_errors
 from benchmarks.report_arguments import build_parser
+from jobs.errors import job_user_errors
+from vista.shared.atomic import apply_data_umask
 
 log = logging.getLogger("jobs.report")
 

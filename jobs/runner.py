@@ -36,21 +36,18 @@ from typing import ClassVar
 import pyarrow as pa
 from rich.console import Console
 
-from vista.shared.llm import LLMConfig
-from vista.shared.llm.prices import PriceTable
-from vista.shared.meds.tasks import LabelTasks, MatchGroups
-from vista.shared.storage import join
-
-from vista.shared.runs.accounting import summary_figures
 from jobs.actor_base import ActorSettings
 from jobs.driver import JobStalled, stream_status
 from jobs.llm_budget import BudgetRef, JobBudget, job_budget
 from jobs.manifest import check_manifest
-from vista.shared.runs.lock import OutputLock
-from vista.shared.runs.progress import STATUS_ORDER, ProgressPrinter, ProgressTracker
 from jobs.ray_runtime import LazyRay, RayOptions, RayRuntime
 from jobs.resources import ResourcePlan, plan_resources, spread_over_actors
-from vista.shared.runs.retry import RetryCounts, kept_note, reruns, retry_policy
+from vista.shared.llm import LLMConfig
+from vista.shared.llm.prices import PriceTable
+from vista.shared.meds.task_key import TaskKey
+from vista.shared.meds.tasks import LabelTasks, MatchGroups
+from vista.shared.runs.accounting import summary_figures
+from vista.shared.runs.lock import OutputLock
 from vista.shared.runs.parts import (
     TASK_KEYS,
     OutputFile,
@@ -62,9 +59,11 @@ from vista.shared.runs.parts import (
     remove_stale_temporaries,
     run_llm_rows,
 )
-from vista.shared.runs.summary import AnsweringLLM, RunSummary
-from vista.shared.meds.task_key import TaskKey
 from vista.shared.runs.plan import TaskPlan, plan_tasks
+from vista.shared.runs.progress import STATUS_ORDER, ProgressPrinter, ProgressTracker
+from vista.shared.runs.retry import RetryCounts, kept_note, reruns, retry_policy
+from vista.shared.runs.summary import AnsweringLLM, RunSummary
+from vista.shared.storage import join
 
 log = logging.getLogger(__name__)
 
@@ -416,16 +415,6 @@ def stream_actor_pool(job: CohortJob, dataset, actor: type, constructor_kwargs: 
         except GetTimeoutError as exc:  # Ray Data waited --startup-timeout for the pool's first actors
             raise JobStalled(f"[{job.name}] stopped: no actor started within --startup-timeout "
                              f"{args.startup_timeout:g} s; {job.stall_hint(num_cpus, memory)}") from exc
-
-
-EXIT_SOME_FAILED = 3
-
-
-def exit_status(summary: RunSummary) -> int:
-    """A job's exit status: 0 all selected tasks ok; 3 some ended in error/failure; 1 some have no row yet."""
-    if not summary.complete:
-        return 1
-    return EXIT_SOME_FAILED if any(status != "ok" for status in summary.totals) else 0
 
 
 def sized_settings(settings: ActorSettings, resources: ResourcePlan, budget: BudgetRef | None) -> ActorSettings:

@@ -16,14 +16,13 @@ from pathlib import Path
 import pyarrow as pa
 from pydantic import Field
 
-from vista.shared.llm import LLMConfig
-from vista.pipeline import VISTA_PART_SCHEMA, PatientRun, PipelineConfig, TaskPipeline, vista_part_record
-
 from jobs.actor_base import TaskActor
 from jobs.actor_settings import ActorRunSettings
-from vista.shared.runs.progress import StatusRow
-from vista.shared.meds.task_key import TaskKey
 from jobs.vista_tasks import XML_FILE
+from vista.pipeline import VISTA_PART_SCHEMA, PatientRun, PipelineConfig, TaskPipeline, vista_part_record
+from vista.shared.llm import LLMConfig
+from vista.shared.meds.task_key import TaskKey
+from vista.shared.runs.progress import StatusRow
 
 
 class VistaSettings(ActorRunSettings):

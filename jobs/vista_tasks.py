@@ -9,11 +9,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from jobs.ray_runtime import LIGHT_TASK_CPUS
 from vista.graph.xml_files import XmlFile
 from vista.shared.meds.labels import BOOLEAN_VALUE, PREDICTION_TIME, SUBJECT_ID
 from vista.shared.meds.subjects import SHARD_PROBLEM, list_shard_subjects, unlistable_error
-
-from jobs.ray_runtime import LIGHT_TASK_CPUS
 from vista.shared.meds.task_key import TaskKey
 
 XML_FILE = "xml_file"

@@ -13,7 +13,7 @@ import pytest
 from cohort_eval_fixtures import REFERENCES, judge_argv, run_job, write_inputs
 from jobs import actor_base
 from vista.shared.runs.errors import JobError, JobInputError, JobSettingsMismatch
-from jobs.evaluate import EVALUATED_FILE, exit_status
+from jobs.evaluate import EVALUATED_FILE
 from jobs.evaluate_actor import EvaluateActor, EvaluateSettings
 from vista.shared.runs.lock import OutputLock
 from vista.shared.runs.parts import latest_states
@@ -83,7 +83,7 @@ def test_a_rerun_skips_scored_patients_consolidates_and_reports_without_asking_t
     asked = server.stats.requests
     summary = run_job(judge_argv(store, dataset, out, server.base_url))
     assert (summary.selected, summary.skipped, summary.ran) == (4, 4, 0) and server.stats.requests == asked
-    assert summary.totals == {"ok": 4} and exit_status(summary) == 0
+    assert summary.totals == {"ok": 4} and summary.exit_status() == 0
     assert "all 4 selected tasks already have an output" in capsys.readouterr().out
     table = pq.read_table(out / EVALUATED_FILE)
     assert table.column("subject_id").to_pylist() == list(SUBJECTS)
@@ -133,7 +133,7 @@ def test_an_unreadable_display_is_an_error_row_and_failed_judge_calls_a_failed_r
 
     # --retry none: nothing to run (no Ray); the report has the two scored patients, the exit status says 3
     summary = run_job(judge_argv(store, dataset, out, server.base_url, "--retry", "none"))
-    assert summary.totals == {"ok": 1, "failed": 1, "error": 1} and exit_status(summary) == 3
+    assert summary.totals == {"ok": 1, "failed": 1, "error": 1} and summary.exit_status() == 3
     report = EvaluationReport.model_validate_json((out / "evaluation.json").read_text())
     assert report.method("vista").n_patients == 2 and report.method("vista").judge_failures >= 1
 

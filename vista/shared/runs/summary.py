@@ -18,6 +18,9 @@ from vista.shared.runs.progress import STATUS_ORDER, USAGE_FIGURES, ProgressTrac
 from vista.shared.runs.retry import by_class
 from vista.shared.storage import join, resolve
 
+EXIT_SOME_FAILED = 3
+"""A job's exit status when some selected tasks ended in error or failure (`RunSummary.exit_status`)."""
+
 
 class AnsweringLLM(BaseModel):
     """Which LLM answered a run: what was configured and what the rows of the run recorded."""
@@ -172,6 +175,13 @@ class RunSummary(BaseModel):
         for name, value in rows:
             table.add_row(name, value)
         return table
+
+    def exit_status(self) -> int:
+        """The exit status of a job that fails on failed tasks: 0 every selected task ok, `EXIT_SOME_FAILED` some ended
+        in error or failure (their rows say why), 1 some have no row yet (rerun the same command)."""
+        if not self.complete:
+            return 1
+        return EXIT_SOME_FAILED if any(status != "ok" for status in self.totals) else 0
 
     def print(self, console: Console | None = None) -> None:
         (console or Console(width=110)).print(self.table())

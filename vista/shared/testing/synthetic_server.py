@@ -197,6 +197,7 @@ class SyntheticLLMStats:
     arrivals: list[tuple[float, int]] = field(default_factory=list)  # (time.time() at arrival, HTTP status) per request
     in_flight: int = 0
     max_in_flight: int = 0
+    last_answered: float | None = None  # time.time() when the latest answer was sent
     burst_started: float | None = None  # time.time() of the first 429 of the rate-limit burst
 
 
@@ -252,6 +253,7 @@ class SyntheticLLMServer:
         with self._lock:
             self.stats.in_flight -= 1
             self.stats.arrivals.append((arrived, response.status))
+            self.stats.last_answered = time.time()
         return response
 
     async def _hold(self) -> None:
@@ -386,7 +388,8 @@ class SyntheticLLMServer:
                                       "distinct": len(self.stats.digests), "in_flight": self.stats.in_flight,
                                       "max_in_flight": self.stats.max_in_flight,
                                       # time.time() of the earliest chat request (None before one arrived)
-                                      "first_arrival": min((t for t, _ in self.stats.arrivals), default=None)})
+                                      "first_arrival": min((t for t, _ in self.stats.arrivals), default=None),
+                                      "last_answered": self.stats.last_answered})
 
     # --------------------------------------------------------------------------------------------- lifecycle
     async def _start(self) -> None:
