@@ -20,7 +20,9 @@ row before its own status reaches the driver, and a job that ends has every row 
 loses at most its unwritten rows; the driver runs those tasks again (its repair passes), and the LLM response cache
 and the stages' stores answer them for free.
 
-Blocks are prepared one at a time, in the order they reached the actor: preparing is mostly Python (records built
+Blocks are prepared one at a time, in the order of the run's plan (the rank the driver gave their rows), which is
+not always the order Ray starts their calls in (seen on a 1,000-patient job: the block of the longest patients,
+planned first, reached its actor after blocks planned later, and its chains started 41 s late, when slots freed): preparing is mostly Python (records built
 from the MEDS rows) and the GIL runs one thread at a time, so four blocks read side by side all finished about when
 the last did, and the first patient's first call waited for all of them. In turn, the first block's chains start
 while the next block is read. The tokenizer is built on a thread of its own while the first block is on its way.
@@ -42,6 +44,7 @@ from typing import ClassVar, Generic, Protocol, TypeVar
 
 import pyarrow as pa
 
+from jobs.driver import PLAN_RANK
 from jobs.llm_budget import BudgetRef, job_llm_gateway
 from jobs.preprocess_pool import PreprocessorPool
 from vista.shared.atomic import apply_data_umask
@@ -76,9 +79,9 @@ class ActorSettings(Protocol):
 class OrderedSlots(RankedSlots[tuple[int, int]]):
     """At most ``size`` holders at once, granted in rank order (``(block, index)``, lowest first) rather than first
     come; and no task starts while its block or an earlier one is still being prepared (`expect` /
-    `expected`). So an actor's tasks start in the order their blocks reached it, although a block of long records
-    takes longer to read: with first-come slots the short tasks of later blocks took every slot, and the job's
-    longest chains started last.
+    `expected`). So an actor's tasks start in the order of their blocks' ranks (their place in the run's plan),
+    although a block of long records takes longer to read: with first-come slots the short tasks of later blocks
+    took every slot, and the job's longest chains started last.
 
     >>> async def demo():
     ...     slots, started = OrderedSlots(1), []
@@ -133,7 +136,7 @@ class TaskActor(ABC, Generic[Item]):
                                 flush_rows=settings.flush_rows, flush_s=settings.flush_s)
         self.gateway: JobGateway | None = None
         self.slots = OrderedSlots(settings.patients_per_actor)
-        self._blocks = itertools.count()  # the order blocks reached this actor: its tasks start in that order
+        self._blocks = itertools.count()  # the order blocks reached this actor (blocks without a plan rank)
         self._prepare_turn = RankedSlots[int](1)  # one block prepared at a time, the earliest first
         self._starting: asyncio.Lock | None = None
         self._flusher: asyncio.Task | None = None
@@ -165,7 +168,7 @@ class TaskActor(ABC, Generic[Item]):
 
     # ------------------------------------------------------------------------------------------ the stream
     async def __call__(self, batch: pa.Table) -> AsyncIterator[pa.Table]:
-        block = next(self._blocks)
+        block = self._rank(batch)
         self.slots.expect(block)
         keys = task_keys(batch)
         self.active += len(keys)
@@ -193,6 +196,15 @@ class TaskActor(ABC, Generic[Item]):
                 await asyncio.to_thread(self.parts.flush)
                 if self.gateway is not None:  # and hand the job's budget the grants kept and the answers not yet told
                     await self.gateway.flush_limits()
+
+    def _rank(self, batch: pa.Table) -> int:
+        """The block's place in the run's plan (its first row's `PLAN_RANK`: Ray may start the calls of the blocks
+        an actor holds in any order, and the job's longest chains must not wait behind the shorter ones of a block
+        planned after them); without that column, the order the blocks reached this actor."""
+        arrived = next(self._blocks)
+        if PLAN_RANK in batch.column_names and batch.num_rows:
+            return int(batch.column(PLAN_RANK)[0].as_py())
+        return arrived
 
     async def _run_one(self, item: Item, rank: tuple[int, int]) -> StatusRow:
         await self.slots.acquire(rank)

@@ -50,12 +50,18 @@ def block_sizes(rows: int, small: int, *, head: int = 0, max_blocks: int = MAX_B
     return sizes
 
 
+PLAN_RANK = "plan_rank"
+"""The column of a task row holding its place in the run's planned order (0 starts first)."""
+
+
 def task_dataset(tasks: pa.Table, block_rows: int, *, head_rows: int = 0, max_blocks: int = MAX_BLOCKS):
     """Ray Data: ``tasks`` (`TASK_SCHEMA` rows, in the order they should start; a missing ``boolean_value`` is
     null) as blocks (`block_sizes`).
 
-    The blocks are put into the object store by the driver and handed to the actors in this order. Their metadata
-    is computed here (`ray.data.from_blocks`), so no task at all runs before the actors: `ray.data.from_arrow` would
+    The blocks are put into the object store by the driver and handed to the actors in this order, each row with
+    its place in it (`PLAN_RANK`): an actor receives several blocks at once and Ray may start their calls in any
+    order, so the actor ranks its tasks by that column, not by arrival (`jobs.actor_base`). Their metadata is
+    computed here (`ray.data.from_blocks`), so no task at all runs before the actors: `ray.data.from_arrow` would
     run a 1-CPU metadata task per block, which costs a second or two of start-up on a small machine and waits
     forever behind an actor pool holding the CPUs.
     """
@@ -64,9 +70,10 @@ def task_dataset(tasks: pa.Table, block_rows: int, *, head_rows: int = 0, max_bl
     if BOOLEAN_VALUE not in tasks.column_names:
         tasks = tasks.append_column(BOOLEAN_VALUE, pa.nulls(tasks.num_rows, pa.bool_()))
     tasks = tasks.select(TASK_SCHEMA.names).cast(TASK_SCHEMA)
+    tasks = tasks.append_column(PLAN_RANK, pa.array(range(tasks.num_rows), pa.int64()))
     blocks, start = [], 0
     for size in block_sizes(tasks.num_rows, block_rows, head=head_rows, max_blocks=max_blocks):
-        blocks.append(pa.Table.from_batches(tasks.slice(start, size).to_batches(), schema=TASK_SCHEMA).combine_chunks())
+        blocks.append(pa.Table.from_batches(tasks.slice(start, size).to_batches(), schema=tasks.schema).combine_chunks())
         start += size
     return ray.data.from_blocks(blocks or [tasks])
 

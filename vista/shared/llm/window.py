@@ -5,11 +5,16 @@ The policy (what `vista.shared.llm.budget.RequestBudget` does with every request
 
 * **A 429's Retry-After is a hint for that request.** The request that got it sleeps Retry-After before its retry
   (the gateway's retry loop); the others keep going.
-* **Multiplicative decrease, once per episode.** A 429 or a timeout (of a request sent while at least half the
-  window was in use: an unused window is not what the provider refused) shrinks the window to ``decrease`` × window
-  (never below ``min_in_flight``) and opens an *episode* of ``max(Retry-After, smoothed latency)`` seconds. Within
-  an episode, and for requests sent before it began (they were sent under the old window), further 429s shrink
-  nothing: a burst of N simultaneous 429s shrinks the window once, not N times.
+* **Multiplicative decrease, once per episode, as deep as the refusals are many.** A 429 or a timeout (of a
+  request sent while at least half the window was in use: an unused window is not what the provider refused) opens
+  an *episode* of ``max(Retry-After, smoothed latency)`` seconds and shrinks the window once. A timeout shrinks it to
+  ``decrease`` × window. A 429 shrinks it by the share of recent requests the provider refused (a moving average
+  over about ``1 / share_weight`` outcomes, 429 or answer), but never below ``decrease`` × window: a provider that
+  refuses most of a window (at its limit) gets the full cut, a sporadic 429 among many answers (a provider a little
+  over its limit now and then) a small one, so a trickle of 8% costs the job about 8% of one window per episode, not
+  25% (never below ``min_in_flight``). Within an episode, and for requests sent before it began (they were sent
+  under the old window), further 429s shrink nothing: a burst of N simultaneous 429s shrinks the window once, not N
+  times.
 * **Additive increase.** Each answer (valid or not: the endpoint took the request) while the window is in use (at
   least half of it in flight) grows it by ``increase`` / window, i.e. about ``increase`` slots per window's worth of
   answers, up to the budget. A steady trickle of 429s from a provider near its limit thus settles the window just
@@ -25,12 +30,16 @@ samples — go to the budget's `BudgetStats`.
 
 >>> window = ConcurrencyWindow(budget=8)
 >>> window.on_congestion(now=1.0, sent_at=0.5, retry_after_s=2.0, rate_limited=True, in_flight=8), window.limit
-(None, 6)
+(None, 7)
 >>> window.on_congestion(now=1.1, sent_at=0.6, retry_after_s=2.0, rate_limited=True), window.limit  # same burst
-(None, 6)
+(None, 7)
 >>> window.on_congestion(now=1.2, sent_at=0.7, retry_after_s=2.0, rate_limited=True)  # 3 of 8: not yet half
 >>> window.on_congestion(now=1.3, sent_at=0.8, retry_after_s=5.0, rate_limited=True)  # 4 of 8: pause till 6.3
 5.0
+>>> for _ in range(12):  # the rest of the burst: the refusals now weigh enough for the full cut (x0.75), once
+...     _ = window.on_congestion(now=1.4, sent_at=0.9, retry_after_s=5.0, rate_limited=True)
+>>> window.limit, window.figures(now=2.0).decreases
+(6, 1)
 """
 
 from __future__ import annotations
@@ -43,7 +52,8 @@ from dataclasses import dataclass
 class WindowPolicy:
     """The knobs of the policy above (the defaults serve OpenAI-style providers and vLLM alike)."""
 
-    decrease: float = 0.75  # the window after a 429/timeout episode, as a share of the window before it
+    decrease: float = 0.75  # the window after a timeout episode (and the least after a 429 one), as a share of before
+    share_weight: float = 1 / 32  # weight of each outcome (1 refused, 0 answered) in the moving share of 429s
     increase: float = 8.0  # slots gained per window's worth of answers
     min_in_flight: int = 1
     burst_min: int = 2  # 429s in one episode before the whole job pauses ...
@@ -54,7 +64,7 @@ class WindowPolicy:
     max_samples: int = 120
 
     def __post_init__(self) -> None:
-        if not 0 < self.decrease < 1 or self.increase <= 0 or self.min_in_flight < 1 or not 0 < self.burst_share <= 1:
+        if not 0 < self.decrease < 1 or not 0 < self.share_weight <= 1 or self.increase <= 0 or self.min_in_flight < 1 or not 0 < self.burst_share <= 1:
             raise ValueError(f"invalid window policy {self}")
 
 
@@ -86,10 +96,13 @@ class ConcurrencyWindow:
         self.policy = policy or WindowPolicy()
         self._window = float(budget) if budget is not None else math.inf
         self._srtt: float | None = None
+        self._refused_share = 0.0  # moving share of 429s among recent outcomes (429 or answer)
         self._episode_start = -math.inf
         self._episode_end = -math.inf
         self._episode_base = 0.0  # the window (or the requests in flight, without a budget) when the episode began
         self._episode_429s = 0
+        self._episode_cuts = False  # the episode's window was in use: its 429s and timeouts shrink it
+        self._episode_shrunk = False
         self._episode_deadline = -math.inf
         self._decreases = 0
         self._min = budget
@@ -107,6 +120,7 @@ class ConcurrencyWindow:
 
     def on_answer(self, *, now: float, latency_s: float | None, in_flight: int) -> None:
         """An answer came back (``in_flight``: requests in flight before it): learn its latency, grow the window."""
+        self._refused_share += self.policy.share_weight * (0.0 - self._refused_share)
         if latency_s is not None and latency_s >= 0:
             w = self.policy.rtt_weight
             self._srtt = latency_s if self._srtt is None else (1 - w) * self._srtt + w * latency_s
@@ -119,25 +133,43 @@ class ConcurrencyWindow:
         requests in flight; returns the job-wide pause to start now (seconds), or None when the window's decrease is
         enough. A window less than half in use is not shrunk (it is not what the provider refused)."""
         retry = max(0.0, retry_after_s or 0.0)
+        if rate_limited:
+            self._refused_share += self.policy.share_weight * (1.0 - self._refused_share)
         fresh = sent_at is None or sent_at >= self._episode_start
-        if now >= self._episode_end and fresh:  # a new episode: shrink once
+        if now >= self._episode_end and fresh:  # a new episode: the window shrinks once in it
             self._episode_start, self._episode_429s, self._episode_deadline = now, 0, -math.inf
             self._episode_end = now + max(retry, self._srtt or 0.0)
             self._episode_base = self._window if self.budget is not None else float(max(in_flight, 1))
-            if self.budget is not None and 2 * in_flight >= self._window:  # (an unused window did not send it)
-                self._set(now, max(float(self.policy.min_in_flight), self._window * self.policy.decrease))
-                self._decreases += 1
+            self._episode_cuts = self.budget is not None and 2 * in_flight >= self._window  # (unused: not refused)
+            self._episode_shrunk = False
+            if not rate_limited:
+                self._shrink(now, self.policy.decrease)
         if not rate_limited:
             return None
+        if now >= self._episode_end and not fresh:  # a late answer to a request of an episode already over
+            self._episode_deadline = max(self._episode_deadline, now + retry)
+            return retry if retry >= self.policy.long_pause_s else None
         self._episode_429s += 1
         self._episode_deadline = max(self._episode_deadline, now + retry)
-        if now >= self._episode_end and not fresh:  # a late answer to a request of an episode already over
-            return retry if retry >= self.policy.long_pause_s else None
         burst = self._episode_429s >= max(self.policy.burst_min, math.ceil(self.policy.burst_share * self._episode_base))
+        if burst:  # most of the window refused: the full cut
+            self._shrink(now, self.policy.decrease)
+        elif self._episode_429s == 1:  # the episode's first 429: a cut as deep as the share of recent refusals
+            self._shrink(now, max(self.policy.decrease, 1.0 - self._refused_share))
         if retry >= self.policy.long_pause_s or burst:
             pause = self._episode_deadline - now
             return pause if pause > 0 else None
         return None
+
+    def _shrink(self, now: float, factor: float) -> None:
+        """The window at most ``factor`` x the one the episode began with (one decrease counted per episode)."""
+        if not self._episode_cuts:
+            return
+        target = max(float(self.policy.min_in_flight), self._episode_base * factor)
+        if target < self._window:
+            self._set(now, target)
+            self._decreases += not self._episode_shrunk
+            self._episode_shrunk = True
 
     def sample(self, now: float, in_flight: int) -> None:
         """Record ``(t, limit, in_flight)`` when the series is due a point (the caller calls this on every change)."""
