@@ -174,8 +174,8 @@ class PredictJob(CohortJob):
         if self.args.order == "key":
             return sorted(todo, key=TaskKey.sort_key), 0.0
         started = time.perf_counter()
-        lengths = estimate_lengths(self.settings.dataset, todo)
-        return schedule(todo, lengths), time.perf_counter() - started
+        self.task_sizes = estimate_lengths(self.settings.dataset, todo)
+        return schedule(todo, self.task_sizes), time.perf_counter() - started
 
     def describe(self) -> str:
         settings = self.settings

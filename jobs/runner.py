@@ -165,6 +165,8 @@ class CohortJob(ABC):
         """The planned tasks in the order they should start, and the seconds deciding it took."""
         return todo, 0.0
 
+    task_sizes: dict[TaskKey, int] | None = None  # set by `order` when it estimates them: the ETA then counts calls
+
     def match_groups(self) -> MatchGroups | None:
         """The case–control groups ``--limit``/``--sample`` must keep whole (None: the tasks are independent)."""
         if self.label_tasks is None or (self.args.limit is None and self.args.sample is None):
@@ -294,6 +296,7 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
             tracker = ProgressTracker(job.name, to_run=len(plan.todo), skipped_before=plan.skipped)
             if plan.todo:
                 ordered, order_s = job.order(plan.todo)  # (while Ray may still be starting)
+                tracker.expect_work(job.task_sizes or {})
                 runtime = ray.runtime()
                 in_flight = job.size(runtime, len(plan.todo))
                 job.announce(console, plan, runtime, retry, order_s)

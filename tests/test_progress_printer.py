@@ -8,6 +8,7 @@ import io
 import re
 import time
 
+from vista.shared.meds.task_key import TaskKey
 from vista.shared.runs.progress import LiveFigures, ProgressPrinter, ProgressTracker, StatusRow, status_table
 
 FIGURES = LiveFigures(calls=900, in_flight=40, tokens=9_000, cost_usd=None, in_flight_limit=48, rate_limited=31,
@@ -63,3 +64,26 @@ def test_interval_zero_shows_only_the_final_line():
         _finish_one(tracker)
     lines = stream.getvalue().splitlines()
     assert len(lines) == 1 and lines[0].startswith("[predict] 1/4 (ok 1) · 900 calls")
+
+
+def test_the_eta_counts_the_llm_calls_left_when_the_tasks_sizes_are_known():
+    """Longest first: one long patient runs while the short ones finish. Patients per minute say 30 s left; the calls
+    the long one still needs (its size times the calls per unit of size the finished ones needed) say 74 s."""
+    now = [0.0]
+    sizes = {TaskKey(1): 1000, TaskKey(2): 10, TaskKey(3): 10, TaskKey(4): 10}
+
+    def tracker_at_30s(with_sizes: bool) -> ProgressTracker:
+        now[0] = 0.0
+        tracker = ProgressTracker("predict", to_run=4, clock=lambda: now[0])
+        if with_sizes:
+            tracker.expect_work(sizes)
+        began = tracker.started_wall  # both tasks' actors started them at once
+        tracker.update(status_table([StatusRow(s, None, "ok", None, 11, 0, 100, 10, 0.0, 0, 30.0, began) for s in (2, 3)]))
+        tracker.live_source = lambda: LiveFigures(calls=22 + 300 + 5, in_flight=2, tokens=0, cost_usd=None)
+        now[0] = 30.0
+        tracker.poll_live()
+        return tracker
+
+    assert tracker_at_30s(with_sizes=False).line().endswith("4.0 patients/min · ETA 0m30s")
+    # (1000 + 10) x 11/10 calls to come, less the 305 the unfinished two made: 806 at 327 per 30 s
+    assert tracker_at_30s(with_sizes=True).line().endswith("4.0 patients/min · ETA 1m14s")

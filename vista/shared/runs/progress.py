@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TextIO
@@ -141,8 +141,22 @@ class ProgressTracker:
         self.first_row_s: float | None = None  # seconds from the start to the first status row
         self.first_task_start_s: float | None = None  # seconds from the start to the first task an actor started
         self._last_progress = self._started
+        self._work: dict[TaskKey, int] = {}  # each task's estimated size (`expect_work`), for the ETA
+        self._work_left = 0  # the estimated size of the tasks not finished yet
+        self._work_done = 0  # ... and of those finished, with ...
+        self._calls_done = 0  # ... the LLM calls they made
         self.live_source: Callable[[], LiveFigures | None] | None = None  # polled by the printer
         self._live: LiveFigures | None = None
+
+    def expect_work(self, sizes: Mapping[TaskKey, int]) -> None:
+        """Each task's estimated size (e.g. its MEDS rows, which the job's longest-first order is made from): the ETA
+        then counts LLM calls left rather than patients left. A longest-first job finishes its few long patients
+        last and its many short ones in between, so patients per minute said 27 minutes left 35 s into a 2-minute
+        job; calls per minute, with the calls still to come estimated from what the finished tasks needed per unit
+        of size, say what is left."""
+        with self._lock:
+            self._work = {key: max(int(size), 0) for key, size in sizes.items()}
+            self._work_left = sum(self._work.values())
 
     def poll_live(self) -> None:
         """Read the live LLM figures from ``live_source`` (never raises: a failed read keeps the last figures)."""
@@ -171,9 +185,15 @@ class ProgressTracker:
                 first = max(0.0, min(starts) - self.started_wall)
                 self.first_task_start_s = first if self.first_task_start_s is None else min(self.first_task_start_s, first)
             for i, status in enumerate(data["status"]):
+                size = self._work.pop(TaskKey(data["subject_id"][i], data["prediction_time"][i]), None)
+                if size is not None:
+                    self._work_left -= size
                 if status == "skipped":
                     self.skipped_in_run += 1
                     continue
+                if size is not None:  # (the calls the endpoint answered: the live figures count those)
+                    self._work_done += size
+                    self._calls_done += (data["llm_calls"][i] or 0) - (data["cache_hits"][i] or 0)
                 self.by_status[status] += 1
                 if status in ("failed", "error"):
                     self.by_reason[data["error_kind"][i] or "unknown"] += 1
@@ -206,15 +226,31 @@ class ProgressTracker:
             cost = cost_text(self.usage["cost_usd"], self.usage["unpriced_calls"])
             skipped = self.skipped_before + self.skipped_in_run
             live = self._live
+            calls_left = self._calls_left(live)
         rate = self.rate_per_minute()
         remaining = max(self.to_run - finished, 0)
-        eta = _duration(60.0 * remaining / rate) if rate > 0 and remaining else ("0m00s" if not remaining else "?")
+        if not remaining:
+            eta = "0m00s"
+        elif calls_left is not None:  # calls left at the job's call rate since its first task started
+            busy = self.elapsed_s - (self.first_task_start_s or 0.0)
+            eta = _duration(calls_left * busy / live.calls) if busy > 0 else "?"  # type: ignore[union-attr]
+        else:
+            eta = _duration(60.0 * remaining / rate) if rate > 0 else "?"
         parts = [f"[{self.job}] {finished}/{self.to_run}" + (f" ({statuses})" if statuses else "")]
         if skipped:
             parts.append(f"skipped {skipped}")
         parts += [live.text()] if live is not None else [f"{tokens:,} tokens", cost]
         parts += [f"{rate:.1f} patients/min", f"ETA {eta}"]
         return " · ".join(parts)
+
+
+    def _calls_left(self, live: LiveFigures | None) -> float | None:
+        """The LLM calls still to come (None: not estimable yet): the finished tasks' calls per unit of size times the
+        size of those left, less the calls those already made (every call so far, less the finished tasks')."""
+        if live is None or not live.calls or self._work_done <= 0 or not self._calls_done:
+            return None
+        expected = self._calls_done / self._work_done * self._work_left
+        return max(expected - (live.calls - self._calls_done), 0.0)
 
 
 class ProgressPrinter:
