@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cohort_eval_fixtures import judge_argv, run_job, write_inputs
-from jobs.evaluate import EVALUATED_FILE, exit_status
+from jobs.evaluate import EVALUATED_FILE
 from vista.evaluation import EvaluationReport
 from vista.shared.testing.synthetic_server import SyntheticLLMServer
 
@@ -27,7 +27,7 @@ def test_cohort_evaluation_on_ray_keeps_the_budget_resumes_and_counts_errors(ray
         first = run_job(argv)
         asked = server.stats.requests
         assert (first.selected, first.skipped, first.ran) == (3, 0, 3) and asked > 0
-        assert first.by_status == {"ok": 2, "error": 1} and exit_status(first) == 3
+        assert first.by_status == {"ok": 2, "error": 1} and first.exit_status() == 3
         budget = first.llm_budget  # every judge request of every actor went through the job's one budget
         assert budget is not None and budget.in_flight_limit == 2 and budget.requests == asked
         assert budget.in_flight_peak == 2 and server.stats.max_in_flight == 2 and budget.waited_s > 0
