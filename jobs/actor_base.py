@@ -22,10 +22,10 @@ and the stages' stores answer them for free.
 
 Blocks are prepared one at a time, in the order of the run's plan (the rank the driver gave their rows), which is
 not always the order Ray starts their calls in (seen on a 1,000-patient job: the block of the longest patients,
-planned first, reached its actor after blocks planned later, and its chains started 41 s late, when slots freed): preparing is mostly Python (records built
-from the MEDS rows) and the GIL runs one thread at a time, so four blocks read side by side all finished about when
-the last did, and the first patient's first call waited for all of them. In turn, the first block's chains start
-while the next block is read. The tokenizer is built on a thread of its own while the first block is on its way.
+planned first, reached its actor after blocks planned later, and its chains started 41 s late, when slots freed).
+Preparing is mostly Python (records built from the MEDS rows) and the GIL runs one thread at a time, so four blocks
+read side by side all finished about when the last did, and the first patient's first call waited for all of them.
+The first block's chains start while the next block is read; the tokenizer is built on a thread of its own.
 
 The LLM gateway is made on the first call, on the event loop Ray Data runs the UDF on (HTTP clients belong to their
 loop): it asks the endpoint's context window, or loads the embedded model, once per actor.

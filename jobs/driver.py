@@ -73,7 +73,7 @@ def task_dataset(tasks: pa.Table, block_rows: int, *, head_rows: int = 0, max_bl
     tasks = tasks.append_column(PLAN_RANK, pa.array(range(tasks.num_rows), pa.int64()))
     blocks, start = [], 0
     for size in block_sizes(tasks.num_rows, block_rows, head=head_rows, max_blocks=max_blocks):
-        blocks.append(pa.Table.from_batches(tasks.slice(start, size).to_batches(), schema=tasks.schema).combine_chunks())
+        blocks.append(tasks.slice(start, size).combine_chunks())
         start += size
     return ray.data.from_blocks(blocks or [tasks])
 

@@ -66,24 +66,27 @@ def test_interval_zero_shows_only_the_final_line():
     assert len(lines) == 1 and lines[0].startswith("[predict] 1/4 (ok 1) · 900 calls")
 
 
-def test_the_eta_counts_the_llm_calls_left_when_the_tasks_sizes_are_known():
-    """Longest first: one long patient runs while the short ones finish. Patients per minute say 30 s left; the calls
-    the long one still needs (its size times the calls per unit of size the finished ones needed) say 74 s."""
+def test_the_eta_counts_the_llm_calls_left_and_the_longest_chain_when_the_tasks_sizes_are_known():
+    """Longest first: one long patient (220 calls of 0.5 s, one after another) runs while the short ones finish.
+    Patients per minute say 30 s left; the calls left at the job's call rate say 57 s; the long patient's chain, 110 s
+    from its start 30 s ago, says 80 s, which is what is left."""
     now = [0.0]
-    sizes = {TaskKey(1): 1000, TaskKey(2): 10, TaskKey(3): 10, TaskKey(4): 10}
+    sizes = {TaskKey(1): 200, TaskKey(2): 10, TaskKey(3): 10, TaskKey(4): 10}
 
     def tracker_at_30s(with_sizes: bool) -> ProgressTracker:
         now[0] = 0.0
         tracker = ProgressTracker("predict", to_run=4, clock=lambda: now[0])
         if with_sizes:
             tracker.expect_work(sizes)
-        began = tracker.started_wall  # both tasks' actors started them at once
-        tracker.update(status_table([StatusRow(s, None, "ok", None, 11, 0, 100, 10, 0.0, 0, 30.0, began) for s in (2, 3)]))
-        tracker.live_source = lambda: LiveFigures(calls=22 + 300 + 5, in_flight=2, tokens=0, cost_usd=None)
+        began = tracker.started_wall  # every task started at once; two short ones finished: 11 calls in 5.5 s each
+        tracker.update(status_table([StatusRow(s, None, "ok", None, 11, 0, 100, 10, 0.0, 0, 5.5, began)
+                                     for s in (2, 3)]))
+        tracker.live_source = lambda: LiveFigures(calls=22 + 60 + 5, in_flight=2, tokens=0, cost_usd=None)
         now[0] = 30.0
         tracker.poll_live()
         return tracker
 
     assert tracker_at_30s(with_sizes=False).line().endswith("4.0 patients/min · ETA 0m30s")
-    # (1000 + 10) x 11/10 calls to come, less the 305 the unfinished two made: 806 at 327 per 30 s
-    assert tracker_at_30s(with_sizes=True).line().endswith("4.0 patients/min · ETA 1m14s")
+    # calls: (200 + 10) x 11/10 to come, less the 65 the unfinished two made: 166 at 87 per 30 s = 57 s;
+    # the chain: 200 x 11/10 calls x 0.5 s = 110 s, 30 s of it run
+    assert tracker_at_30s(with_sizes=True).line().endswith("4.0 patients/min · ETA 1m20s")

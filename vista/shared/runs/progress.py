@@ -15,6 +15,7 @@ so a long first patient does not show "0 tokens" for minutes. On a terminal the 
 
 from __future__ import annotations
 
+import heapq
 import sys
 import threading
 import time
@@ -123,6 +124,53 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
 
 
+@dataclass(slots=True)
+class CallsBySize:
+    """The LLM calls a task needs, as a line in its estimated size, fitted by least squares to the finished tasks: a
+    chain has a fixed part (the manager's call) and a part per chunk, so calls per unit of size alone overrates the
+    long tasks by what the short ones' fixed part weighs (1.5 times, seen at a 1,000-patient job's tail). A fit that
+    says nothing sensible yet (one size only, a negative slope or fixed part) falls back to calls per unit of size.
+
+    >>> fit = CallsBySize()
+    >>> for size, calls in ((10, 3), (20, 5), (40, 9)):
+    ...     fit.add(size, calls)
+    >>> fit.calls(100), fit.calls_for(tasks=2, size=120)  # 1 + 0.2 x size
+    (21.0, 26.0)
+    """
+
+    n: int = 0
+    sx: float = 0.0
+    sy: float = 0.0
+    sxx: float = 0.0
+    sxy: float = 0.0
+
+    def add(self, size: float, calls: float) -> None:
+        self.n += 1
+        self.sx, self.sy = self.sx + size, self.sy + calls
+        self.sxx, self.sxy = self.sxx + size * size, self.sxy + size * calls
+
+    def line(self) -> tuple[float, float]:
+        """The fixed part and the calls per unit of size."""
+        if self.sx <= 0:
+            return 0.0, 0.0
+        spread = self.n * self.sxx - self.sx * self.sx
+        if spread > 1e-9 * self.n * self.sxx:
+            slope = (self.n * self.sxy - self.sx * self.sy) / spread
+            fixed = (self.sy - slope * self.sx) / self.n
+            if slope >= 0 and fixed >= 0:
+                return fixed, slope
+        return 0.0, self.sy / self.sx
+
+    def calls(self, size: float) -> float:
+        fixed, slope = self.line()
+        return fixed + slope * size
+
+    def calls_for(self, *, tasks: int, size: float) -> float:
+        """The calls of ``tasks`` tasks whose sizes add up to ``size``."""
+        fixed, slope = self.line()
+        return fixed * tasks + slope * size
+
+
 class ProgressTracker:
     """Counts finished tasks, tokens and cost from status rows; formats the progress line (thread-safe)."""
 
@@ -143,8 +191,12 @@ class ProgressTracker:
         self._last_progress = self._started
         self._work: dict[TaskKey, int] = {}  # each task's estimated size (`expect_work`), for the ETA
         self._work_left = 0  # the estimated size of the tasks not finished yet
-        self._work_done = 0  # ... and of those finished, with ...
-        self._calls_done = 0  # ... the LLM calls they made
+        self._fit = CallsBySize()  # the calls the finished tasks needed, by their size, ...
+        self._calls_done = 0  # ... and in all, ...
+        self._chain_s = 0.0  # ... and the seconds they ran
+        self._in_flight_area = self._in_flight_span = 0.0  # requests in flight x seconds, over the live figures' polls
+        self._polled_at: float | None = None
+        self._largest: list[tuple[int, int, TaskKey]] = []  # (-size, n, key) of the tasks expected: the largest on top
         self.live_source: Callable[[], LiveFigures | None] | None = None  # polled by the printer
         self._live: LiveFigures | None = None
 
@@ -157,6 +209,9 @@ class ProgressTracker:
         with self._lock:
             self._work = {key: max(int(size), 0) for key, size in sizes.items()}
             self._work_left = sum(self._work.values())
+            # (n: two keys are never compared)
+            self._largest = [(-size, n, key) for n, (key, size) in enumerate(self._work.items())]
+            heapq.heapify(self._largest)
 
     def poll_live(self) -> None:
         """Read the live LLM figures from ``live_source`` (never raises: a failed read keeps the last figures)."""
@@ -167,8 +222,12 @@ class ProgressTracker:
         except Exception:  # noqa: BLE001 - the progress line must never break the job
             return
         if figures is not None:
+            now = self._clock()
             with self._lock:
-                self._live = figures
+                if self._live is not None and self._polled_at is not None:  # requests in flight, time-weighted
+                    self._in_flight_area += self._live.in_flight * (now - self._polled_at)
+                    self._in_flight_span += now - self._polled_at
+                self._live, self._polled_at = figures, now
 
     def update(self, table: pa.Table) -> None:
         """Count a batch of status rows."""
@@ -192,8 +251,10 @@ class ProgressTracker:
                     self.skipped_in_run += 1
                     continue
                 if size is not None:  # (the calls the endpoint answered: the live figures count those)
-                    self._work_done += size
-                    self._calls_done += (data["llm_calls"][i] or 0) - (data["cache_hits"][i] or 0)
+                    paid = (data["llm_calls"][i] or 0) - (data["cache_hits"][i] or 0)
+                    self._fit.add(size, paid)
+                    self._calls_done += paid
+                    self._chain_s += data["wall_s"][i] or 0.0
                 self.by_status[status] += 1
                 if status in ("failed", "error"):
                     self.by_reason[data["error_kind"][i] or "unknown"] += 1
@@ -227,13 +288,14 @@ class ProgressTracker:
             skipped = self.skipped_before + self.skipped_in_run
             live = self._live
             calls_left = self._calls_left(live)
+            chain_left = self._chain_left_s()
         rate = self.rate_per_minute()
         remaining = max(self.to_run - finished, 0)
         if not remaining:
             eta = "0m00s"
-        elif calls_left is not None:  # calls left at the job's call rate since its first task started
-            busy = self.elapsed_s - (self.first_task_start_s or 0.0)
-            eta = _duration(calls_left * busy / live.calls) if busy > 0 else "?"  # type: ignore[union-attr]
+        elif calls_left is not None and live is not None:  # the calls left at the job's call rate since its first
+            busy = self.elapsed_s - (self.first_task_start_s or 0.0)  # task started, or the largest chain, if longer
+            eta = _duration(max(calls_left * busy / live.calls, chain_left - busy)) if busy > 0 else "?"
         else:
             eta = _duration(60.0 * remaining / rate) if rate > 0 else "?"
         parts = [f"[{self.job}] {finished}/{self.to_run}" + (f" ({statuses})" if statuses else "")]
@@ -243,13 +305,31 @@ class ProgressTracker:
         parts += [f"{rate:.1f} patients/min", f"ETA {eta}"]
         return " · ".join(parts)
 
+    def _chain_left_s(self) -> float:
+        """Seconds the largest task not finished yet takes as a whole (its calls by `CallsBySize`, one call's
+        latency by `_seconds_per_call`): a patient's calls are sequential, so the job's tail is that chain, which
+        started among the first (longest first)."""
+        while self._largest and self._largest[0][2] not in self._work:  # (finished: dropped lazily)
+            heapq.heappop(self._largest)
+        if not self._largest or not self._calls_done:
+            return 0.0
+        return self._fit.calls(-self._largest[0][0]) * self._seconds_per_call()
+
+    def _seconds_per_call(self) -> float:
+        """One call's latency: the mean requests in flight over the job's call rate (Little's law), once the live
+        figures were read twice; else the finished tasks' seconds per call (which also counts their waits for the
+        budget, that the longest chain, served first, does not have)."""
+        live, busy = self._live, self.elapsed_s - (self.first_task_start_s or 0.0)
+        if live is not None and live.calls and self._in_flight_span > 0 and busy > 0:
+            return self._in_flight_area / self._in_flight_span * busy / live.calls
+        return self._chain_s / self._calls_done
 
     def _calls_left(self, live: LiveFigures | None) -> float | None:
-        """The LLM calls still to come (None: not estimable yet): the finished tasks' calls per unit of size times the
-        size of those left, less the calls those already made (every call so far, less the finished tasks')."""
-        if live is None or not live.calls or self._work_done <= 0 or not self._calls_done:
+        """The LLM calls still to come (None: not estimable yet): what the tasks left need by their sizes (`CallsBySize`
+        fitted to the finished ones), less the calls they already made (every call so far, less the finished tasks')."""
+        if live is None or not live.calls or not self._calls_done:
             return None
-        expected = self._calls_done / self._work_done * self._work_left
+        expected = self._fit.calls_for(tasks=len(self._work), size=self._work_left)
         return max(expected - (live.calls - self._calls_done), 0.0)
 
 
