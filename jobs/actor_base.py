@@ -201,10 +201,9 @@ class TaskActor(ABC, Generic[Item]):
         """The block's place in the run's plan (its first row's `PLAN_RANK`: Ray may start the calls of the blocks
         an actor holds in any order, and the job's longest chains must not wait behind the shorter ones of a block
         planned after them); without that column, the order the blocks reached this actor."""
-        arrived = next(self._blocks)
         if PLAN_RANK in batch.column_names and batch.num_rows:
             return int(batch.column(PLAN_RANK)[0].as_py())
-        return arrived
+        return next(self._blocks)
 
     async def _run_one(self, item: Item, rank: tuple[int, int]) -> StatusRow:
         await self.slots.acquire(rank)

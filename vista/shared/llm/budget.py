@@ -8,8 +8,8 @@ each request, so the limits, the window, the cool-down and the breaker hold for 
 
 429s are back-pressure, not a stop (`vista.shared.llm.window` has the whole policy): the request that got one sleeps its
 Retry-After before retrying (the gateway does) and its slot stays taken meanwhile (so it is not refilled at once by
-a request the provider would refuse too), and the in-flight window shrinks once per episode (AIMD: by the share
-of recent requests refused on a 429 episode, at most ×0.75, and ×0.75 on a timeout episode; about +8 slots per
+a request the provider would refuse too), and the in-flight window shrinks once per episode (AIMD: by 1.5 times the
+share of recent requests refused on a 429 episode, at most ×0.75, and ×0.75 on a timeout episode; about +8 slots per
 window's worth of answers, up to ``max_in_flight``). Everyone pauses only
 when a burst says the limit is far exceeded (half the window refused in one episode, or a Retry-After of 30 s or
 more); overlapping pauses merge into one that ends at the latest deadline. The quota stop and the breaker are
