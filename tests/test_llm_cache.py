@@ -177,3 +177,41 @@ def test_concurrent_processes_never_leave_partial_entries(tmp_path):
         p.join()
         assert p.exitcode == 0
     assert len(cache) == 7 and not list((tmp_path / "shared").glob("??/*.tmp"))
+
+
+def test_a_lookup_reads_only_what_was_appended_and_a_replaced_file_anew(tmp_path):
+    cache = ResponseCache(tmp_path)
+    cache.put("a" * 64, ENTRY, patient="p")
+    assert cache.get("a" * 64, patient="p") == ENTRY
+    (path,) = (tmp_path / "patients").glob("??/*.jsonl")
+    read = path.stat().st_size
+    other = CachedAnswer('{"level": "High"}', "m", "Risk", 3, 2)
+    ResponseCache(tmp_path).put("b" * 64, other, patient="p")  # another writer appends
+    index = cache._indexes["p"]
+    assert cache.get("b" * 64, patient="p") == other and index.read_to == path.stat().st_size > read
+    cache.close()
+    path.unlink()  # a cleared cache, then a longer file written there by another process
+    writer = ResponseCache(tmp_path)
+    for n in range(5):
+        writer.put(f"{n:064x}", other, patient="p")
+    assert path.stat().st_size > index.read_to
+    assert cache.get("a" * 64, patient="p") is None  # not served from the index of the removed file
+    assert cache.get(f"{4:064x}", patient="p") == other
+
+
+def test_the_key_is_the_sha256_of_the_whole_material_in_canonical_json_so_earlier_caches_still_hit():
+    import hashlib
+
+    from vista.shared.llm.cache import CACHE_FORMAT, canonical_json, cache_key
+    from vista.shared.llm.messages import Message
+
+    schema = {"type": "object", "properties": {"level": {"enum": ["Low", "Élevé"]}}, "required": ["level"]}
+    ask = dict(endpoint="http://a:8000/v1", model="m", messages=[Message("system", "naïve"), Message("user", "hi")],
+               schema_mode="json_schema", parameters={"temperature": 0.0, "seed": 0}, backend="openai",
+               served_model="m.gguf")
+    material = {"format": CACHE_FORMAT, "backend": "openai", "endpoint": "http://a:8000/v1", "model": "m",
+                "served_model": "m.gguf", "messages": [m.to_wire() for m in ask["messages"]], "schema": schema,
+                "schema_mode": "json_schema", "parameters": {"temperature": 0.0, "seed": 0}}
+    recipe = hashlib.sha256(json.dumps(material, sort_keys=True, separators=(",", ":"),
+                                       ensure_ascii=False).encode()).hexdigest()
+    assert cache_key(schema=schema, **ask) == recipe == cache_key(schema=None, schema_json=canonical_json(schema), **ask)

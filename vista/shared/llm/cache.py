@@ -13,7 +13,8 @@ On a local disk the answers of one patient are lines appended to one file,
 ``<root>/patients/<h[:2]>/<h[:32]>.jsonl`` with ``h`` the sha256 of the patient id (no ids in file names; 256
 folders): a line is ``<key>TAB<entry JSON>`` and ends with a newline, written with one ``write`` on a file kept open
 in append mode. Creating and renaming a file per answer cost 50–270 µs of system time on the job's event loop; an
-append costs a few. A lookup reads the patient's file afresh (it is small: 16–200 answers), so an answer appended by
+append costs a few. A lookup opens the patient's file afresh and reads what was appended since this process last
+read it (an index of the lines read so far is kept for the patients used most recently), so an answer appended by
 another process — another actor, the one replacing a lost node's, a resumed run — is found by the next lookup; the
 last readable line of a key wins (an answer asked again after it no longer validated replaces the first), and
 two writers of the same key both win. JSON never holds a raw tab or newline, so ``<key>TAB`` only ever starts an
@@ -51,7 +52,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from vista.shared.atomic import atomic_write_text, data_mode, make_dirs
@@ -62,7 +63,10 @@ log = logging.getLogger(__name__)
 
 CACHE_FORMAT = 3  # bump when the key recipe or the entry layout changes (2: the endpoint; 3: backend, served model)
 OPEN_PATIENT_FILES = 256  # patient files kept open for appending (least recently written closed first)
+INDEXED_PATIENTS = 256  # patients whose file's lines read so far are kept indexed (least recently looked up dropped)
 _KEY = re.compile(r"[0-9a-f]{64}")  # a cache key: what may stand before the tab of a patient file's line
+_KEY_BYTES = re.compile(rb"[0-9a-f]{64}")
+_TAIL_BYTES = 96  # bytes of a patient file checked before reading on from where the last lookup stopped
 _ENTRY = re.compile(rb"(?=([0-9a-f]{64})\t([^\n]*)\n)")  # a finished line of a patient file (overlapping: glued too)
 
 
@@ -76,8 +80,12 @@ def cache_key(
     parameters: Mapping[str, object],
     backend: str = "",
     served_model: str | None = None,
+    schema_json: str | None = None,
 ) -> str:
     """sha256 (hex) of the canonical JSON of one request's answer-determining inputs.
+
+    ``schema_json``: ``schema`` already in canonical JSON (`canonical_json`), as a gateway keeps it for each response
+    model: the key is the same, without encoding the schema again for every call.
 
     >>> ask = dict(model="m", messages=[Message("user", "hi")], schema=None, schema_mode="none", parameters={})
     >>> k = cache_key(endpoint="http://a:8000/v1", **ask)
@@ -90,19 +98,28 @@ def cache_key(
     >>> k == cache_key(endpoint="http://a:8000/v1", served_model="B.gguf", **ask)  # the server now serves another model
     False
     """
-    material = {
-        "format": CACHE_FORMAT,
-        "backend": backend,
-        "endpoint": endpoint,
-        "model": model,
-        "served_model": served_model,
-        "messages": [m.to_wire() for m in messages],
-        "schema": schema,
-        "schema_mode": schema_mode,
-        "parameters": dict(parameters),
+    material = {  # each value encoded alone, then joined in key order: the same text as canonical_json(material)
+        "format": canonical_json(CACHE_FORMAT),
+        "backend": canonical_json(backend),
+        "endpoint": canonical_json(endpoint),
+        "model": canonical_json(model),
+        "served_model": canonical_json(served_model),
+        "messages": canonical_json([m.to_wire() for m in messages]),
+        "schema": schema_json if schema_json is not None else canonical_json(schema),
+        "schema_mode": canonical_json(schema_mode),
+        "parameters": canonical_json(dict(parameters)),
     }
-    canonical = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = "{" + ",".join(f"{canonical_json(name)}:{material[name]}" for name in sorted(material)) + "}"
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def canonical_json(value: object) -> str:
+    """The JSON a cache key is made of: sorted keys, no spaces, non-ASCII as is.
+
+    >>> canonical_json({"b": [1, "é"], "a": None})
+    '{"a":null,"b":[1,"é"]}'
+    """
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +132,71 @@ class CachedAnswer:
     prompt_tokens: int
     completion_tokens: int
     served_model: str | None = None  # the model as the server named it when it answered
+
+    def to_json(self) -> str:
+        """The entry as written (one JSON object, its fields by name)."""
+        return json.dumps({name: getattr(self, name) for name in _ANSWER_FIELDS}, ensure_ascii=False)
+
+
+_ANSWER_FIELDS = tuple(f.name for f in fields(CachedAnswer))
+
+
+@dataclass(slots=True)
+class _PatientIndex:
+    """What this process has read of one patient's file: every finished line before ``read_to``, by key."""
+
+    path: str
+    read_to: int = 0
+    entries: dict[str, list[bytes]] = field(default_factory=dict)  # key -> its entries' JSON, in file order
+    tail: bytes = b""  # the last bytes before read_to, checked on each read: another file there is read anew
+
+    def refresh(self) -> bool:
+        """Read what was appended since the last refresh, through a fresh descriptor (an NFS client revalidates
+        what it caches on open); False when the file does not exist (the index is emptied)."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            self._reset()
+            return False
+        try:
+            data = self._read_from(fd, self.read_to - len(self.tail))
+            if not data.startswith(self.tail):  # truncated or replaced since (a cleared cache): read it anew
+                self._reset()
+                data = self._read_from(fd, 0)
+        finally:
+            os.close(fd)
+        data = data[len(self.tail):]
+        finished = data.rfind(b"\n") + 1  # a last line without its newline is still being written: read it later
+        if finished:
+            for line in data[:finished - 1].split(b"\n"):
+                self._index(line)
+            self.read_to += finished
+            self.tail = (self.tail + data[:finished])[-_TAIL_BYTES:]
+        return True
+
+    def _reset(self) -> None:
+        self.read_to, self.entries, self.tail = 0, {}, b""
+
+    @staticmethod
+    def _read_from(fd: int, at: int) -> bytes:
+        want = max(0, os.fstat(fd).st_size - at) + 65536
+        chunks = []
+        while True:
+            chunks.append(os.pread(fd, want, at))
+            if len(chunks[-1]) < want:
+                return b"".join(chunks)
+            at, want = at + want, 65536  # it grew that much meanwhile: read on to the end
+
+    def _index(self, line: bytes) -> None:
+        """Every entry a line holds: one, or more when a writer killed mid-line left a torn entry that the next
+        writer's line was glued to (each ``<key>TAB`` starts an entry that runs to the line's end, as JSON never holds
+        a raw tab: the torn one then does not parse)."""
+        tab = line.find(b"\t")
+        while tab >= 0:
+            key = line[tab - 64:tab]
+            if tab >= 64 and _KEY_BYTES.fullmatch(key):
+                self.entries.setdefault(key.decode("ascii"), []).append(line[tab + 1:])
+            tab = line.find(b"\t", tab + 1)
 
 
 class ResponseCache:
@@ -129,6 +211,8 @@ class ResponseCache:
             make_dirs(self.root)  # private, like its entries (vista.shared.atomic)
         self._appending: OrderedDict[str, int] = OrderedDict()  # patient -> its file's descriptor, opened O_APPEND
         self._lock = threading.Lock()  # a descriptor is never closed while another thread writes through it
+        self._indexes: OrderedDict[str, _PatientIndex] = OrderedDict()  # patient -> its file's lines read so far
+        self._index_lock = threading.Lock()
         weakref.finalize(self, _close_all, self._appending)
 
     def path(self, key: str, patient: str | None = None) -> Path | Location:
@@ -147,8 +231,12 @@ class ResponseCache:
                 return found
         path = self.path(key)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return CachedAnswer(**data)
+            if isinstance(path, Location):
+                text = path.read_text()
+            else:
+                with open(os.path.join(self.root, key[:2], f"{key}.json"), encoding="utf-8") as handle:  # (no Path: per call)
+                    text = handle.read()
+            return CachedAnswer(**json.loads(text))
         except FileNotFoundError:
             return None
         except (OSError, ValueError, TypeError) as exc:
@@ -157,7 +245,7 @@ class ResponseCache:
 
     def put(self, key: str, answer: CachedAnswer, patient: str | None = None) -> None:
         """Store ``answer``: one line appended to the patient's file (local disk), else one file or object."""
-        text = json.dumps(asdict(answer), ensure_ascii=False)
+        text = answer.to_json()
         if patient is not None and self.store is None:
             if not _KEY.fullmatch(key):
                 raise ValueError(f"LLM cache key {key[:80]!r} is not a sha256 hex digest")
@@ -194,30 +282,33 @@ class ResponseCache:
         return self.root / "patients" / digest[:2] / f"{digest[:32]}.jsonl"  # type: ignore[operator]
 
     def _get_appended(self, key: str, patient: str) -> CachedAnswer | None:
-        """The last readable line of ``key`` in the patient's file, read afresh (another process may have written)."""
-        path = self._patient_file(patient)
-        try:
-            data = _read_all(path)
-        except FileNotFoundError:
+        """The last readable line of ``key`` in the patient's file, after reading what was appended since this
+        process last looked (another process may have written)."""
+        with self._index_lock:
+            index = self._indexes.get(patient)
+            if index is None:
+                index = self._indexes[patient] = _PatientIndex(str(self._patient_file(patient)))
+                if len(self._indexes) > INDEXED_PATIENTS:
+                    self._indexes.popitem(last=False)
+            else:
+                self._indexes.move_to_end(patient)
+            try:
+                exists = index.refresh()
+            except OSError as exc:
+                log.warning("LLM cache file %s is unreadable (%s); treating it as a miss", index.path, type(exc).__name__)
+                return None
+            entries = index.entries.get(key, ())
+        if not exists:
             self._forget(patient)  # removed under us (a cleared cache): the next put makes it anew
             return None
-        except OSError as exc:
-            log.warning("LLM cache file %s is unreadable (%s); treating it as a miss", path, type(exc).__name__)
-            return None
-        needle = f"{key}\t".encode()
         problem: Exception | None = None
-        end = len(data)
-        while (at := data.rfind(needle, 0, end)) >= 0:
-            end = at
-            stop = data.find(b"\n", at)
-            if stop < 0:  # the last line, not finished yet: its writer may still be at it
-                continue
+        for entry in reversed(entries):
             try:
-                return CachedAnswer(**json.loads(data[at + len(needle):stop]))
+                return CachedAnswer(**json.loads(entry))
             except (ValueError, TypeError) as exc:  # torn by a writer killed mid-line, then glued to the next
                 problem = exc
         if problem is not None:
-            log.warning("LLM cache entry %s in %s is unreadable (%s); treating it as a miss", key, path,
+            log.warning("LLM cache entry %s in %s is unreadable (%s); treating it as a miss", key, index.path,
                         type(problem).__name__)
         return None
 
@@ -262,19 +353,6 @@ class ResponseCache:
             fd = self._appending.pop(patient, None)
             if fd is not None:
                 os.close(fd)
-
-
-def _read_all(path: Path) -> bytes:
-    """The whole file, through a fresh descriptor (an NFS client revalidates what it caches on open)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        want = os.fstat(fd).st_size + 65536
-        chunks = [os.read(fd, want)]
-        while len(chunks[-1]) == want:  # it grew that much meanwhile: read on to the end
-            chunks.append(os.read(fd, want))
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def _close_all(fds: OrderedDict[str, int]) -> None:

@@ -29,7 +29,6 @@ import asyncio
 import functools
 import logging
 import random
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -40,7 +39,7 @@ from pydantic import BaseModel
 from vista.shared.llm.answers import parse_answer, reask_turns
 from vista.shared.llm.backend import Backend, ChatReply, ChatRequest
 from vista.shared.llm.budget import AttemptReport, BudgetLimits, Grant, Limiter, Refusal, RequestBudget
-from vista.shared.llm.cache import CachedAnswer, ResponseCache, cache_key
+from vista.shared.llm.cache import CachedAnswer, ResponseCache, cache_key, canonical_json
 from vista.shared.llm.config import LLMConfig
 from vista.shared.llm.errors import BackendError, ErrorKind, LLMCallError, LLMCallFailed, LLMEndpointFailure
 from vista.shared.llm.messages import Message, as_messages, with_schema_prompt
@@ -49,7 +48,7 @@ from vista.shared.llm.prices import PriceTable
 from vista.shared.llm.priority import call_done, request_priority
 from vista.shared.llm.retry import RetryPolicy
 from vista.shared.llm.schema import JSONSchema, response_format, response_schema, schema_instructions, schema_name
-from vista.shared.llm.usage import CallRecord, UsageLedger, utc_now
+from vista.shared.llm.usage import CallRecord, UsageLedger, new_call_id, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +172,7 @@ class LLMGateway:
             cap_s=self.config.backoff_max_s,
         )
         self._schemas: dict[type[BaseModel], JSONSchema] = {}
+        self._schema_keys: dict[type[BaseModel], str] = {}  # each schema's canonical JSON, as cache keys use it
         self._unpriced_warned: set[str] = set()
         self._context_tokens: int | None = None
         self._served_model: str | None = None
@@ -262,7 +262,7 @@ class LLMGateway:
         messages = as_messages(messages)
         schema = self.schema_for(response_model)
         call = _CallInfo(
-            call_id=uuid.uuid4().hex[:16],
+            call_id=new_call_id(),
             agent=agent,
             patient_id=None if patient_id is None else str(patient_id),
             schema_name=schema_name(response_model),
@@ -270,7 +270,8 @@ class LLMGateway:
             start=self._clock.monotonic(),
         )
         request = self._request(messages, schema, call.schema_name, max_tokens)
-        key = self._key(request, schema, await self.served_model()) if (self._cache is not None and use_cache) else None
+        key = (self._key(request, response_model, await self.served_model()) if (self._cache is not None and use_cache)
+               else None)
 
         if key is not None and (hit := self._cache_lookup(key, response_model, call.patient_id)) is not None:
             output, entry = hit
@@ -366,7 +367,7 @@ class LLMGateway:
             max_response_bytes=cfg.response_byte_limit(max_tokens or cfg.max_tokens),
         )
 
-    def _key(self, request: ChatRequest, schema: JSONSchema, served_model: str | None) -> str:
+    def _key(self, request: ChatRequest, response_model: type[BaseModel], served_model: str | None) -> str:
         parameters = {
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
@@ -379,10 +380,17 @@ class LLMGateway:
             served_model=served_model,
             model=request.model,
             messages=request.messages,
-            schema=schema,
+            schema=None,
+            schema_json=self._schema_key(response_model),
             schema_mode=self.config.schema_mode,
             parameters=parameters,
         )
+
+    def _schema_key(self, response_model: type[BaseModel]) -> str:
+        """The schema's canonical JSON for cache keys (encoded once per response model, not once per call)."""
+        if response_model not in self._schema_keys:
+            self._schema_keys[response_model] = canonical_json(self.schema_for(response_model))
+        return self._schema_keys[response_model]
 
     # ---------------------------------------------------------------- validate
     async def _ask_until_valid(

@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import importlib
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -32,7 +31,7 @@ from vista.shared.llm.errors import ErrorKind, LLMCallError, LLMEndpointFailure
 from vista.shared.llm.messages import Message, as_messages
 from vista.shared.llm.priority import call_done, chain_calls, request_priority
 from vista.shared.llm.task_usage import record_usage
-from vista.shared.llm.usage import CallRecord
+from vista.shared.llm.usage import CallRecord, new_call_id
 
 if TYPE_CHECKING:
     from vista.shared.llm.gateway import LLMGateway, LLMResult
@@ -110,7 +109,7 @@ class RemoteAnswer:
     @classmethod
     def failure(cls, call: RemoteCall, kind: ErrorKind, message: str, *, model: str, backend: str) -> RemoteAnswer:
         """The answer of a call the hop itself lost (no answer in time, the answering process gone): a recorded error."""
-        record = CallRecord(call_id=uuid.uuid4().hex[:16], agent=call.agent, model=model, patient_id=call.patient_id,
+        record = CallRecord(call_id=new_call_id(), agent=call.agent, model=model, patient_id=call.patient_id,
                             backend=backend, ok=False, error_kind=kind.value, error_message=message)
         return cls(None, LLMCallError(kind, message), record)
 

@@ -17,6 +17,8 @@ processes merge by concatenation and round-trip through parquet or JSON.
 from __future__ import annotations
 
 import json
+import os
+import random
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, fields
@@ -226,3 +228,17 @@ def _summary(row: dict) -> UsageSummary:
 
 def utc_now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+_CALL_IDS = random.Random(os.urandom(16))
+os.register_at_fork(after_in_child=lambda: _CALL_IDS.seed(os.urandom(16)))  # a forked process draws its own ids
+
+
+def new_call_id() -> str:
+    """A call's id: 64 random bits in hex, drawn from a generator seeded once per process from the OS (a uuid4 asks
+    the OS for every id, one system call per LLM call).
+
+    >>> len(new_call_id()), new_call_id() != new_call_id()
+    (16, True)
+    """
+    return f"{_CALL_IDS.getrandbits(64):016x}"

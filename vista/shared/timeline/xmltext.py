@@ -28,13 +28,21 @@ def sanitize(text: str) -> str:
     return _ILLEGAL_XML.sub("", text)
 
 
+_TEXT_SPECIAL = re.compile("[&<>\r]")
+_ATTRIBUTE_SPECIAL = re.compile('[&<>"\n\r\t]')
+
+
 def escape_text(text: str) -> str:
     """Escape sanitized element content (``\\r`` kept as ``&#13;`` so parsers do not normalize it away)."""
+    if _TEXT_SPECIAL.search(text) is None:  # most values: one scan, no copies
+        return text
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#13;")
 
 
 def escape_attribute(text: str) -> str:
     """Escape a sanitized attribute value for double quotes (whitespace kept through attribute normalization)."""
+    if _ATTRIBUTE_SPECIAL.search(text) is None:
+        return text
     return (
         text.replace("&", "&amp;")
         .replace("<", "&lt;")
