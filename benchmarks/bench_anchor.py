@@ -8,6 +8,9 @@ can sustain the load), it runs
   body it answers;
 * **the anchor**: ``python -m benchmarks.anchor_asyncio`` (`openai.AsyncOpenAI` + ``asyncio.Semaphore(N)``) sending
   exactly those recorded bodies to a fresh endpoint of the same latency;
+* with ``--in-process``, **the same chains in one process** (`benchmarks.chains_in_process`: the job's patients,
+  prompts, validation and cache, on one event loop without Ray), which splits the job's CPU into its own Python and
+  Ray's share;
 
 each under `benchmarks.tree_cpu` (a cpuacct cgroup where it can make one), so the CPU of the whole process tree is counted — for the job
 its driver, actors and every Ray process (raylet, GCS, workers, agents). It prints, for both: CPU ms per call, wall
@@ -20,6 +23,7 @@ wall / the same job's fault-free wall. Figures are printed, never asserted.
     python -m benchmarks.bench_anchor                  # 200 patients (about 8 minutes on 2 cores)
     python -m benchmarks.bench_anchor --quick          # 20 patients, shorter chains: under 3 minutes
     python -m benchmarks.bench_anchor --patients 1000 --settings 64:0.5 256:2 512:4
+    python -m benchmarks.bench_anchor --patients 1000 --settings 64:0.5 --in-process --no-faults
 """
 
 from __future__ import annotations
@@ -168,6 +172,29 @@ def run_anchor(args: argparse.Namespace, bodies: Path, budget: int, latency: flo
                since_launch(stats, launched, "last_answered"), int(result["failed"]), usage.method)
 
 
+def run_in_process(args: argparse.Namespace, dataset: Path, labels: Path, budget: int, latency: float) -> Run:
+    """The job's chains in one process without Ray (`benchmarks.chains_in_process`), under `benchmarks.tree_cpu`."""
+    endpoint = Endpoint(latency)
+    try:
+        command = [sys.executable, "-m", "benchmarks.chains_in_process", "--labels", str(labels), "--dataset",
+                   str(dataset), "--base-url", endpoint.base_url, "--in-flight", str(budget), "--chunk-tokens",
+                   str(args.chunk_tokens)]
+        launched = time.time()
+        counted = run_counted(command, timeout_s=args.timeout)
+        stats = endpoint.stats()
+    finally:
+        endpoint.stop()
+    usage = counted.usage
+    lines = counted.stdout.strip().splitlines()
+    result = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {}
+    if usage.returncode != 0:
+        print(counted.stdout[-2000:], counted.stderr[-2000:], sep="\n")
+    return Run("in-process", budget, latency, stats["requests"], usage.cpu_s, usage.wall_s,
+               round(stats["requests"] * latency / budget, 1), stats["max_in_flight"], usage.returncode, None,
+               since_launch(stats, launched), since_launch(stats, launched, "last_answered"),
+               int(result.get("failed", 0)), usage.method)
+
+
 def say(run: Run) -> Run:
     """One line as soon as a run ends (a long benchmark stopped early still told its figures)."""
     print(f"  {run.who}: {run.calls} calls, {run.cpu_ms_per_call:.1f} ms CPU/call, wall {run.wall_s:.1f} s = "
@@ -201,6 +228,12 @@ def compare(runs: list[Run]) -> list[str]:
             lines.append(f"{job.in_flight} @ {job.latency_s:g} s: job CPU per call = "
                          f"{job.cpu_ms_per_call / anchor.cpu_ms_per_call:.1f} x the anchor's; server saw at most "
                          f"{job.server_max_in_flight} of {job.in_flight} from the job")
+        alone = next((r for r in runs if r.who == "in-process" and r.in_flight == job.in_flight
+                      and r.latency_s == job.latency_s), None)
+        if alone is not None and alone.calls:
+            lines.append(f"{job.in_flight} @ {job.latency_s:g} s: the same chains in one process without Ray cost "
+                         f"{alone.cpu_ms_per_call:.1f} ms per call; Ray's share of the job: {job.cpu_s - alone.cpu_s:.1f} "
+                         f"CPU-s ({(job.cpu_s - alone.cpu_s) / job.cpu_s:.0%})")
     faulted = next((r for r in runs if r.who == "job+faults"), None)
     if faulted is not None:
         clean = next(r for r in runs if r.who == "job" and r.in_flight == faulted.in_flight
@@ -228,6 +261,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="20 patients in chunks of 4000 tokens (shorter chains): "
                         "under 3 minutes")
     parser.add_argument("--no-faults", action="store_true", help="skip the run under the fault mix")
+    parser.add_argument("--in-process", action="store_true", help="also run the job's chains in one process without "
+                        "Ray (benchmarks.chains_in_process) at each setting: the job's CPU less that is Ray's share")
     parser.add_argument("--chunk-tokens", type=int, help="chunk limit of the agents (default 1200; --quick 4000)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds one run may take")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "bench_anchor",
@@ -252,6 +287,9 @@ def main(argv: list[str] | None = None) -> None:
             print(f"anchor at {budget} in flight, {latency:g} s latency ...", flush=True)
             runs.append(say(run_anchor(args, bodies, budget, latency)))
         bodies.unlink(missing_ok=True)  # the job's prompts: not kept
+        if args.in_process:
+            print(f"the job's chains in one process (no Ray) at {budget} in flight, {latency:g} s latency ...", flush=True)
+            runs.append(say(run_in_process(args, dataset, labels, budget, latency)))
     if not args.no_faults:
         budget, latency = args.settings[0]
         print(f"job at {budget} in flight, {latency:g} s latency, under the fault mix ...", flush=True)

@@ -119,3 +119,24 @@ def test_the_comparison_lines():
         "64 @ 0.5 s: job CPU per call = 6.0 x the anchor's; server saw at most 64 of 64 from the job",
         "64 @ 0.5 s under the fault mix: job wall 26.0 s = 1.30 x its fault-free wall (20.0 s)"]
     assert setting("256:2") == (256, 2.0)
+
+
+def test_the_chains_in_one_process_run_every_patient_against_the_endpoint(tmp_path):
+    from benchmarks.bench_predict_throughput import make_inputs
+    from benchmarks.chains_in_process import run_chains
+
+    dataset, labels = make_inputs(tmp_path, subjects=6, patients=3)
+    with SyntheticLLMServer(latency_s=0.01) as server:
+        figures = asyncio.run(run_chains(labels, dataset, server.base_url, in_flight=4, chunk_tokens=4000,
+                                         context_tokens=32768, cache_dir=tmp_path / "cache"))
+        calls = server.stats.requests
+    assert figures["patients"] == 3 and figures["failed"] == 0, figures
+    assert calls >= 6  # at least one worker and the manager per patient
+    assert server.stats.max_in_flight <= 4
+
+
+def test_the_comparison_names_rays_share_when_the_chains_ran_in_one_process():
+    runs = [Run("job", 64, 0.5, 100, 3.0, 20.0, 10.0, 64, 0), Run("anchor", 64, 0.5, 100, 0.5, 11.0, 1.0, 64, 0),
+            Run("in-process", 64, 0.5, 100, 1.2, 12.0, 0.8, 64, 0)]
+    assert compare(runs)[1] == ("64 @ 0.5 s: the same chains in one process without Ray cost 12.0 ms per call; "
+                                "Ray's share of the job: 1.8 CPU-s (60%)")

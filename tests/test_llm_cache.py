@@ -215,3 +215,43 @@ def test_the_key_is_the_sha256_of_the_whole_material_in_canonical_json_so_earlie
     recipe = hashlib.sha256(json.dumps(material, sort_keys=True, separators=(",", ":"),
                                        ensure_ascii=False).encode()).hexdigest()
     assert cache_key(schema=schema, **ask) == recipe == cache_key(schema=None, schema_json=canonical_json(schema), **ask)
+
+
+def _whole_file_lookup(data: bytes, key: str) -> CachedAnswer | None:
+    """The lookup as it was before the index: the last readable finished line of ``key`` in the whole file."""
+    needle, end = f"{key}\t".encode(), len(data)
+    while (at := data.rfind(needle, 0, end)) >= 0:
+        end = at
+        stop = data.find(b"\n", at)
+        if stop < 0:
+            continue
+        try:
+            return CachedAnswer(**json.loads(data[at + len(needle):stop]))
+        except (ValueError, TypeError):
+            continue
+    return None
+
+
+def test_the_index_answers_as_a_read_of_the_whole_file_would_through_appends_tears_and_a_cleared_cache(tmp_path):
+    import random
+
+    rng = random.Random(7)
+    keys = [f"{n:064x}" for n in range(12)]
+    reader, writers = ResponseCache(tmp_path), [ResponseCache(tmp_path) for _ in range(2)]
+    writers[0].put(keys[0], ENTRY, patient="p")
+    (path,) = (tmp_path / "patients").glob("??/*.jsonl")
+    for step in range(400):
+        roll = rng.random()
+        if roll < 0.5:
+            answer = CachedAnswer(json.dumps({"step": step}), "m", "Risk", step, 1)
+            rng.choice(writers).put(rng.choice(keys), answer, patient="p")
+        elif roll < 0.56:  # a writer killed mid-line (its torn entry then glued to the next line)
+            with path.open("ab") as f:
+                f.write(rng.choice(keys).encode() + b'\t{"content": "tor')
+        elif roll < 0.58:  # the cache cleared, and written again from scratch
+            for cache in (reader, *writers):
+                cache.close()
+            path.unlink()
+            writers[1].put(rng.choice(keys), ENTRY, patient="p")
+        key = rng.choice(keys)
+        assert reader.get(key, patient="p") == _whole_file_lookup(path.read_bytes(), key), step

@@ -143,51 +143,48 @@ _ANSWER_FIELDS = tuple(f.name for f in fields(CachedAnswer))
 
 @dataclass(slots=True)
 class _PatientIndex:
-    """What this process has read of one patient's file: every finished line before ``read_to``, by key."""
+    """Where each key's entries are in one patient's file, for every finished line before ``read_to`` (offsets, not
+    the entries: an index costs about a hundred bytes an answer)."""
 
     path: str
     read_to: int = 0
-    entries: dict[str, list[bytes]] = field(default_factory=dict)  # key -> its entries' JSON, in file order
+    entries: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # key -> (offset, length), in file order
     tail: bytes = b""  # the last bytes before read_to, checked on each read: another file there is read anew
 
-    def refresh(self) -> bool:
-        """Read what was appended since the last refresh, through a fresh descriptor (an NFS client revalidates
-        what it caches on open); False when the file does not exist (the index is emptied)."""
+    def lookup(self, key: str) -> list[bytes] | None:
+        """``key``'s entries (JSON, in file order) after reading what was appended since the last lookup, through a
+        fresh descriptor (an NFS client revalidates what it caches on open); None when the file does not exist."""
         try:
             fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
             self._reset()
-            return False
+            return None
         try:
-            data = self._read_from(fd, self.read_to - len(self.tail))
-            if not data.startswith(self.tail):  # truncated or replaced since (a cleared cache): read it anew
-                self._reset()
-                data = self._read_from(fd, 0)
+            self._read_on(fd)
+            return [os.pread(fd, length, at) for at, length in self.entries.get(key, ())]
         finally:
             os.close(fd)
-        data = data[len(self.tail):]
+
+    def _read_on(self, fd: int) -> None:
+        start = self.read_to - len(self.tail)
+        data = _read_from(fd, start)
+        if not data.startswith(self.tail):  # truncated or replaced since (a cleared cache): read it anew
+            self._reset()
+            start, data = 0, _read_from(fd, 0)
         finished = data.rfind(b"\n") + 1  # a last line without its newline is still being written: read it later
-        if finished:
-            for line in data[:finished - 1].split(b"\n"):
-                self._index(line)
-            self.read_to += finished
-            self.tail = (self.tail + data[:finished])[-_TAIL_BYTES:]
-        return True
+        at = self.read_to - start
+        if finished <= at:
+            return
+        for line in data[at:finished - 1].split(b"\n"):
+            self._index(line, start + at)
+            at += len(line) + 1
+        self.read_to = start + finished
+        self.tail = data[max(0, finished - _TAIL_BYTES):finished]
 
     def _reset(self) -> None:
         self.read_to, self.entries, self.tail = 0, {}, b""
 
-    @staticmethod
-    def _read_from(fd: int, at: int) -> bytes:
-        want = max(0, os.fstat(fd).st_size - at) + 65536
-        chunks = []
-        while True:
-            chunks.append(os.pread(fd, want, at))
-            if len(chunks[-1]) < want:
-                return b"".join(chunks)
-            at, want = at + want, 65536  # it grew that much meanwhile: read on to the end
-
-    def _index(self, line: bytes) -> None:
+    def _index(self, line: bytes, offset: int) -> None:
         """Every entry a line holds: one, or more when a writer killed mid-line left a torn entry that the next
         writer's line was glued to (each ``<key>TAB`` starts an entry that runs to the line's end, as JSON never holds
         a raw tab: the torn one then does not parse)."""
@@ -195,8 +192,19 @@ class _PatientIndex:
         while tab >= 0:
             key = line[tab - 64:tab]
             if tab >= 64 and _KEY_BYTES.fullmatch(key):
-                self.entries.setdefault(key.decode("ascii"), []).append(line[tab + 1:])
+                self.entries.setdefault(key.decode("ascii"), []).append((offset + tab + 1, len(line) - tab - 1))
             tab = line.find(b"\t", tab + 1)
+
+
+def _read_from(fd: int, at: int) -> bytes:
+    """The file from ``at`` to its end (read on if it grows meanwhile)."""
+    want = max(0, os.fstat(fd).st_size - at) + 65536
+    chunks = []
+    while True:
+        chunks.append(os.pread(fd, want, at))
+        if len(chunks[-1]) < want:
+            return b"".join(chunks)
+        at, want = at + want, 65536
 
 
 class ResponseCache:
@@ -293,12 +301,11 @@ class ResponseCache:
             else:
                 self._indexes.move_to_end(patient)
             try:
-                exists = index.refresh()
+                entries = index.lookup(key)
             except OSError as exc:
                 log.warning("LLM cache file %s is unreadable (%s); treating it as a miss", index.path, type(exc).__name__)
                 return None
-            entries = index.entries.get(key, ())
-        if not exists:
+        if entries is None:
             self._forget(patient)  # removed under us (a cleared cache): the next put makes it anew
             return None
         problem: Exception | None = None
