@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from benchmarks.bench_predict_throughput import RAY_ENV, Endpoint, job_argv, longest_chain, make_inputs
-from benchmarks.tree_cpu import run_counted
+from benchmarks.tree_cpu import TreeUsage, run_counted
 from vista.shared.testing.fault_proxy import FaultPlan, FaultProxy
 
 FAULT_MIX = FaultPlan(rate_limit=0.08, server_error=0.05, garbage_body=0.04, truncated=0.03, retry_after_s=1.0)
@@ -149,50 +149,54 @@ def run_job(args: argparse.Namespace, dataset: Path, labels: Path, budget: int, 
                since_launch(stats, launched, "last_answered"), not_ok, usage.method)
 
 
-def run_anchor(args: argparse.Namespace, bodies: Path, budget: int, latency: float) -> Run:
+@dataclass(frozen=True)
+class _Counted:
+    """A plain script's run against a fresh endpoint: its whole-tree usage, its last JSON line, the endpoint's stats."""
+
+    usage: TreeUsage
+    result: dict
+    stats: dict
+    launched: float
+
+    def run(self, who: str, budget: int, latency: float, bound_s: float) -> Run:
+        return Run(who, budget, latency, self.stats["requests"], self.usage.cpu_s, self.usage.wall_s, round(bound_s, 1),
+                   self.stats["max_in_flight"], self.usage.returncode, None, since_launch(self.stats, self.launched),
+                   since_launch(self.stats, self.launched, "last_answered"), int(self.result.get("failed", 0)),
+                   self.usage.method)
+
+
+def run_script(args: argparse.Namespace, module: str, options: list[str], latency: float) -> _Counted:
+    """``python -m module --base-url URL options`` under `benchmarks.tree_cpu`, against a fresh endpoint."""
     endpoint = Endpoint(latency)
     try:
-        command = [sys.executable, "-m", "benchmarks.anchor_asyncio", "--bodies", str(bodies), "--base-url",
-                   endpoint.base_url, "--in-flight", str(budget)]
         launched = time.time()
-        counted = run_counted(command, timeout_s=args.timeout)
+        counted = run_counted([sys.executable, "-m", module, "--base-url", endpoint.base_url, *options],
+                              timeout_s=args.timeout)
         stats = endpoint.stats()
     finally:
         endpoint.stop()
-    usage = counted.usage
     lines = counted.stdout.strip().splitlines()
-    if usage.returncode != 0 or not lines:
+    if counted.usage.returncode != 0 or not lines:
         print(counted.stdout[-2000:], counted.stderr[-2000:], sep="\n")
-        return Run("anchor", budget, latency, stats["requests"], usage.cpu_s, usage.wall_s, 0.0,
-                   stats["max_in_flight"], usage.returncode)
-    result = json.loads(lines[-1])
-    bound = math.ceil(result["calls"] / budget) * latency
-    return Run("anchor", budget, latency, stats["requests"], usage.cpu_s, usage.wall_s, round(bound, 1),
-               stats["max_in_flight"], usage.returncode, None, since_launch(stats, launched),
-               since_launch(stats, launched, "last_answered"), int(result["failed"]), usage.method)
-
-
-def run_in_process(args: argparse.Namespace, dataset: Path, labels: Path, budget: int, latency: float) -> Run:
-    """The job's chains in one process without Ray (`benchmarks.chains_in_process`), under `benchmarks.tree_cpu`."""
-    endpoint = Endpoint(latency)
-    try:
-        command = [sys.executable, "-m", "benchmarks.chains_in_process", "--labels", str(labels), "--dataset",
-                   str(dataset), "--base-url", endpoint.base_url, "--in-flight", str(budget), "--chunk-tokens",
-                   str(args.chunk_tokens)]
-        launched = time.time()
-        counted = run_counted(command, timeout_s=args.timeout)
-        stats = endpoint.stats()
-    finally:
-        endpoint.stop()
-    usage = counted.usage
-    lines = counted.stdout.strip().splitlines()
     result = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {}
-    if usage.returncode != 0:
-        print(counted.stdout[-2000:], counted.stderr[-2000:], sep="\n")
-    return Run("in-process", budget, latency, stats["requests"], usage.cpu_s, usage.wall_s,
-               round(stats["requests"] * latency / budget, 1), stats["max_in_flight"], usage.returncode, None,
-               since_launch(stats, launched), since_launch(stats, launched, "last_answered"),
-               int(result.get("failed", 0)), usage.method)
+    return _Counted(counted.usage, result, stats, launched)
+
+
+def run_anchor(args: argparse.Namespace, bodies: Path, budget: int, latency: float) -> Run:
+    """The plain-asyncio anchor replaying the job's recorded requests (`benchmarks.anchor_asyncio`)."""
+    counted = run_script(args, "benchmarks.anchor_asyncio", ["--bodies", str(bodies), "--in-flight", str(budget)],
+                         latency)
+    bound = math.ceil(counted.result["calls"] / budget) * latency if "calls" in counted.result else 0.0
+    return counted.run("anchor", budget, latency, bound)
+
+
+def run_in_process(args: argparse.Namespace, dataset: Path, labels: Path, job: Run) -> Run:
+    """The job's chains in one process without Ray (`benchmarks.chains_in_process`), at the job's setting and against
+    the job's bound (the same chains)."""
+    counted = run_script(args, "benchmarks.chains_in_process", ["--labels", str(labels), "--dataset", str(dataset),
+                         "--in-flight", str(job.in_flight), "--chunk-tokens", str(args.chunk_tokens)], job.latency_s)
+    bound = job.bound_s or counted.stats["requests"] * job.latency_s / job.in_flight
+    return counted.run("in-process", job.in_flight, job.latency_s, bound)
 
 
 def say(run: Run) -> Run:
@@ -221,23 +225,25 @@ def print_table(runs: list[Run]) -> None:
 def compare(runs: list[Run]) -> list[str]:
     """The ratios the issue asks for: job / anchor CPU per call per setting, and the faulted wall / fault-free wall."""
     lines = []
+
+    def beside(job: Run, who: str) -> Run | None:  # the run of ``who`` at the job's setting
+        return next((r for r in runs if r.who == who and (r.in_flight, r.latency_s) == (job.in_flight, job.latency_s)),
+                    None)
+
     for job in (r for r in runs if r.who == "job"):
-        anchor = next((r for r in runs if r.who == "anchor" and r.in_flight == job.in_flight
-                       and r.latency_s == job.latency_s), None)
+        anchor = beside(job, "anchor")
         if anchor is not None and anchor.cpu_ms_per_call:
             lines.append(f"{job.in_flight} @ {job.latency_s:g} s: job CPU per call = "
                          f"{job.cpu_ms_per_call / anchor.cpu_ms_per_call:.1f} x the anchor's; server saw at most "
                          f"{job.server_max_in_flight} of {job.in_flight} from the job")
-        alone = next((r for r in runs if r.who == "in-process" and r.in_flight == job.in_flight
-                      and r.latency_s == job.latency_s), None)
+        alone = beside(job, "in-process")
         if alone is not None and alone.calls:
             lines.append(f"{job.in_flight} @ {job.latency_s:g} s: the same chains in one process without Ray cost "
                          f"{alone.cpu_ms_per_call:.1f} ms per call; Ray's share of the job: {job.cpu_s - alone.cpu_s:.1f} "
                          f"CPU-s ({(job.cpu_s - alone.cpu_s) / job.cpu_s:.0%})")
     faulted = next((r for r in runs if r.who == "job+faults"), None)
-    if faulted is not None:
-        clean = next(r for r in runs if r.who == "job" and r.in_flight == faulted.in_flight
-                     and r.latency_s == faulted.latency_s)
+    clean = beside(faulted, "job") if faulted is not None else None
+    if faulted is not None and clean is not None:
         lines.append(f"{faulted.in_flight} @ {faulted.latency_s:g} s under the fault mix: job wall {faulted.wall_s:.1f} s"
                      f" = {faulted.wall_s / clean.wall_s:.2f} x its fault-free wall ({clean.wall_s:.1f} s)")
     return lines
@@ -282,14 +288,15 @@ def main(argv: list[str] | None = None) -> None:
         bodies = args.work / f"bodies_{budget}.jsonl"
         bodies.unlink(missing_ok=True)
         print(f"job at {budget} in flight, {latency:g} s latency ...", flush=True)
-        runs.append(say(run_job(args, dataset, labels, budget, latency, who="job", record=bodies)))
+        job = say(run_job(args, dataset, labels, budget, latency, who="job", record=bodies))
+        runs.append(job)
         if bodies.is_file():
             print(f"anchor at {budget} in flight, {latency:g} s latency ...", flush=True)
             runs.append(say(run_anchor(args, bodies, budget, latency)))
         bodies.unlink(missing_ok=True)  # the job's prompts: not kept
         if args.in_process:
             print(f"the job's chains in one process (no Ray) at {budget} in flight, {latency:g} s latency ...", flush=True)
-            runs.append(say(run_in_process(args, dataset, labels, budget, latency)))
+            runs.append(say(run_in_process(args, dataset, labels, job)))
     if not args.no_faults:
         budget, latency = args.settings[0]
         print(f"job at {budget} in flight, {latency:g} s latency, under the fault mix ...", flush=True)
@@ -299,7 +306,8 @@ def main(argv: list[str] | None = None) -> None:
     methods = sorted({r.method for r in runs})
     print(f"\nCPU: user + system of the whole process tree (the job's driver, actors and every Ray process; counted by "
           f"{' and '.join(methods)}{'' if methods == ['cgroup'] else ': a subreaper count is a lower bound'}); wall: "
-          "launch to exit, start-up included; bound: job max(calls x latency / N, longest chain x latency), anchor "
+          "launch to exit, start-up included; bound: job and its chains in one process max(calls x latency / N, longest chain x "
+          "latency), anchor "
           "ceil(calls / N) x latency; start: the job's own start-up (its first task started, summary.json); 1st "
           "req: launch to the endpoint's first chat request; tail: the endpoint's last answer to exit; server max: most requests the endpoint held at once")
     for line in compare(runs):
