@@ -306,9 +306,8 @@ def main(argv: list[str] | None = None) -> None:
     methods = sorted({r.method for r in runs})
     print(f"\nCPU: user + system of the whole process tree (the job's driver, actors and every Ray process; counted by "
           f"{' and '.join(methods)}{'' if methods == ['cgroup'] else ': a subreaper count is a lower bound'}); wall: "
-          "launch to exit, start-up included; bound: job and its chains in one process max(calls x latency / N, longest chain x "
-          "latency), anchor "
-          "ceil(calls / N) x latency; start: the job's own start-up (its first task started, summary.json); 1st "
+          "launch to exit, start-up included; bound: job and its chains in one process max(calls x latency / N, "
+          "longest chain x latency), anchor ceil(calls / N) x latency; start: the job's own start-up (its first task started, summary.json); 1st "
           "req: launch to the endpoint's first chat request; tail: the endpoint's last answer to exit; server max: most requests the endpoint held at once")
     for line in compare(runs):
         print(line)
