@@ -65,7 +65,6 @@ CACHE_FORMAT = 3  # bump when the key recipe or the entry layout changes (2: the
 OPEN_PATIENT_FILES = 256  # patient files kept open for appending (least recently written closed first)
 INDEXED_PATIENTS = 256  # patients whose file's lines read so far are kept indexed (least recently looked up dropped)
 _KEY = re.compile(r"[0-9a-f]{64}")  # a cache key: what may stand before the tab of a patient file's line
-_KEY_BYTES = re.compile(rb"[0-9a-f]{64}")
 _TAIL_BYTES = 96  # bytes of a patient file checked before reading on from where the last lookup stopped
 _ENTRY = re.compile(rb"(?=([0-9a-f]{64})\t([^\n]*)\n)")  # a finished line of a patient file (overlapping: glued too)
 
@@ -175,25 +174,13 @@ class _PatientIndex:
         at = self.read_to - start
         if finished <= at:
             return
-        for line in data[at:finished - 1].split(b"\n"):
-            self._index(line, start + at)
-            at += len(line) + 1
+        for found in _ENTRY.finditer(data, at, finished):  # every finished entry, also one glued to a torn line
+            self.entries.setdefault(found[1].decode("ascii"), []).append((start + found.start(2), len(found[2])))
         self.read_to = start + finished
         self.tail = data[max(0, finished - _TAIL_BYTES):finished]
 
     def _reset(self) -> None:
         self.read_to, self.entries, self.tail = 0, {}, b""
-
-    def _index(self, line: bytes, offset: int) -> None:
-        """Every entry a line holds: one, or more when a writer killed mid-line left a torn entry that the next
-        writer's line was glued to (each ``<key>TAB`` starts an entry that runs to the line's end, as JSON never holds
-        a raw tab: the torn one then does not parse)."""
-        tab = line.find(b"\t")
-        while tab >= 0:
-            key = line[tab - 64:tab]
-            if tab >= 64 and _KEY_BYTES.fullmatch(key):
-                self.entries.setdefault(key.decode("ascii"), []).append((offset + tab + 1, len(line) - tab - 1))
-            tab = line.find(b"\t", tab + 1)
 
 
 def _read_from(fd: int, at: int) -> bytes:
@@ -239,12 +226,8 @@ class ResponseCache:
                 return found
         path = self.path(key)
         try:
-            if isinstance(path, Location):
-                text = path.read_text()
-            else:
-                with open(os.path.join(self.root, key[:2], f"{key}.json"), encoding="utf-8") as handle:  # (no Path: per call)
-                    text = handle.read()
-            return CachedAnswer(**json.loads(text))
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return CachedAnswer(**data)
         except FileNotFoundError:
             return None
         except (OSError, ValueError, TypeError) as exc:
