@@ -1,4 +1,4 @@
-"""Benchmark: should the predict actor build the patient's MEDS Graph before the agent chain (the design card's actor)?
+"""Benchmark: should the predict actor build the patient's MEDS Graph before the agent chain (one actor for both systems)?
 
 What the actor does now: read the patient's `PatientRecord` from the MEDS dataset, render the XML timeline from it
 (`vista.shared.timeline.render_timeline`) and chunk it (`trajonco.chunking.chunk_timeline`); the chain's evidence events

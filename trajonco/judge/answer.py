@@ -1,6 +1,6 @@
 """The judge's JSON answer: one bounded verdict per rubric, so even the embedded 135M model answers valid JSON.
 
-Every string has a ``maxLength``, the winner is an enum and objects forbid extra keys (see DESIGN.md: a small model
+Every string has a ``maxLength``, the winner is an enum and objects forbid extra keys (measured here: a small model
 only emits valid JSON under a fully bounded schema). The reason comes before the winner so that a model writing
 left to right argues first and decides second. `answer_model` sizes the reasons to the answer budget: at worst a
 small model spends one token per character, so five reasons and the JSON around them must fit ``max_tokens``.
