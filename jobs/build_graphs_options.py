@@ -13,7 +13,8 @@ from pathlib import Path
 
 from jobs.job_options import add_job_arguments, add_selection_arguments, job_parser
 from jobs.llm_options import add_llm_arguments
-from vista.cli import add_on_duplicate_option, add_profile_option
+from vista.cli import add_on_duplicate_option
+from vista.shared.cli_kit import add_profile_option
 from vista.shared.cli_kit import local_path
 
 DESCRIPTION = """\

@@ -7,7 +7,7 @@ from vista.shared.runs.errors import JobError
 
 def job_user_errors() -> tuple[type[BaseException], ...]:
     """Every exception class whose message alone tells the user what to fix."""
-    from vista.shared.errors import user_errors
+    from vista.shared.cli_kit import user_errors
     from vista.shared.llm.errors import LLMEndpointFailure
 
     return (*user_errors(), JobError, LLMEndpointFailure)

@@ -24,7 +24,8 @@ from jobs.actor_base import TaskActor
 from jobs.actor_settings import ActorRunSettings
 from jobs.preprocess_pool import PreprocessorPool
 from trajonco.agents.results import AnyCancerResult, PatientResult
-from trajonco.pipeline import PipelineConfig, run_any_cancer, run_patient
+from trajonco.any_cancer import run_any_cancer
+from trajonco.pipeline import PipelineConfig, run_patient
 from trajonco.prediction_rows import PART_SCHEMA, RowContext, assessed_record
 from vista.shared.llm import LLMConfig
 from vista.shared.meds.labels import BOOLEAN_VALUE

@@ -13,7 +13,7 @@ import argparse
 from jobs.job_options import add_job_arguments, add_selection_arguments, job_parser
 from jobs.llm_options import add_llm_arguments
 from trajonco.assessment_options import add_assessment_arguments, cancer_key, cancer_keys
-from vista.cli import add_profile_option
+from vista.shared.cli_kit import add_profile_option
 from vista.shared.cli_kit import local_path
 
 DESCRIPTION = """\

@@ -19,7 +19,7 @@ from benchmarks.report.predictions import load_predictions
 from benchmarks.report.profile import run_profile, selection_view
 from benchmarks.report.realism import realism_verdict
 from benchmarks.report.record_length import TOKENS, VISITS
-from benchmarks.report.reproduce import ReportData, ReportResults, Timing
+from benchmarks.report.report_data import ReportData, ReportResults, Timing
 from benchmarks.report.agent_sensitivity import score_point
 from benchmarks.report.results import (
     CohortCharacteristics,

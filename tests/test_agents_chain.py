@@ -13,7 +13,8 @@ import pytest
 from test_agents_patients import CATALOG, lung_patient
 from trajonco.agents.context_fit import ContextFitError
 from trajonco.agents.results import Variant
-from trajonco.pipeline import PipelineConfig, run_any_cancer, run_patient
+from trajonco.any_cancer import run_any_cancer
+from trajonco.pipeline import PipelineConfig, run_patient
 from vista.shared.llm import ChatRequest, LLMConfig, LLMGateway
 from vista.shared.testing.scripted import Delayed, ScriptedBackend
 from vista.shared.timeline import parse_timeline, render_timeline

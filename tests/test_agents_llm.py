@@ -52,7 +52,7 @@ def test_one_and_two_stage_chains_on_the_embedded_model(tmp_path):
 
 def test_any_cancer_chain_on_the_embedded_model_names_a_possible_cancer(tmp_path):
     from trajonco.cancers import applicable_cancers
-    from trajonco.pipeline import run_any_cancer
+    from trajonco.any_cancer import run_any_cancer
 
     record = lung_patient(n_visits=3)
 

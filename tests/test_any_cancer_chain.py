@@ -9,7 +9,8 @@ from test_agents_chain import PREDICTION, Script, manager_answer, worker_answer
 from test_agents_patients import CATALOG, lung_patient
 from trajonco.agents.results import AnyCancerResult, Variant
 from trajonco.cancers import applicable_cancers
-from trajonco.pipeline import PipelineConfig, run_any_cancer, run_sync
+from trajonco.any_cancer import run_any_cancer
+from trajonco.pipeline import PipelineConfig, run_sync
 from vista.shared.llm import LLMConfig, LLMGateway
 from vista.shared.testing.scripted import ScriptedBackend
 

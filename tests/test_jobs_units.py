@@ -381,7 +381,7 @@ def test_bad_inputs_exit_with_one_clear_line(tmp_path, capsys):
 
 def test_any_cancer_row_keeps_the_strongest_cancer_and_every_score():
     from trajonco.cancers import applicable_cancers
-    from trajonco.pipeline import run_any_cancer
+    from trajonco.any_cancer import run_any_cancer
 
     record = lung_patient(n_visits=4)
     context = RowContext(cancer="any", variant="one_stage", model="synthetic", run_id="r1")

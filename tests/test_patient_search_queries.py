@@ -139,7 +139,7 @@ def test_a_query_round_trips_through_json():
 
 def test_the_cohort_query_command_prints_the_matches_with_their_evidence(tmp_path, capsys):
     from vista.patient_search.cli import add_query_parser
-    from vista.shared.errors import run_command, user_errors
+    from vista.shared.cli_kit import run_command, user_errors
 
     parser = argparse.ArgumentParser(prog="vista")
     add_query_parser(parser.add_subparsers(dest="command", required=True))

@@ -147,7 +147,7 @@ def test_errors_name_the_store_and_the_subject(tmp_path):
 @pytest.mark.slow
 def test_the_similar_command_prints_a_ranking_and_reports_mistakes_in_one_line(capsys):
     from vista.patient_search.cli import add_similar_parser
-    from vista.shared.errors import run_command, user_errors
+    from vista.shared.cli_kit import run_command, user_errors
 
     parser = argparse.ArgumentParser(prog="vista")
     add_similar_parser(parser.add_subparsers(dest="command", required=True))

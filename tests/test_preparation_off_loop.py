@@ -12,7 +12,8 @@ import vista.shared.timeline.model as timeline_model
 from test_agents_chain import Script, manager_answer, worker_answer
 from test_agents_patients import CATALOG, lung_patient
 from trajonco.fitting import GatewayFacts
-from trajonco.pipeline import PipelineConfig, default_prediction_time, run_any_cancer, run_patient, run_sync
+from trajonco.any_cancer import run_any_cancer
+from trajonco.pipeline import PipelineConfig, default_prediction_time, run_patient, run_sync
 from vista.shared.llm import LLMConfig
 from vista.shared.testing.scripted import ScriptedBackend
 

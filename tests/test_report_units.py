@@ -362,7 +362,7 @@ def test_one_colour_per_model_across_the_report(tmp_path):
 def _scripted_runner(calls: list):
     """An `AgentRunner` double: records each request and writes a prediction file scoring cases above controls
     except one case (so the AUROC is not trivially 1)."""
-    from benchmarks.report.reproduce import AgentRun
+    from benchmarks.report.report_data import AgentRun
     from benchmarks.report.settings import PredictionSource
 
     def run(request):
@@ -386,7 +386,7 @@ def test_agents_run_per_budget_and_gap_and_reuse_the_whole_record_run(small_data
 
     from benchmarks.report.agent_sensitivity import run_agent_sensitivity
     from benchmarks.report.cohort_tasks import CohortOutcome, CohortTask
-    from benchmarks.report.reproduce import AgentRequest
+    from benchmarks.report.report_data import AgentRequest
     from benchmarks.report.timelines import token_counts
 
     root, labels = small_dataset
@@ -469,7 +469,7 @@ def test_agent_points_appear_beside_the_baselines_with_their_n(tmp_path):
 def test_agents_run_only_at_the_gaps_asked(small_dataset, tmp_path):
     from benchmarks.report.agent_sensitivity import run_agent_sensitivity
     from benchmarks.report.cohort_tasks import CohortOutcome, CohortTask
-    from benchmarks.report.reproduce import AgentRequest
+    from benchmarks.report.report_data import AgentRequest
 
     root, labels = small_dataset
     with pytest.raises(ValidationError, match="agent_gap_years"):
@@ -528,7 +528,7 @@ def test_results_json_gives_no_number_on_too_few_and_keeps_the_raw_value_named(t
     the raw value sits under too_few_raw with the counts, and reading the file back restores it."""
     import json
 
-    from benchmarks.report.reproduce import ReportResults
+    from benchmarks.report.report_data import ReportResults
     from report_fixtures import build_report_data
 
     data = build_report_data(tmp_path)

@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from vista.shared.errors import UserError, run_command, user_errors
+from vista.shared.cli_kit import run_command, user_errors
+from vista.shared.errors import UserError
 
 INTERNAL_ERRORS = {
     # failures of a call or a worker, recorded per patient or re-raised with context by their caller
@@ -55,9 +56,9 @@ def test_every_exception_class_says_whether_the_user_can_fix_it():
 
 
 def test_user_errors_imports_no_package():
-    """The commands build their ``except`` clause before ``--help`` runs: it must not import the packages."""
-    code = ("import sys; from vista.shared.errors import user_errors; user_errors(); "
-            "print(sorted(m for m in sys.modules if m.startswith(('vista.', 'trajonco')) and m not in ('vista.shared', 'vista.shared.errors')))")
+    """The commands build their ``except`` clause before ``--help`` runs: it imports only the light CLI kit."""
+    code = ("import sys; from vista.shared.cli_kit import user_errors; user_errors(); "
+            "print(sorted(m for m in sys.modules if m.startswith(('vista.', 'trajonco')) and m not in ('vista.shared', 'vista.shared.errors', 'vista.shared.cli_kit', 'vista.shared.atomic')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

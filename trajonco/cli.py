@@ -14,9 +14,23 @@ from datetime import datetime
 from pathlib import Path
 
 from trajonco.assessment_options import add_assessment_arguments, cancer_keys
-from vista.cli import add_llm_option, add_profile_option
-from vista.shared.cli_kit import AddCommands, ArgumentParser, HelpFormatter, add_commands, lazy_commands, add_overwrite, add_version, check_output_dir, parse_when, subcommand
-from vista.shared.errors import CommandLineError, run_command, user_errors
+from vista.shared.cli_kit import (
+    AddCommands,
+    ArgumentParser,
+    HelpFormatter,
+    add_commands,
+    add_llm_option,
+    add_overwrite,
+    add_profile_option,
+    add_version,
+    check_output_dir,
+    lazy_commands,
+    parse_when,
+    run_command,
+    subcommand,
+    user_errors,
+)
+from vista.shared.errors import CommandLineError
 
 def _cmd_synth(args: argparse.Namespace) -> int:
     from rich.console import Console
@@ -270,7 +284,8 @@ async def _predict_with_progress(record, catalog, config, llm, when, *, any_canc
     from rich.console import Console
 
     from trajonco.cancers import CANCERS
-    from trajonco.pipeline import assess, assess_any_cancer, gateway_facts, prepare_patient
+    from trajonco.any_cancer import assess_any_cancer
+    from trajonco.pipeline import assess, gateway_facts, prepare_patient
     from vista.shared.llm import LLMGateway
 
     console = Console(stderr=True)

@@ -7,7 +7,8 @@ so ``from trajonco.pipeline import ...`` keeps working:
 - `trajonco.fitting`: the model's facts (`gateway_facts`), the chunk size, each agent's answer tokens, the room for the prompt;
 - `trajonco.preparation`: the patient's timeline and chunks (`prepare_patient`), shared by every cancer assessed;
 - `trajonco.variants`: the single agent, one-stage and two-stage chains (`run_variant`);
-- `trajonco.any_cancer`: the any-cancer assessment, one chain (the paper's) or max pooling over per-cancer chains.
+- `trajonco.any_cancer` (built on this module, imported from there): the any-cancer assessment, one chain (the
+  paper's) or max pooling over per-cancer chains.
 
 >>> PipelineConfig(cancer="Multiple Myeloma").cancer
 'multiple_myeloma'
@@ -53,21 +54,8 @@ from vista.shared.records import CodeCatalog, PatientRecord
 __all__ = [
     "COMPACT_CONTEXT_BELOW", "DEFAULT_CHUNK_TOKENS", "AnswerFit", "AnyCancerResult", "ContextFitError", "GatewayFacts",
     "PatientResult", "PipelineConfig", "PreparedPatient", "Variant", "VariantOutcome", "answer_fit", "assess",
-    "assess_any_cancer", "auto_chunk_tokens", "default_prediction_time", "gateway_facts", "max_pool", "prepare_patient",
-    "run_any_cancer", "run_patient", "run_sync",
+    "auto_chunk_tokens", "default_prediction_time", "gateway_facts", "prepare_patient", "run_patient", "run_sync",
 ]
-
-_ANY_CANCER_NAMES = frozenset({"assess_any_cancer", "max_pool", "run_any_cancer"})
-
-
-def __getattr__(name: str) -> object:
-    """The any-cancer entry points, from `trajonco.any_cancer` (which builds on this module, hence lazily)."""
-    if name in _ANY_CANCER_NAMES:
-        from trajonco import any_cancer
-
-        return getattr(any_cancer, name)
-    raise AttributeError(f"module 'trajonco.pipeline' has no attribute {name!r}")
-
 
 def _status(score: int | None, errors: list[AgentError]) -> Status:
     if score is None:

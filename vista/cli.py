@@ -23,8 +23,20 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from vista.shared.cli_kit import AddCommands, ArgumentParser, HelpFormatter, add_commands, lazy_commands, add_version, subcommand
-from vista.shared.errors import CommandLineError, run_command, user_errors
+from vista.shared.cli_kit import (
+    AddCommands,
+    ArgumentParser,
+    HelpFormatter,
+    add_commands,
+    add_llm_option,
+    add_profile_option,
+    add_version,
+    lazy_commands,
+    run_command,
+    subcommand,
+    user_errors,
+)
+from vista.shared.errors import CommandLineError
 
 # ---------------------------------------------------------------------------------------------------- graph
 def _cmd_graph(args: argparse.Namespace) -> int:
@@ -258,46 +270,6 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------- parser
-LLM_OPTION_HELP = ("LLM setting (repeatable), e.g. --llm base_url=http://127.0.0.1:8000/v1 --llm model=NAME; a base "
-                   "URL (here or in VISTA_LLM_BASE_URL) means that endpoint; default: the embedded model")
-
-
-class _LLMShortcut(argparse.Action):
-    """``--model NAME`` / ``--base-url URL`` / ``--backend B``: appended to the ``--llm`` list as ``key=value``, so
-    shortcuts and ``--llm`` items apply in the order given (a base URL selects the openai backend by the rule of
-    `vista.shared.llm.LLMConfig.resolve`)."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        items = list(getattr(namespace, self.dest) or [])
-        key = self.metavar.lower().replace("-", "_")
-        items.append(f"{key}={values}")
-        setattr(namespace, self.dest, items)
-
-
-def add_llm_option(parser: argparse.ArgumentParser, flag: str = "--llm", help_text: str = LLM_OPTION_HELP) -> None:
-    """A repeatable ``KEY=VALUE`` option read with `vista.shared.llm.LLMConfig.from_cli` (the same as
-    ``LLMConfig.add_cli_argument``, without importing the LLM layer, so ``--help`` stays instant); for ``--llm``
-    also the shortcuts every command shares with the Ray jobs: ``--backend``, ``--base-url``, ``--model``."""
-    parser.add_argument(flag, action="append", default=[], metavar="KEY=VALUE", help=help_text)
-    if flag != "--llm":
-        return
-    dest = flag.lstrip("-").replace("-", "_")
-    parser.add_argument("--backend", dest=dest, action=_LLMShortcut, metavar="BACKEND",
-                        help="shortcut for --llm backend=B (embedded or openai)")
-    parser.add_argument("--base-url", dest=dest, action=_LLMShortcut, metavar="BASE-URL",
-                        help="shortcut for --llm base_url=URL: ask this OpenAI-compatible endpoint (backend openai)")
-    parser.add_argument("--model", dest=dest, action=_LLMShortcut, metavar="MODEL",
-                        help="shortcut for --llm model=NAME")
-
-
-def add_profile_option(parser: argparse.ArgumentParser) -> None:
-    """``--coding-profile NAME|TOML``: how the dataset spells codes (`vista.shared.coding`); detected when not given.
-
-    (Not ``--profile``: `vista timeline` already uses that for its event-definition profile.)"""
-    parser.add_argument("--coding-profile", dest="coding_profile", metavar="NAME|TOML", help="coding profile: a built-in (meds_synth, omop, synthea, mimic_iv, vista_xml) or "
-                        "a profile TOML path; default: detected from the data (see `trajonco profile`)")
-
-
 def add_on_duplicate_option(parser: argparse.ArgumentParser) -> None:
     """``--on-duplicate error|first``: what two XML files holding one patient do (`vista.graph.xml_files`)."""
     parser.add_argument("--on-duplicate", dest="on_duplicate", choices=("error", "first"), default="error",

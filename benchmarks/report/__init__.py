@@ -15,15 +15,8 @@ Modules: `settings` (what a report covers), `dataset` (synthetic or given MEDS d
 
 from benchmarks.report.errors import ReportError, ReportInputError
 from benchmarks.report.profile import pareto_front
-from benchmarks.report.reproduce import (
-    AgentRequest,
-    AgentRun,
-    AgentRunner,
-    ReportOutcome,
-    ReportResults,
-    load_results,
-    reproduce,
-)
+from benchmarks.report.report_data import AgentRequest, AgentRun, AgentRunner, ReportResults
+from benchmarks.report.reproduce import ReportOutcome, load_results, reproduce
 from benchmarks.report.sections import SECTION_IDS
 from benchmarks.report.settings import PredictionSource, ReportSettings
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from vista.shared.atomic import atomic_write_bytes, atomic_write_text
 from trajonco.report_document import Section
 from benchmarks.report.judge_section import judge_section
-from benchmarks.report.reproduce import ReportData
+from benchmarks.report.report_data import ReportData
 from benchmarks.report.sections import report_palette
 
 log = logging.getLogger(__name__)

@@ -32,7 +32,7 @@ from vista.shared.meds.labels import read_label_table
 
 if TYPE_CHECKING:
     from benchmarks.report.cohort_tasks import CohortOutcome
-    from benchmarks.report.reproduce import AgentRequest, AgentRun
+    from benchmarks.report.report_data import AgentRequest, AgentRun
 
 SID, PT = "subject_id", "prediction_time"
 

@@ -26,7 +26,7 @@ from benchmarks.report.evidence import PARAGRAPH as EVIDENCE_PARAGRAPH, evidence
 from benchmarks.report.html import render_html
 from benchmarks.report.palette import Palette
 from benchmarks.report.record_length import imbalance_sentence
-from benchmarks.report.reproduce import ReportData
+from benchmarks.report.report_data import ReportData
 from benchmarks.report.results import ModelResult, UnscoredRun
 from vista.shared.llm.config import EMBEDDED_MODEL_NAME
 

@@ -23,7 +23,7 @@ Answers are cached in DIR/llm_cache (unless --judge-llm cache_dir=... says other
 
 def add_parser(sub) -> None:
     """Register ``judge`` on an argparse sub-parsers object."""
-    from vista.cli import add_llm_option
+    from vista.shared.cli_kit import add_llm_option
 
     from vista.shared.cli_kit import subcommand
 

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from vista.evaluation.bootstrap import patient_interval
+from vista.shared.bootstrap import patient_interval
 
 
 class Rate(BaseModel):
@@ -51,7 +51,7 @@ class Rate(BaseModel):
 def rate_interval(numerators: Sequence[float], denominators: Sequence[float], *, level: float = 0.95,
                   n_resamples: int = 2000, seed: int = 0) -> Rate:
     """Σ numerators / Σ denominators with a patient-bootstrap percentile CI (seeded, so reruns agree): the same
-    bootstrap as VISTA's evaluation (`vista.evaluation.bootstrap.patient_interval`)."""
+    bootstrap as VISTA's evaluation (`vista.shared.bootstrap.patient_interval`)."""
     num, den = np.asarray(numerators, float), np.asarray(denominators, float)
     if num.shape != den.shape or num.ndim != 1 or num.size == 0 or (den <= 0).any():
         raise ValueError("need equal-length, non-empty numerators and positive denominators (one per patient)")

@@ -11,7 +11,7 @@ with per-variable and overall accuracy, mean scores and patient-bootstrap 95% CI
 results (`vista evaluate-cohort`, whose per-patient rows are `vista.evaluation.cohort_rows`).
 """
 
-from vista.evaluation.bootstrap import Interval, paired_difference, patient_interval
+from vista.shared.bootstrap import Interval, paired_difference, patient_interval
 from vista.evaluation.answer import Expected, TruthSource
 from vista.evaluation.errors import EvaluationError
 from vista.evaluation.evaluate import DEFAULT_THRESHOLD, evaluate, judge_is_display_model, score_items, summarize

@@ -26,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
 from vista.display import TumorBoardDisplay, VariableSpec, load_variables
-from vista.evaluation.bootstrap import Interval, paired_difference, patient_interval
+from vista.shared.bootstrap import Interval, paired_difference, patient_interval
 from vista.evaluation.errors import EvaluationError
 from vista.evaluation.answer import Expected, TruthSource
 from vista.evaluation.judge import JudgeScore, judge_value

@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from vista.display import Comparison
-from vista.evaluation.bootstrap import Interval
+from vista.shared.bootstrap import Interval
 
 Scorer = Literal["exact", "date", "set", "judge", "display_failed", "judge_failed", "unscorable"]
 

@@ -21,7 +21,8 @@ from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 
-from vista.shared.errors import CommandLineError
+from vista.shared.atomic import apply_data_umask
+from vista.shared.errors import CommandLineError, UserError
 
 DIST_NAME = "trajonco"
 """The distribution that installs both command lines (pyproject.toml's project name)."""
@@ -185,3 +186,63 @@ def _can_write_in(directory: Path) -> bool:
 
 def add_overwrite(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--overwrite", action="store_true", help=f"replace an existing {what} (refused otherwise)")
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    """Exception classes whose message alone tells the user what to fix: every `UserError`, and FileNotFoundError.
+
+    >>> from vista.shared.meds.errors import MedsDataError
+    >>> issubclass(MedsDataError, user_errors()) and issubclass(CommandLineError, user_errors())
+    True
+    """
+    return (UserError, FileNotFoundError)
+
+
+def run_command(args: argparse.Namespace, errors: tuple[type[BaseException], ...]) -> int:
+    """Run a parsed sub-command (``args.handler``); ``errors`` print as one line on stderr with exit status 2."""
+    try:
+        apply_data_umask()  # what this command writes is private (VISTA_DATA_MODE, vista.shared.atomic)
+        return args.handler(args)
+    except errors as exc:  # errors the user can act on: one line, no traceback
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+
+
+LLM_OPTION_HELP = ("LLM setting (repeatable), e.g. --llm base_url=http://127.0.0.1:8000/v1 --llm model=NAME; a base "
+                   "URL (here or in VISTA_LLM_BASE_URL) means that endpoint; default: the embedded model")
+
+
+class _LLMShortcut(argparse.Action):
+    """``--model NAME`` / ``--base-url URL`` / ``--backend B``: appended to the ``--llm`` list as ``key=value``, so
+    shortcuts and ``--llm`` items apply in the order given (a base URL selects the openai backend by the rule of
+    `vista.shared.llm.LLMConfig.resolve`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        items = list(getattr(namespace, self.dest) or [])
+        key = self.metavar.lower().replace("-", "_")
+        items.append(f"{key}={values}")
+        setattr(namespace, self.dest, items)
+
+
+def add_llm_option(parser: argparse.ArgumentParser, flag: str = "--llm", help_text: str = LLM_OPTION_HELP) -> None:
+    """A repeatable ``KEY=VALUE`` option read with `vista.shared.llm.LLMConfig.from_cli` (the same as
+    ``LLMConfig.add_cli_argument``, without importing the LLM layer, so ``--help`` stays instant); for ``--llm``
+    also the shortcuts every command shares with the Ray jobs: ``--backend``, ``--base-url``, ``--model``."""
+    parser.add_argument(flag, action="append", default=[], metavar="KEY=VALUE", help=help_text)
+    if flag != "--llm":
+        return
+    dest = flag.lstrip("-").replace("-", "_")
+    parser.add_argument("--backend", dest=dest, action=_LLMShortcut, metavar="BACKEND",
+                        help="shortcut for --llm backend=B (embedded or openai)")
+    parser.add_argument("--base-url", dest=dest, action=_LLMShortcut, metavar="BASE-URL",
+                        help="shortcut for --llm base_url=URL: ask this OpenAI-compatible endpoint (backend openai)")
+    parser.add_argument("--model", dest=dest, action=_LLMShortcut, metavar="MODEL",
+                        help="shortcut for --llm model=NAME")
+
+
+def add_profile_option(parser: argparse.ArgumentParser) -> None:
+    """``--coding-profile NAME|TOML``: how the dataset spells codes (`vista.shared.coding`); detected when not given.
+
+    (Not ``--profile``: `vista timeline` already uses that for its event-definition profile.)"""
+    parser.add_argument("--coding-profile", dest="coding_profile", metavar="NAME|TOML", help="coding profile: a built-in (meds_synth, omop, synthea, mimic_iv, vista_xml) or "
+                        "a profile TOML path; default: detected from the data (see `trajonco profile`)")

@@ -15,11 +15,11 @@ class UserError(Exception):
     """Base of every error whose message alone tells the user what to fix (a file, patient, field or option).
 
     Mixed into a library's own exception classes (``class QueryError(ValueError, UserError)``); the commands print
-    it as ``error: <message>`` and exit with status 2.
+    it as ``error: <message>`` and exit with status 2 (`vista.shared.cli_kit.run_command`).
 
     >>> class BadShard(ValueError, UserError):
     ...     pass
-    >>> isinstance(BadShard("data/0.parquet: field 'time': null"), user_errors())
+    >>> isinstance(BadShard("data/0.parquet: field 'time': null"), UserError)
     True
     """
 
@@ -63,25 +63,3 @@ def _rebuild_located(cls: type[LocatedError], source: str, problem: str, subject
 
 class CommandLineError(ValueError, UserError):
     """A command-line value that cannot be used (shown as one line)."""
-
-
-def user_errors() -> tuple[type[BaseException], ...]:
-    """Exception classes whose message alone tells the user what to fix: every `UserError`, and FileNotFoundError.
-
-    >>> from vista.shared.meds.errors import MedsDataError
-    >>> issubclass(MedsDataError, user_errors()) and issubclass(CommandLineError, user_errors())
-    True
-    """
-    return (UserError, FileNotFoundError)
-
-
-def run_command(args: argparse.Namespace, errors: tuple[type[BaseException], ...]) -> int:
-    """Run a parsed sub-command (``args.handler``); ``errors`` print as one line on stderr with exit status 2."""
-    from vista.shared.atomic import apply_data_umask
-
-    try:
-        apply_data_umask()  # what this command writes is private (VISTA_DATA_MODE, vista.shared.atomic)
-        return args.handler(args)
-    except errors as exc:  # errors the user can act on: one line, no traceback
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
