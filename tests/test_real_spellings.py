@@ -59,7 +59,7 @@ def test_timelines_have_modalities_units_and_no_other(datasets, records, name):
     for subject, record in records[name].items():
         timeline = render_timeline(record, catalog)
         xml = timeline.to_xml()
-        assert "<other" not in xml, (subject, [l for l in xml.splitlines() if "<other" in l][:3])
+        assert "<other" not in xml, (subject, [line for line in xml.splitlines() if "<other" in line][:3])
         assert f'sex="{facts.sex[subject]}"' in xml
         for block in timeline.blocks:
             for element in block.elements:

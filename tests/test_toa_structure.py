@@ -101,8 +101,13 @@ def test_unify_groups_are_one_type_within_the_window_linked_by_specific_refs_and
     hubs = hub_refs(events, window)
     groups = unify_groups(events, window)
     assert sorted(i for g in groups for i in g) == list(range(len(events)))
-    span = lambda g: max(events[i].date for i in g) - min(events[i].date for i in g)
-    specific = lambda i: set(events[i].source_event_refs) - hubs
+
+    def span(g):
+        return max(events[i].date for i in g) - min(events[i].date for i in g)
+
+    def specific(i):
+        return set(events[i].source_event_refs) - hubs
+
     for g in groups:
         assert len({events[i].type for i in g}) == 1
         assert span(g) <= dt.timedelta(days=window)

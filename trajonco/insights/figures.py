@@ -137,7 +137,7 @@ def _flow_panel(ax, transitions: TransitionsResult, case: bool, total: int) -> N
     out_offset = {(x, s): 0.0 for x in range(len(nodes)) for s in STATES}
     in_offset = dict(out_offset)
     rank = {s: i for i, s in enumerate(STATES)}
-    links = sorted(transitions.flows, key=lambda l: (l.column, rank[l.source], rank[l.target]))
+    links = sorted(transitions.flows, key=lambda f: (f.column, rank[f.source], rank[f.target]))
     for link in links:
         value = (link.cases if case else link.controls) / total
         if not value:

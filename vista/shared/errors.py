@@ -7,8 +7,6 @@ catch `user_errors()` (`UserError` plus FileNotFoundError).
 
 from __future__ import annotations
 
-import argparse
-import sys
 
 
 class UserError(Exception):
