@@ -45,47 +45,68 @@ FACT_COLUMNS = ("sex", "sex_values", "birth_time", "birth_values", "n_visits", "
 """What `subject_facts` gives per subject, after subject_id (``*_values``: the disagreeing values, else null)."""
 
 
-def subject_facts(events: pl.DataFrame, *, min_visits: int, gap_days: int) -> pl.DataFrame:
-    """Demographics and visits of every subject of ``events`` (subject_id, time, canonical code), which must hold
-    all rows of its subjects (a shard, or the rows of some subjects gathered from every shard).
+@dataclass(frozen=True)
+class CodeKinds:
+    """The source codes (as the data spells them) that population facts read, by what they mean canonically:
+    each ``GENDER//`` code with its sex, the ``ENCOUNTER//`` codes, ``MEDS_BIRTH`` and ``MEDS_DEATH``. Built from a
+    dataset's (or shard's) distinct codes, so rows are selected by code membership and never respelled one by one.
+
+    >>> kinds = CodeKinds.of(["Gender/F", "Visit/OP", "MEDS_BIRTH", "LOINC//1"], {"Gender/F": "GENDER//F",
+    ...                       "Visit/OP": "ENCOUNTER//OP"})
+    >>> kinds.sex, kinds.encounter, kinds.birth, kinds.death
+    ({'Gender/F': 'F'}, ('Visit/OP',), ('MEDS_BIRTH',), ())
+    """
+
+    sex: dict[str, str]
+    encounter: tuple[str, ...]
+    birth: tuple[str, ...]
+    death: tuple[str, ...]
+
+    @classmethod
+    def of(cls, codes: list[str], respelled: dict[str, str]) -> CodeKinds:
+        """From the distinct source ``codes`` and their canonical spellings where they differ (``respelled``)."""
+        canonical = {code: respelled.get(code, code) for code in codes}
+        return cls(
+            sex={c: k[len(GENDER_LEAD):] for c, k in canonical.items() if k.startswith(GENDER_LEAD)},
+            encounter=tuple(c for c, k in canonical.items() if k.startswith(ENCOUNTER_LEAD)),
+            birth=tuple(c for c, k in canonical.items() if k == schema.BIRTH_CODE),
+            death=tuple(c for c, k in canonical.items() if k == schema.DEATH_CODE),
+        )
+
+
+def subject_facts(events: pl.DataFrame, kinds: CodeKinds, *, min_visits: int, gap_days: int) -> pl.DataFrame:
+    """Demographics and visits of every subject of ``events`` (subject_id, time, code as the data spells it, read
+    through ``kinds``), which must hold all rows of its subjects (a shard, or the rows of some subjects gathered
+    from every shard).
 
     One row per subject, columns subject_id then `FACT_COLUMNS`. ``control_visits`` lists the visits whose
     prediction time (visit - ``gap_days``) still has ``ready_time`` strictly before it — the dates a control's index
     may be drawn from (`trajonco.cohorts.matching.draw_control_index`); `assemble_population` checks the
     ``*_values`` columns (several sexes or birth times of one subject are an error).
     """
-    code = pl.col(schema.CODE)
-    facts = events.filter(
-        code.str.starts_with(GENDER_LEAD) | code.str.starts_with(ENCOUNTER_LEAD) | (code == schema.BIRTH_CODE)
-    )
-    ids = events.select(SID).unique()
+    code, timed = pl.col(schema.CODE), pl.col(schema.TIME).is_not_null()
+    facts = events.filter(code.is_in([*kinds.sex, *kinds.encounter, *kinds.birth])).with_columns(code.cast(pl.String))
+    ids = events.select(pl.col(SID).unique())
     sex = _one_per_subject(
-        facts.filter(code.str.starts_with(GENDER_LEAD)).select(SID, sex=code.str.slice(len(GENDER_LEAD))), "sex"
+        facts.filter(code.is_in(list(kinds.sex))).select(SID, sex=code.replace_strict(kinds.sex)), "sex"
     )
     birth = _one_per_subject(
-        facts.filter((code == schema.BIRTH_CODE) & pl.col(schema.TIME).is_not_null()).select(
-            SID, birth_time=pl.col(schema.TIME)
-        ),
-        "birth_time",
+        facts.filter(code.is_in(list(kinds.birth)) & timed).select(SID, birth_time=pl.col(schema.TIME)), "birth_time"
     )
-    visits = _first_row_per_day(facts.filter(code.str.starts_with(ENCOUNTER_LEAD) & pl.col(schema.TIME).is_not_null()))
+    visits = _first_row_per_day(facts.filter(code.is_in(list(kinds.encounter)) & timed))
     without_encounters = ids.join(visits, on=SID, how="anti")
     if without_encounters.height:  # only the subjects that need the fallback: the dates of their clinical rows
         clinical = events.filter(
-            pl.col(SID).is_in(without_encounters[SID].implode())
-            & pl.col(schema.TIME).is_not_null()
-            & ~code.is_in([schema.BIRTH_CODE, schema.DEATH_CODE])
+            pl.col(SID).is_in(without_encounters[SID].implode()) & timed & ~code.is_in([*kinds.birth, *kinds.death])
         )
         visits = pl.concat([visits, _first_row_per_day(clinical)]).sort(SID, "visit_time")
+    ready = pl.col("visit_time").get(min_visits - 1, null_on_oob=True)
     per_subject = visits.group_by(SID, maintain_order=True).agg(
         n_visits=pl.len(),
         first_visit_time=pl.col("visit_time").first(),
         last_visit_time=pl.col("visit_time").last(),
-        ready_time=pl.col("visit_time").get(min_visits - 1, null_on_oob=True),
-        control_visits=pl.col("visit_time").filter(
-            pl.col("visit_time").get(min_visits - 1, null_on_oob=True)
-            < pl.col("visit_time") - pl.duration(days=gap_days)
-        ),
+        ready_time=ready,
+        control_visits=pl.col("visit_time").filter(ready < pl.col("visit_time") - pl.duration(days=gap_days)),
     )
     return (
         ids.join(sex, on=SID, how="left")
@@ -120,13 +141,16 @@ def assemble_population(facts: pl.DataFrame, splits: pl.DataFrame, *, source: st
 def load_population(
     events: pl.LazyFrame, splits: pl.DataFrame, *, min_visits: int, source: str, gap_days: int = 0
 ) -> Population:
-    """`assemble_population` of the whole of ``events`` at once (small data; the cohort builder goes shard by
-    shard, `trajonco.cohorts.shards`)."""
+    """`assemble_population` of the whole of ``events`` (canonical codes) at once (small data; the cohort builder
+    goes shard by shard, `trajonco.cohorts.shards`)."""
     try:
         rows = events.collect()
     except pl.exceptions.PolarsError as exc:
         raise CohortDataError(f"{source}: cannot read the MEDS data ({exc})") from None
-    return assemble_population(subject_facts(rows, min_visits=min_visits, gap_days=gap_days), splits, source=source)
+    kinds = CodeKinds.of(rows[schema.CODE].drop_nulls().unique().to_list(), {})
+    return assemble_population(
+        subject_facts(rows, kinds, min_visits=min_visits, gap_days=gap_days), splits, source=source
+    )
 
 
 def _first_row_per_day(rows: pl.DataFrame) -> pl.DataFrame:

@@ -22,8 +22,7 @@ import pyarrow as pa
 from trajonco.cohorts.codesets import CodeSets
 from trajonco.cohorts.definition import CohortDefinition
 from trajonco.cohorts.errors import CohortDataError
-from trajonco.cohorts.phenotype import target_code_rows
-from trajonco.cohorts.population import subject_facts
+from trajonco.cohorts.population import CodeKinds, subject_facts
 from vista.shared.coding import CodingProfile
 from vista.shared.meds import schema
 
@@ -58,25 +57,36 @@ class CohortShardStep:
     def map_shard(self, shard: Path) -> pa.Table:
         """One row: the shard's path and its subjects, target rows and code counts as list columns."""
         try:
-            rows = pl.read_parquet(shard, columns=[SID, schema.TIME, schema.CODE])
+            rows = _read(pl.scan_parquet(shard))
         except (pl.exceptions.PolarsError, OSError) as exc:
             raise CohortDataError(f"{shard}: cannot read the MEDS data ({exc})") from None
-        rows = rows.with_columns(pl.col(schema.TIME).dt.cast_time_unit("us"))
-        counts = rows.group_by(schema.CODE).agg(rows=pl.len())
+        counts = rows.group_by(schema.CODE).agg(rows=pl.len()).with_columns(pl.col(schema.CODE).cast(pl.String))
         subjects, targets = self._summarise(rows, counts[schema.CODE])
         parts = {"subjects": subjects, "target_rows": targets, "code_counts": counts}
         return pa.table({"shard": [str(shard)], **{name: _one_list(frame) for name, frame in parts.items()}})
 
     def _summarise(self, rows: pl.DataFrame, codes: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """Facts and target rows of ``rows`` (all rows of their subjects), ``codes`` their distinct source codes.
-        Only candidate controls keep their ``control_visits``: no target code, sex and birth known, a sex the
-        definition allows, enough visits."""
-        mapping = self.profile.respellings(codes.drop_nulls().to_list())
-        if mapping:
-            rows = rows.with_columns(pl.col(schema.CODE).replace(mapping))
+        """Facts and target rows of ``rows`` (all rows of their subjects, codes as the data spells them), ``codes``
+        their distinct source codes: what each code means is settled once per distinct code, then rows are picked
+        by code. Only candidate controls keep their ``control_visits``: no target code, sex and birth known, a sex
+        the definition allows, enough visits."""
+        distinct = codes.drop_nulls().to_list()
+        respelled = self.profile.respellings(distinct)
         definition = self.definition
-        targets = target_code_rows(rows.lazy(), definition, self.code_sets).collect()
-        facts = subject_facts(rows, min_visits=definition.min_visits, gap_days=definition.gap_days)
+        cancers = (
+            pl.DataFrame({"source": distinct, schema.CODE: [respelled.get(c, c) for c in distinct]},
+                         schema={"source": pl.String, schema.CODE: pl.String})
+            .with_columns(self.code_sets.cancer_expr())
+            .filter(pl.col("cancer").is_not_null())
+        )
+        targets = (
+            rows.filter(pl.col(schema.CODE).is_in(cancers["source"].implode()))
+            .select(SID, schema.TIME, source=pl.col(schema.CODE).cast(pl.String))
+            .join(cancers, on="source", how="left")
+            .select(SID, schema.TIME, schema.CODE, "cancer")
+        )
+        kinds = CodeKinds.of(distinct, respelled)
+        facts = subject_facts(rows, kinds, min_visits=definition.min_visits, gap_days=definition.gap_days)
         allowed = definition.allowed_sexes
         candidate = (
             ~pl.col(SID).is_in(targets[SID].unique().implode())
@@ -105,15 +115,16 @@ class CohortShardStep:
     def _gathered(self, shards: list[str], subjects: pl.Series) -> pl.DataFrame:
         """Facts of ``subjects`` from their rows in every shard (subjects whose record is split across shards)."""
         try:
-            rows = (
-                pl.scan_parquet(shards, extra_columns="ignore")
-                .select(SID, pl.col(schema.TIME).dt.cast_time_unit("us"), schema.CODE)
-                .filter(pl.col(SID).is_in(subjects.implode()))
-                .collect()
-            )
+            rows = _read(pl.scan_parquet(shards, extra_columns="ignore").filter(pl.col(SID).is_in(subjects.implode())))
         except pl.exceptions.PolarsError as exc:
             raise CohortDataError(f"{Path(shards[0]).parent}: cannot read the MEDS data ({exc})") from None
-        return self._summarise(rows, rows[schema.CODE].unique())[0]
+        return self._summarise(rows, rows[schema.CODE].unique().cast(pl.String))[0]
+
+
+def _read(rows: pl.LazyFrame) -> pl.DataFrame:
+    """subject_id, time (µs) and code of ``rows``; the code as a categorical, which polars reads straight from the
+    parquet dictionary — counting, and picking rows by code, then compare integers, not strings."""
+    return rows.select(SID, pl.col(schema.TIME).dt.cast_time_unit("us"), pl.col(schema.CODE).cast(pl.Categorical)).collect()
 
 
 def _one_list(frame: pl.DataFrame) -> pa.Array:
