@@ -324,8 +324,9 @@ def build_split_cohort(
         .when(pl.col("ready_time").is_null())
         .then(pl.lit(ControlExclusion.TOO_FEW_VISITS.value))
     )
-    drawn = draw_control_index(candidates.filter(pl.col("reason").is_null()), rng=rng)
-    candidates = candidates.drop("control_visits")
+    drawn = draw_control_index(
+        population.control_visits.join(candidates.filter(pl.col("reason").is_null()), on=SID, how="semi"), rng=rng
+    )
     controls = _with_age(
         candidates.join(drawn, on=SID, how="left").with_columns(prediction_time=pl.col("index_time") - gap), definition
     ).with_columns(

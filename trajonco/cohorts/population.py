@@ -31,11 +31,14 @@ class Population:
 
     ``subjects``: subject_id, split (null if the subject is missing from the splits file), sex, birth_time,
     n_visits, first_visit_time, last_visit_time, ready_time (time of the ``min_visits``-th visit: an input window
-    ending at prediction time p holds at least ``min_visits`` visits exactly when ready_time < p) and
-    control_visits: a control candidate's visits that may serve as its index date (sorted; see `subject_facts`).
+    ending at prediction time p holds at least ``min_visits`` visits exactly when ready_time < p).
+    ``control_visits``: subject_id and control_visits, the visits a control candidate's index date may be drawn
+    from (sorted; candidates with at least one, by subject_id; see `subject_facts`) — kept apart, as the one
+    column that is a list.
     """
 
     subjects: pl.DataFrame
+    control_visits: pl.DataFrame
     subjects_in_data: int
     subjects_without_split: int
 
@@ -86,7 +89,7 @@ def subject_facts(events: pl.DataFrame, kinds: CodeKinds, *, min_visits: int, ga
     """
     code, timed = pl.col(schema.CODE), pl.col(schema.TIME).is_not_null()
     facts = events.filter(code.is_in([*kinds.sex, *kinds.encounter, *kinds.birth])).with_columns(code.cast(pl.String))
-    ids = events.select(pl.col(SID).unique())
+    ids = events.select(pl.col(SID).unique(maintain_order=True))
     sex = _one_per_subject(
         facts.filter(code.is_in(list(kinds.sex))).select(SID, sex=code.replace_strict(kinds.sex)), "sex"
     )
@@ -123,16 +126,16 @@ def assemble_population(facts: pl.DataFrame, splits: pl.DataFrame, *, source: st
     ``splits``; ``source`` names the dataset in errors."""
     _check_one_value(facts, "sex", "GENDER//<sex> rows disagree", source)
     _check_one_value(facts, "birth_time", "several MEDS_BIRTH times", source)
-    facts = facts.drop("sex_values", "birth_values")
-    everyone = pl.concat([facts.select(SID), splits.select(SID)]).unique()
+    control_visits = facts.select(SID, "control_visits").filter(pl.col("control_visits").list.len() > 0)
+    facts = facts.drop("sex_values", "birth_values", "control_visits")
     subjects = (
-        everyone.join(splits, on=SID, how="left")
-        .join(facts, on=SID, how="left")
+        splits.join(facts, on=SID, how="full", coalesce=True)
         .with_columns(pl.col("n_visits").fill_null(0).cast(pl.Int64))
         .sort(SID)
     )
     return Population(
         subjects=subjects,
+        control_visits=control_visits.sort(SID),
         subjects_in_data=facts.height,
         subjects_without_split=int(subjects[SPLIT].null_count()),
     )
@@ -159,17 +162,29 @@ def _first_row_per_day(rows: pl.DataFrame) -> pl.DataFrame:
     Sorting and comparing with the previous row beats a hash group-by several times over on MEDS data, which
     arrives sorted by subject and time already.
     """
-    ordered = rows.select(SID, visit_time=pl.col(schema.TIME)).sort(SID, "visit_time")
+    ordered = rows.select(SID, visit_time=pl.col(schema.TIME))
+    if not _is_sorted(ordered):
+        ordered = ordered.sort(SID, "visit_time")
     date = pl.col("visit_time").dt.date()
     new_day = (pl.col(SID) != pl.col(SID).shift(1)) | (date != date.shift(1))
     return ordered.filter(new_day.fill_null(True))
+
+
+def _is_sorted(rows: pl.DataFrame) -> bool:
+    """Whether ``rows`` (subject_id, visit_time) are sorted by subject, then time — as MEDS shards come."""
+    sid, when = pl.col(SID), pl.col("visit_time")
+    step_ok = (sid > sid.shift(1)) | ((sid == sid.shift(1)) & (when >= when.shift(1)))
+    return bool(rows.select(step_ok.fill_null(True).all()).item())
 
 
 def _one_per_subject(frame: pl.DataFrame, column: str) -> pl.DataFrame:
     """subject_id, ``column`` (the subject's value) and ``<column>_values`` (its distinct values, sorted, when they
     disagree; else null) from rows of subject_id and ``column``."""
     values = f"{column.removesuffix('_time')}_values"
-    found = frame.unique().group_by(SID).agg(pl.col(column).sort().alias(values))
+    found = frame.unique()
+    if found[SID].n_unique() == found.height:  # the usual case: one value each, nothing to list
+        return found.with_columns(pl.lit(None, pl.List(found.schema[column])).alias(values))
+    found = found.group_by(SID).agg(pl.col(column).sort().alias(values))
     return found.select(
         SID,
         pl.col(values).list.first().alias(column),

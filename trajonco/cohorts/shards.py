@@ -107,7 +107,7 @@ class CohortShardStep:
             facts = pl.concat([facts.filter(~pl.col(SID).is_in(spread.implode())), self._gathered(shards, spread)])
         order = [SID, schema.TIME, schema.CODE, "cancer"]
         return CohortInputs(
-            facts=facts.sort(SID),
+            facts=facts if facts[SID].is_sorted() else facts.sort(SID),
             target_rows=targets.sort(order, nulls_last=False) if targets.height else targets,
             code_counts=parts["code_counts"].group_by(schema.CODE).agg(pl.col("rows").sum()).sort(schema.CODE),
         )
@@ -134,9 +134,12 @@ def _one_list(frame: pl.DataFrame) -> pa.Array:
 
 
 def _flatten(tables: Sequence[pa.Table], name: str) -> pl.DataFrame:
-    """Every shard's ``name`` part, as one frame."""
+    """Every shard's ``name`` part, as one frame; the shards' parts in the order of their first subject_id (when
+    shards hold ranges of subjects, as usual, the frame is then sorted without sorting it)."""
     chunks = [chunk.flatten() for table in tables for chunk in table.column(name).chunks]
     if not chunks:
         raise CohortDataError("no MEDS shard was read")
+    if SID in chunks[0].type.names:
+        chunks.sort(key=lambda c: c[0][SID].as_py() if len(c) else -1)
     structs = pa.concat_arrays(chunks)
     return pl.from_arrow(pa.Table.from_struct_array(structs))  # type: ignore[return-value]
