@@ -74,7 +74,9 @@ def run_on_ray(step: ShardStep[R], shards: Sequence[Path], *, task_cpus: float =
     """Run ``step`` as Ray Data over ``shards`` (Ray already connected): a task per shard at ``task_cpus`` CPU, the
     summaries fetched to the driver and reduced there."""
     import ray
+    from ray.data import DataContext
 
+    DataContext.get_current().raise_original_map_exception = True  # a bad shard's own error, for user_error_in
     items = [{"shard": str(shard)} for shard in shards]
     if not items:
         return step.reduce([])
@@ -83,8 +85,45 @@ def run_on_ray(step: ShardStep[R], shards: Sequence[Path], *, task_cpus: float =
         functools.partial(_map_shards, step), batch_size=1, batch_format="pyarrow", num_cpus=task_cpus,
         zero_copy_batch=True,
     )
-    tables = [table for table in ray.get(summaries.to_arrow_refs()) if table.num_rows]
+    try:
+        tables = [table for table in ray.get(summaries.to_arrow_refs()) if table.num_rows]
+    except Exception as exc:
+        found = user_error_in(exc)
+        if found is None:
+            raise
+        raise _first_line(found) from None  # a bad shard: the step's own one-line error, not Ray's wrapping
     return step.reduce(tables)
+
+
+def _first_line(error: BaseException) -> BaseException:
+    """``error`` with its own message only (Ray Data appends its retry advice to the original exception's)."""
+    lines = str(error).splitlines()
+    try:
+        return type(error)(lines[0]) if len(lines) > 1 else error
+    except TypeError:  # a class whose constructor takes more than a message: as it is
+        return error
+
+
+def user_error_in(exc: BaseException) -> BaseException | None:
+    """The user error (`jobs.errors.job_user_errors`) a shard task raised, found inside Ray's wrappers (Ray Data's
+    ``UserCodeException``, ``RayTaskError`` and its ``cause``), or None."""
+    from jobs.errors import job_user_errors
+
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        cause = getattr(current, "cause", None)
+        if isinstance(cause, BaseException):  # a RayTaskError: look at the task's own exception first
+            pending.append(cause)
+            continue
+        if isinstance(current, job_user_errors()):
+            return current
+        pending += [current.__cause__, current.__context__]
+    return None
 
 
 def build_parser(prog: str = "python -m jobs.data_steps") -> ArgumentParser:

@@ -135,7 +135,6 @@ def cohort_command(args: argparse.Namespace, run: object = None) -> int:
     """`trajonco cohort` with its parsed options (`add_cohort_arguments`); ``run`` runs the shard step
     (`trajonco.cohorts.builder.ShardRunner`; this process when None — the Ray job passes its own)."""
     from trajonco.cohorts import CohortDataError, EmptyCohortError, build_cohort, load_definition
-    from vista.shared.meds.shard_step import run_local
 
     from vista.shared.storage import resolve_local
 
@@ -154,7 +153,7 @@ def cohort_command(args: argparse.Namespace, run: object = None) -> int:
         if args.overwrite:
             _clear_cohort(out)
         result = build_cohort(Path(args.dataset), definition, out, profile=args.coding_profile,
-                              run=run or run_local)  # type: ignore[arg-type]
+                              run=run)  # type: ignore[arg-type]
     except CohortDataError as exc:
         _locate_read_failure(Path(args.dataset), exc)
         raise

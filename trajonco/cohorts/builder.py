@@ -17,7 +17,9 @@ Such a case is excluded (``prior_target_code``, counted in the manifest) unless 
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -109,6 +111,9 @@ class CohortResult:
     explanation: CohortExplanation
 
 
+LOCAL_WORKERS = min(4, os.cpu_count() or 1)
+"""Shards read at once by a local build: the machine's cores (up to 4; each holds one shard's rows)."""
+
 ShardRunner = Callable[[ShardStep[CohortInputs], Sequence[Path]], CohortInputs]
 """How the shard step runs: `run_local` (default) or, from the jobs, Ray Data over the shards (`jobs.data_steps`)."""
 
@@ -120,13 +125,14 @@ def build_cohort(
     *,
     seed: int | None = None,
     profile: ProfileSpec | None = None,
-    run: ShardRunner = run_local,
+    run: ShardRunner | None = None,
 ) -> CohortResult:
     """Build the test (and training) cohort of ``definition`` from a MEDS dataset and write labels and manifest.
 
     ``seed`` overrides the definition's seed (the manifest records the definition actually used); ``profile`` is the
     coding profile to read the codes with (`vista.shared.coding`; detected from the data when None); ``run`` runs the
-    shard step (`trajonco.cohorts.shards`) over the data files. An empty cohort raises `EmptyCohortError` carrying
+    shard step (`trajonco.cohorts.shards`) over the data files (default: `run_local`, `LOCAL_WORKERS` shards at a
+    time). An empty cohort raises `EmptyCohortError` carrying
     the explanation so far (``.explanation``).
     """
     started = time.perf_counter()
@@ -138,6 +144,7 @@ def build_cohort(
     splits = read_splits(root, warn=False)
     needs_tree = any(c.snomed_codes for c in definition.cancers)
     code_sets = CodeSets.build(definition, read_hierarchy(root, chosen) if needs_tree else CodeHierarchy())
+    run = run or functools.partial(run_local, workers=LOCAL_WORKERS)
     inputs = run(CohortShardStep(definition, code_sets, chosen), data_files(root))
     warn_about_coverage(root, splits, inputs.facts[SID])
     coding, _, data_codes = read_coding(chosen, how, share, inputs.code_counts)

@@ -191,10 +191,14 @@ def read_splits(dataset_root: Path, *, warn: bool = True) -> pl.DataFrame:
         raise CohortDataError(f"{path}: cannot read subject_id and split ({exc})") from None
     if splits[schema.SUBJECT_ID].null_count() or splits[SPLIT].null_count():
         raise CohortDataError(f"{path}: null subject_id or split")
-    repeated = splits.group_by(schema.SUBJECT_ID).agg(pl.col(SPLIT).n_unique()).filter(pl.col(SPLIT) > 1)
-    if repeated.height:
-        raise CohortDataError(f"{path}: subject {repeated[schema.SUBJECT_ID].min()} is listed in more than one split")
-    splits = splits.unique().with_columns(pl.col(schema.SUBJECT_ID).cast(pl.Int64), pl.col(SPLIT).cast(pl.String))
+    if splits[schema.SUBJECT_ID].n_unique() != splits.height:  # repeats: the same split twice, or two splits
+        repeated = splits.group_by(schema.SUBJECT_ID).agg(pl.col(SPLIT).n_unique()).filter(pl.col(SPLIT) > 1)
+        if repeated.height:
+            raise CohortDataError(
+                f"{path}: subject {repeated[schema.SUBJECT_ID].min()} is listed in more than one split"
+            )
+        splits = splits.unique()
+    splits = splits.with_columns(pl.col(schema.SUBJECT_ID).cast(pl.Int64), pl.col(SPLIT).cast(pl.String))
     if warn:
         warn_about_coverage(dataset_root, splits)
     return splits

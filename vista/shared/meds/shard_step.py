@@ -17,11 +17,14 @@ sort by a key the summaries carry (the shard, the subject) before anything order
 ...         return sum(sum(t.column("rows").to_pylist()) for t in tables)
 >>> run_local(CountRows(), [Path("a.parquet"), Path("bb.parquet")])
 19
+>>> run_local(CountRows(), [Path("a.parquet"), Path("bb.parquet")], workers=2)
+19
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar, runtime_checkable
@@ -48,6 +51,10 @@ class ShardStep(Protocol[R_co]):
         ...
 
 
-def run_local(step: ShardStep[R_co], shards: Sequence[Path]) -> R_co:
-    """Run ``step`` in this process, one shard at a time (only the summaries are held)."""
-    return step.reduce([step.map_shard(Path(shard)) for shard in shards])
+def run_local(step: ShardStep[R_co], shards: Sequence[Path], *, workers: int = 1) -> R_co:
+    """Run ``step`` in this process, ``workers`` shards at a time on threads (polars and pyarrow release the GIL
+    while they read and compute), holding only the summaries — and ``workers`` shards' rows at the peak."""
+    if workers <= 1 or len(shards) <= 1:
+        return step.reduce([step.map_shard(Path(shard)) for shard in shards])
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"shard-{step.name}") as pool:
+        return step.reduce(list(pool.map(step.map_shard, map(Path, shards))))
