@@ -2,14 +2,26 @@
 
 Writes a plain random MEDS dataset (vectorised numpy, no clinical realism — only the row count and layout matter
 here), then times `build_cohort` and prints rows/s and peak memory. Run: ``python -m benchmarks.bench_cohort``.
+
+``--side-by-side`` instead runs, each in a fresh process, the honest alternative — one polars streaming pass over
+the same shards (per subject: rows, first/last time, first lung code) — and ``trajonco cohort lung``, alternating
+``--repeat`` times, and prints wall, CPU-s (the process's own getrusage: both run in one process) and peak RSS side
+by side with the ratios. The machine is shared: CPU-s and peak RSS are the figures to trust, wall is indicative.
+
+    python -m benchmarks.bench_cohort --dataset /work/scale-data/1m --subjects 1000000 --side-by-side --repeat 2
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -106,11 +118,102 @@ def write_random_dataset(
     return total
 
 
+POLARS_PASS = """
+import sys, polars as pl
+rows = pl.scan_parquet(sys.argv[1] + "/data/*.parquet")
+lung = pl.col("code").str.starts_with("ICD10CM//C34") | pl.col("code").str.starts_with("ICD9CM//162")
+summary = rows.group_by("subject_id").agg(
+    rows=pl.len(), first_time=pl.col("time").min(), last_time=pl.col("time").max(),
+    first_lung=pl.col("time").filter(lung).min(),
+).collect(engine="streaming")
+print(f"{summary.height} subjects")
+"""
+COHORT = "import sys; from trajonco.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One fresh process: wall seconds, CPU seconds (user + system) and peak resident memory (MiB)."""
+
+    wall_s: float
+    cpu_s: float
+    peak_mib: float
+
+
+def measured(command: list[str]) -> Usage:
+    """Run ``command`` as a child and read its own rusage (``wait4``): CPU and peak RSS of that process."""
+    started = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{command[:4]} exited with {os.waitstatus_to_exitcode(status)}")
+    return Usage(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+
+
+def side_by_side(root: Path, definition: str, repeat: int) -> None:
+    """The polars pass and the cohort build, alternating, each in a fresh process; one line each, then the ratios."""
+    runs: dict[str, list[Usage]] = {"polars streaming pass": [], f"trajonco cohort {definition}": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(repeat):
+            runs["polars streaming pass"].append(measured([sys.executable, "-c", POLARS_PASS, str(root)]))
+            runs[f"trajonco cohort {definition}"].append(measured(
+                [sys.executable, "-c", COHORT, "cohort", definition, "--dataset", str(root), "--out",
+                 f"{tmp}/cohort", "--overwrite"]))
+    best = {name: min(found, key=lambda u: u.wall_s) for name, found in runs.items()}
+    print(f"{'step':<26} {'wall s':>8} {'CPU s':>8} {'peak MiB':>9}   (best wall of {repeat}; every run's wall)")
+    for name, usage in best.items():
+        walls = ", ".join(f"{u.wall_s:.1f}" for u in runs[name])
+        print(f"{name:<26} {usage.wall_s:8.1f} {usage.cpu_s:8.1f} {usage.peak_mib:9,.0f}   ({walls})")
+    (base, cohort) = best.values()
+    print(f"cohort / pass: wall {cohort.wall_s / base.wall_s:.2f}x, CPU {cohort.cpu_s / base.cpu_s:.2f}x,"
+          f" peak RSS {cohort.peak_mib / base.peak_mib:.2f}x")
+
+
+SCALE_DATA = Path("/work/scale-data")
+"""Where the scale benchmarks share their datasets (one per size, written once by whichever runs first)."""
+
+
+def size_name(n_subjects: int) -> str:
+    """``100k``, ``1m``, ``10m``… (the folder of a size under `SCALE_DATA`).
+
+    >>> size_name(100_000), size_name(1_000_000), size_name(2_500)
+    ('100k', '1m', '2500')
+    """
+    for unit, scale in (("m", 1_000_000), ("k", 1_000)):
+        if n_subjects % scale == 0:
+            return f"{n_subjects // scale}{unit}"
+    return str(n_subjects)
+
+
+def write_shared_dataset(root: Path, n_subjects: int) -> None:
+    """Write the dataset under a temporary name beside ``root`` and rename it into place (several runs may share
+    ``root``: the first to finish wins, the others' copies are dropped)."""
+    partial = root.with_name(f"{root.name}.partial-{os.getpid()}")
+    started = time.perf_counter()
+    rows = write_random_dataset(partial, n_subjects)
+    try:
+        partial.rename(root)
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
+    print(f"wrote {rows:,} rows for {n_subjects:,} subjects in {time.perf_counter() - started:.0f} s to {root}")
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--subjects", type=int, default=100_000)
     parser.add_argument("--dataset", type=Path, help="reuse/write the dataset here instead of a temporary folder")
+    parser.add_argument("--side-by-side", action="store_true",
+                        help="time the polars pass and `trajonco cohort` in fresh processes instead (see above)")
+    parser.add_argument("--definition", default="lung", help="--side-by-side: the cohort definition (default lung)")
+    parser.add_argument("--repeat", type=int, default=1, help="--side-by-side: runs of each, alternating")
     args = parser.parse_args()
+    if args.side_by_side:
+        root = args.dataset or SCALE_DATA / size_name(args.subjects)
+        if not (root / "data").exists():
+            write_shared_dataset(root, args.subjects)
+        side_by_side(root, args.definition, args.repeat)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         root = args.dataset or Path(tmp) / "meds"
         started = time.perf_counter()
