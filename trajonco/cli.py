@@ -167,9 +167,14 @@ def _clear_cohort(out: Path) -> None:
 
 def _cmd_profile(args: argparse.Namespace) -> int:
     from vista.shared.coding import profile_report
+    from vista.shared.coding.detect import DETECTION_SAMPLE_ROWS
 
-    report = profile_report(Path(args.dataset), args.coding_profile, sample_rows=args.sample_rows)
+    sample_rows = None if args.all_rows else args.sample_rows or DETECTION_SAMPLE_ROWS
+    report = profile_report(Path(args.dataset), args.coding_profile, sample_rows=sample_rows)
     print(report.model_dump_json(indent=2) if args.json else report.render())
+    if report.sampled and not args.json:
+        print(f"(counted on the first {report.rows:,} rows, as the jobs detect a profile; --all-rows counts every row, "
+              "streaming shard by shard)")
     return 0
 
 
@@ -320,7 +325,11 @@ def build_parser(extra: AddCommands | None = None) -> argparse.ArgumentParser:
                    ["trajonco profile out/synth", "trajonco profile MEDS_DIR --coding-profile my_site.toml --json"])
     p.add_argument("dataset", help="MEDS dataset root")
     add_profile_option(p)
-    p.add_argument("--sample-rows", type=int, help="count only the first N rows (default: every row)")
+    rows = p.add_mutually_exclusive_group()
+    rows.add_argument("--sample-rows", type=int, help="count only the first N rows (default: the sample the jobs "
+                      "detect a profile on, 200,000 rows)")
+    rows.add_argument("--all-rows", action="store_true", help="count every row, shard by shard (memory bounded by "
+                      "the vocabulary and the subjects, not the rows)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=_cmd_profile)
 
