@@ -43,7 +43,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vista.shared.meds.checks import ProblemTally, RowCarry, check_schema, epoch_us
+from vista.shared.meds.checks import ProblemTally, RowCarry, _valid, _values, check_schema, epoch_us
 from vista.shared.meds.duplicates import (
     DEFAULT_READ_ROWS,
     MAX_CARRY,
@@ -264,11 +264,15 @@ def _duplicates(shard: str, batches: list[pa.RecordBatch], *, clean: bool) -> tu
 
 def _runs(sids: np.ndarray, time: pa.Array) -> np.ndarray:
     """For each row, the index of its run of one subject at one time (nulls equal to nulls), counted from 0."""
-    valid = np.asarray(time.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    values = np.where(valid, time.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), 0)
+    valid = _valid(time)
+    values = _values(time, np.int64)  # under nulls: arbitrary, masked below
     new = np.empty(sids.size, dtype=bool)
     new[:1] = True
-    new[1:] = (sids[1:] != sids[:-1]) | (values[1:] != values[:-1]) | (valid[1:] != valid[:-1])
+    np.not_equal(sids[1:], sids[:-1], out=new[1:])
+    if valid is None:
+        new[1:] |= values[1:] != values[:-1]
+    else:
+        new[1:] |= (valid[1:] != valid[:-1]) | (valid[1:] & (values[1:] != values[:-1]))
     return np.cumsum(new) - 1
 
 
@@ -291,7 +295,7 @@ def _hashed_duplicates(shard: str, batches: list[pa.RecordBatch]) -> ShardDuplic
         if lengths.max() > MAX_CARRY or lengths.size >= 1 << RUN_BITS:
             return None
         rows = np.flatnonzero(lengths[run] > 1)  # a row alone in its run repeats nothing
-        hashes = frame.hash_rows().to_numpy()[rows]
+        hashes = frame.drop(SUBJECT_ID, TIME).hash_rows().to_numpy()[rows]  # the run stands for both
         key = (run[rows].astype(np.uint64) << np.uint64(64 - RUN_BITS)) | (hashes >> np.uint64(RUN_BITS))
         order = np.argsort(key, kind="stable")  # equal keys keep file order: a group's first row comes first
         ordered = key[order]
