@@ -6,7 +6,8 @@ commands that sit above them — the Ray jobs and the report — forwarded to th
     trajonco report --quick --out out/quick
     vista build --dataset MEDS --out out/vista-job --stages graph,toa,display
 
-A forwarded command's ``--help`` and option mistakes are answered from its options module alone (no Ray, no data
+``trajonco cohort ... --address ADDR`` is forwarded to ``python -m jobs.data_steps cohort`` (its shard step on that
+cluster). A forwarded command's ``--help`` and option mistakes are answered from its options module alone (no Ray, no data
 libraries imported), so they come back at once.
 """
 
@@ -61,6 +62,10 @@ def _forward(job: Forwarded, tool: str, argv: list[str]) -> int:
 
 def _main(tool: str, jobs: Sequence[Forwarded], argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if tool == "trajonco" and args[:1] == ["cohort"] and any(a.split("=")[0] == "--address" for a in args):
+        from jobs.data_steps import main as data_steps  # on a cluster: the cohort's shard step as Ray Data
+
+        return data_steps(args, prog=tool)
     for job in jobs:
         if args and args[0] == job.name:
             return _forward(job, tool, args[1:])

@@ -6,9 +6,10 @@ too big for one machine's patience runs on a cluster with the same outputs.
     python -m jobs.data_steps cohort lung --dataset MEDS --out out/cohorts/lung --address HEAD:6379
     ray job submit --working-dir . -- python -m jobs.data_steps cohort lung --dataset MEDS --out out/cohorts/lung
 
-Each sub-command registers a `DataStepCommand`: its own options, the step and shard list it makes from them, and
-what it does with the result (write files, print a summary). Without ``--address`` (or ``RAY_ADDRESS``) the job
-starts a local Ray, as the other jobs do; the plain ``trajonco`` commands are the no-Ray route.
+Each sub-command registers a `DataStepCommand` (a module in `STEP_MODULES`): its own options, and ``execute``,
+which does the command's work and calls ``run(step, shards)`` — here Ray Data, in the ``trajonco`` commands
+`run_local` — for each shard step it needs. Ray is joined (``--address``, ``RAY_ADDRESS``) or started locally in the
+background while the command checks its input, as the other jobs do; ``trajonco cohort --address ADDR`` is this job.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from jobs.ray_runtime import LIGHT_TASK_CPUS, RayOptions, add_ray_arguments, connect, shutdown
+from jobs.ray_runtime import LIGHT_TASK_CPUS, LazyRay, RayOptions, add_ray_arguments
 from vista.shared.cli_kit import ArgumentParser, HelpFormatter
 from vista.shared.meds.shard_step import ShardStep
 
 R = TypeVar("R")
+ShardRunner = Callable[[ShardStep[R], Sequence[Path]], R]
+"""``run(step, shards)``: the step's result over the shards (`run_on_ray` here, `run_local` in one process)."""
 
 SHARD_TASK_CPUS = 0.5
 """CPU share of one shard's task by default: polars reads a shard on its own thread pool, and a whole CPU per task
@@ -38,21 +41,20 @@ would leave the 2-core machines of DESIGN.md's Ray notes with no room for Ray Da
 class DataStepCommand:
     """One sub-command of ``python -m jobs.data_steps``.
 
-    ``add_arguments`` adds its options; ``make_step`` checks them and returns the step and the shards to run it
-    over; ``finish`` takes the reduced result (writes, prints) and returns the exit status.
+    ``add_arguments`` adds its options; ``execute(args, run)`` does the work, running each shard step it needs
+    with ``run(step, shards)`` (which returns the step's reduced result), and returns the exit status.
     """
 
     name: str
     summary: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
-    make_step: Callable[[argparse.Namespace], tuple[ShardStep[object], Sequence[Path]]]
-    finish: Callable[[argparse.Namespace, object], int]
+    execute: Callable[[argparse.Namespace, ShardRunner], int]
 
 
 COMMANDS: dict[str, DataStepCommand] = {}
 """The registered sub-commands, by name (see `register`)."""
 
-STEP_MODULES: tuple[str, ...] = ()
+STEP_MODULES = ("jobs.data_step_cohort",)
 """Modules that `register` a sub-command when imported (imported by `build_parser`, so ``--help`` stays light)."""
 
 
@@ -105,19 +107,21 @@ def build_parser(prog: str = "python -m jobs.data_steps") -> ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Make the sub-command's step, run it on Ray (joined or started), finish with its result."""
+    """Run the sub-command with its shard steps on Ray (joined or started in the background meanwhile)."""
     command = COMMANDS[args.command]
     if args.task_cpus <= 0:
         from vista.shared.errors import CommandLineError
 
         raise CommandLineError(f"--task-cpus {args.task_cpus}: must be above 0 (e.g. {SHARD_TASK_CPUS})")
-    step, shards = command.make_step(args)
-    runtime = connect(RayOptions.from_args(args, job=f"data_steps {command.name}"))
-    try:
-        result = run_on_ray(step, shards, task_cpus=max(args.task_cpus, LIGHT_TASK_CPUS))
-    finally:
-        shutdown(runtime)
-    return command.finish(args, result)
+    task_cpus = max(args.task_cpus, LIGHT_TASK_CPUS)
+    with LazyRay(RayOptions.from_args(args, job=f"data_steps {command.name}")) as ray_here:
+        ray_here.start()
+
+        def on_ray(step: ShardStep[R], shards: Sequence[Path]) -> R:
+            ray_here.runtime()
+            return run_on_ray(step, shards, task_cpus=task_cpus)
+
+        return command.execute(args, on_ray)
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m jobs.data_steps") -> int:
@@ -139,5 +143,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m jobs.data_steps")
         return 2
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the sub-commands register in the module `jobs.data_steps`, not in __main__
+    from jobs.data_steps import main as _main
+
+    raise SystemExit(_main())

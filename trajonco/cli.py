@@ -125,7 +125,17 @@ def _locate_read_failure(root: Path, exc: Exception) -> None:
 
 
 def _cmd_cohort(args: argparse.Namespace) -> int:
+    if args.address:  # the `trajonco` console script forwards --address to the job (jobs.cli); this is python -m
+        raise CommandLineError(f"--address {args.address}: a cohort on a Ray cluster is built by the job: "
+                               "python -m jobs.data_steps cohort ... --address ADDR (or the `trajonco` command)")
+    return cohort_command(args)
+
+
+def cohort_command(args: argparse.Namespace, run: object = None) -> int:
+    """`trajonco cohort` with its parsed options (`add_cohort_arguments`); ``run`` runs the shard step
+    (`trajonco.cohorts.builder.ShardRunner`; this process when None — the Ray job passes its own)."""
     from trajonco.cohorts import CohortDataError, EmptyCohortError, build_cohort, load_definition
+    from vista.shared.meds.shard_step import run_local
 
     from vista.shared.storage import resolve_local
 
@@ -143,7 +153,8 @@ def _cmd_cohort(args: argparse.Namespace) -> int:
     try:
         if args.overwrite:
             _clear_cohort(out)
-        result = build_cohort(Path(args.dataset), definition, out, profile=args.coding_profile)
+        result = build_cohort(Path(args.dataset), definition, out, profile=args.coding_profile,
+                              run=run or run_local)  # type: ignore[arg-type]
     except CohortDataError as exc:
         _locate_read_failure(Path(args.dataset), exc)
         raise
@@ -155,6 +166,26 @@ def _cmd_cohort(args: argparse.Namespace) -> int:
     if args.explain:
         print(result.explanation.render())
     return 0
+
+
+def add_cohort_arguments(p: argparse.ArgumentParser) -> None:
+    """`trajonco cohort`'s options (also the Ray job's, `jobs.data_steps cohort`)."""
+    p.add_argument("definition", help=f"a built-in name ({cancer_keys()}, any_cancer) or the path of a TOML definition")
+    p.add_argument("--dataset", required=True, help="MEDS dataset root")
+    p.add_argument("--out", required=True, help="output cohort directory")
+    add_overwrite(p, "cohort in --out")
+    p.add_argument("--gap-days", type=int, help="override the gap between prediction time and index (days)")
+    p.add_argument("--seed", type=int, help="override the matching seed")
+    p.add_argument("--validate", action="store_true", help="check every row first, as `trajonco validate` does "
+                   "(without it only the files' footers and schemas are checked, which is instant)")
+    p.add_argument("--test-splits", nargs="+", metavar="SPLIT", help="MEDS splits feeding the test cohort "
+                   "(overrides the definition's test_splits; default held_out)")
+    p.add_argument("--train-splits", nargs="*", metavar="SPLIT", help="MEDS splits feeding the training cohort "
+                   "(overrides train_splits; default train tuning; give none for no training cohort)")
+    p.add_argument("--explain", action="store_true", help="also print which definition codes matched how many "
+                   "subjects and rows (per vocabulary and code), the phenotype per split and every exclusion — and, "
+                   "for an empty cohort, what was found before it emptied")
+    add_profile_option(p)
 
 
 def _clear_cohort(out: Path) -> None:
@@ -350,22 +381,9 @@ def build_parser(extra: AddCommands | None = None) -> argparse.ArgumentParser:
     p = subcommand(sub, "cohort", "build a matched case-control cohort (MEDS labels + manifest) from a definition",
                    ["trajonco cohort lung --dataset out/synth --out out/cohorts/lung",
                     "trajonco cohort my_definition.toml --dataset MEDS --out out/cohorts/mine --explain"])
-    p.add_argument("definition", help=f"a built-in name ({cancers}, any_cancer) or the path of a TOML definition")
-    p.add_argument("--dataset", required=True, help="MEDS dataset root")
-    p.add_argument("--out", required=True, help="output cohort directory")
-    add_overwrite(p, "cohort in --out")
-    p.add_argument("--gap-days", type=int, help="override the gap between prediction time and index (days)")
-    p.add_argument("--seed", type=int, help="override the matching seed")
-    p.add_argument("--validate", action="store_true", help="check every row first, as `trajonco validate` does "
-                   "(without it only the files' footers and schemas are checked, which is instant)")
-    p.add_argument("--test-splits", nargs="+", metavar="SPLIT", help="MEDS splits feeding the test cohort "
-                   "(overrides the definition's test_splits; default held_out)")
-    p.add_argument("--train-splits", nargs="*", metavar="SPLIT", help="MEDS splits feeding the training cohort "
-                   "(overrides train_splits; default train tuning; give none for no training cohort)")
-    p.add_argument("--explain", action="store_true", help="also print which definition codes matched how many "
-                   "subjects and rows (per vocabulary and code), the phenotype per split and every exclusion — and, "
-                   "for an empty cohort, what was found before it emptied")
-    add_profile_option(p)
+    add_cohort_arguments(p)
+    p.add_argument("--address", help="build it on this Ray cluster ('auto', 'HOST:6379'): the `trajonco` command "
+                   "hands the build to the job python -m jobs.data_steps cohort (a task per shard, same outputs)")
     p.set_defaults(handler=_cmd_cohort)
 
     p = subcommand(sub, "timeline", "print one patient's XML timeline (events strictly before the prediction time)",

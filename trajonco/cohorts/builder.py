@@ -5,7 +5,9 @@ Output, under ``out_dir``: ``labels/test.parquet`` and ``labels/train.parquet`` 
 ``label_details/test.parquet`` and ``label_details/train.parquet`` (the same key, then ``index_time``, ``cancer``,
 ``role``, ``matched_to``, ``age_at_index``, ``sex``, ``split``; `vista.shared.meds.labels.read_label_table` joins them back
 for every reader) and ``manifest.json``. A model may read a subject's static rows and rows strictly before
-``prediction_time`` = ``index_time`` - gap. Everything runs as polars group-bys and joins over the whole dataset.
+``prediction_time`` = ``index_time`` - gap. The data is read shard by shard (`trajonco.cohorts.shards`: each shard
+becomes a few columns per subject), so memory follows the number of subjects, not rows; cases and controls are
+then chosen on that per-subject table with polars group-bys and joins.
 
 Leakage door: the phenotype accepts an isolated earlier target code outside the washout, but if it lies before the
 prediction time (or is static) the model would read the cancer in the input while no control can carry such a code.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +29,7 @@ import pyarrow as pa
 
 from vista.shared.atomic import make_dirs
 from trajonco.cohorts.codesets import CodeHierarchy, CodeSets, read_hierarchy
-from trajonco.cohorts.coding import ProfileSpec
+from trajonco.cohorts.coding import ProfileSpec, choose_profile
 from trajonco.cohorts.definition import CohortDefinition
 from trajonco.cohorts.errors import CohortDataError, EmptyCohortError
 from trajonco.cohorts.explain import (
@@ -46,10 +49,20 @@ from trajonco.cohorts.manifest import (
 )
 from trajonco.cohorts.matching import draw_control_index, match_controls
 from trajonco.cohorts.phenotype import PhenotypeStatus, classify_subjects, target_code_rows
-from trajonco.cohorts.population import Population, load_population
-from trajonco.cohorts.source import SPLIT, dataset_info, open_events, read_splits
+from trajonco.cohorts.population import Population, assemble_population
+from trajonco.cohorts.shards import CohortInputs, CohortShardStep
+from trajonco.cohorts.source import (
+    SPLIT,
+    data_files,
+    dataset_info,
+    read_coding,
+    read_splits,
+    scan_checked,
+    warn_about_coverage,
+)
 from vista.shared.meds import schema
 from vista.shared.meds.labels import write_label_file
+from vista.shared.meds.shard_step import ShardStep, run_local
 
 log = logging.getLogger(__name__)
 SID = schema.SUBJECT_ID
@@ -96,6 +109,10 @@ class CohortResult:
     explanation: CohortExplanation
 
 
+ShardRunner = Callable[[ShardStep[CohortInputs], Sequence[Path]], CohortInputs]
+"""How the shard step runs: `run_local` (default) or, from the jobs, Ray Data over the shards (`jobs.data_steps`)."""
+
+
 def build_cohort(
     dataset_root: Path | str,
     definition: CohortDefinition,
@@ -103,27 +120,29 @@ def build_cohort(
     *,
     seed: int | None = None,
     profile: ProfileSpec | None = None,
+    run: ShardRunner = run_local,
 ) -> CohortResult:
     """Build the test (and training) cohort of ``definition`` from a MEDS dataset and write labels and manifest.
 
     ``seed`` overrides the definition's seed (the manifest records the definition actually used); ``profile`` is the
-    coding profile to read the codes with (`vista.shared.coding`; detected from the data when None). An empty cohort raises
-    `EmptyCohortError` carrying the explanation so far (``.explanation``).
+    coding profile to read the codes with (`vista.shared.coding`; detected from the data when None); ``run`` runs the
+    shard step (`trajonco.cohorts.shards`) over the data files. An empty cohort raises `EmptyCohortError` carrying
+    the explanation so far (``.explanation``).
     """
     started = time.perf_counter()
     root, out = Path(dataset_root), Path(out_dir)
     if seed is not None:
         definition = definition.with_overrides(seed=seed)
-    source = open_events(root, profile)
-    events = source.events
-    splits = read_splits(root)
+    scan_checked(root)  # every shard's footer and columns, before any row is read
+    chosen, how, share = choose_profile(root, profile)
+    splits = read_splits(root, warn=False)
     needs_tree = any(c.snomed_codes for c in definition.cancers)
-    code_sets = CodeSets.build(definition, read_hierarchy(root, source.profile) if needs_tree else CodeHierarchy())
-    try:
-        population = load_population(events, splits, min_visits=definition.min_visits, source=str(root))
-        code_rows = target_code_rows(events, definition, code_sets).collect()
-    except pl.exceptions.PolarsError as exc:
-        raise CohortDataError(f"{root}: cannot read the MEDS data ({exc})") from None
+    code_sets = CodeSets.build(definition, read_hierarchy(root, chosen) if needs_tree else CodeHierarchy())
+    inputs = run(CohortShardStep(definition, code_sets, chosen), data_files(root))
+    warn_about_coverage(root, splits, inputs.facts[SID])
+    coding, _, data_codes = read_coding(chosen, how, share, inputs.code_counts)
+    population = assemble_population(inputs.facts, splits, source=str(root))
+    code_rows = inputs.target_rows
     phenotypes = classify_subjects(code_rows, population.subjects.select(SID, "first_visit_time"), definition)
     prior = _prior_target_codes(code_rows)
     log.info(
@@ -131,8 +150,8 @@ def build_cohort(
     )
     explanation = CohortExplanation(
         cohort=definition.name,
-        coding=source.coding,
-        code_matches=code_match_report(definition, code_sets, code_rows, source.code_rows),
+        coding=coding,
+        code_matches=code_match_report(definition, code_sets, code_rows, data_codes),
         phenotype_by_split=_verdicts_by_split(population, phenotypes),
     )
     try:
@@ -140,7 +159,7 @@ def build_cohort(
             raise EmptyCohortError(
                 definition.name,
                 "no code of the definition in the data",
-                no_codes_detail(explanation.code_matches, source.coding),  # type: ignore[arg-type]
+                no_codes_detail(explanation.code_matches, coding),  # type: ignore[arg-type]
             )
         test = build_split_cohort(
             "test", definition.test_splits, definition.test_target_cases, population, phenotypes, definition,
@@ -176,7 +195,7 @@ def build_cohort(
         definition=definition,
         definition_hash=definition.digest(),
         dataset=dataset_info(root),
-        coding=source.coding,
+        coding=coding,
         code_matches=explanation.code_matches,
         subjects_in_dataset=population.subjects_in_data,
         subjects_without_split=population.subjects_without_split,
@@ -305,9 +324,8 @@ def build_split_cohort(
         .when(pl.col("ready_time").is_null())
         .then(pl.lit(ControlExclusion.TOO_FEW_VISITS.value))
     )
-    drawn = draw_control_index(
-        population.visits, candidates.filter(pl.col("reason").is_null()), gap_days=definition.gap_days, rng=rng
-    )
+    drawn = draw_control_index(candidates.filter(pl.col("reason").is_null()), rng=rng)
+    candidates = candidates.drop("control_visits")
     controls = _with_age(
         candidates.join(drawn, on=SID, how="left").with_columns(prediction_time=pl.col("index_time") - gap), definition
     ).with_columns(

@@ -19,42 +19,30 @@ SID = schema.SUBJECT_ID
 STRATUM_COLUMNS = {"sex": "sex", "age_band": "age_band"}
 
 
-def draw_control_index(
-    visits: pl.DataFrame, candidates: pl.DataFrame, *, gap_days: int, rng: np.random.Generator
-) -> pl.DataFrame:
-    """A uniformly random visit of each candidate whose prediction time (visit - gap) still has the candidate's
-    ``ready_time`` strictly before it, so the input window keeps its minimum number of visits.
+def draw_control_index(candidates: pl.DataFrame, *, rng: np.random.Generator) -> pl.DataFrame:
+    """A uniformly random one of each candidate's ``control_visits`` (the visits whose prediction time, visit - gap,
+    still has the candidate's ``ready_time`` strictly before it, so the input window keeps its minimum number of
+    visits; `trajonco.cohorts.population.subject_facts`), one draw of ``rng`` per candidate that has any, in
+    subject_id order.
 
     Returns subject_id and index_time; candidates without such a visit are left out.
 
     >>> from datetime import datetime as dt
-    >>> visits = pl.DataFrame({"subject_id": [1, 1, 1, 2, 2],
-    ...     "visit_time": [dt(2010, 1, 1), dt(2010, 6, 1), dt(2012, 1, 1), dt(2010, 1, 1), dt(2010, 2, 1)]})
-    >>> ready = pl.DataFrame({"subject_id": [1, 2], "ready_time": [dt(2010, 6, 1), dt(2010, 2, 1)]})
-    >>> draw_control_index(visits, ready, gap_days=365, rng=np.random.default_rng(0))
+    >>> candidates = pl.DataFrame({"subject_id": [2, 1], "control_visits": [[], [dt(2012, 1, 1), dt(2013, 1, 1)]]})
+    >>> draw_control_index(candidates, rng=np.random.default_rng(0))
     shape: (1, 2)
     ┌────────────┬─────────────────────┐
     │ subject_id ┆ index_time          │
     │ ---        ┆ ---                 │
     │ i64        ┆ datetime[μs]        │
     ╞════════════╪═════════════════════╡
-    │ 1          ┆ 2012-01-01 00:00:00 │
+    │ 1          ┆ 2013-01-01 00:00:00 │
     └────────────┴─────────────────────┘
     """
-    eligible = (
-        visits.join(candidates.select(SID, "ready_time"), on=SID, maintain_order="left")
-        .filter(pl.col("ready_time") < pl.col("visit_time") - pl.duration(days=gap_days))
-        .select(SID, "visit_time")
-        .sort(SID, "visit_time")
-    )
-    # rows of one subject are contiguous: pick row start + floor(u · count) of each subject's block
-    subject_ids = eligible[SID].to_numpy()
-    if subject_ids.size == 0:
-        return pl.DataFrame(schema={SID: pl.Int64, "index_time": visits.schema["visit_time"]})
-    starts = np.flatnonzero(np.r_[True, subject_ids[1:] != subject_ids[:-1]])
-    counts = np.diff(np.r_[starts, subject_ids.size])
-    picks = starts + (rng.random(starts.size) * counts).astype(np.int64)
-    return eligible[picks].select(SID, index_time=pl.col("visit_time"))
+    with_visits = candidates.select(SID, "control_visits").filter(pl.col("control_visits").list.len() > 0).sort(SID)
+    counts = with_visits["control_visits"].list.len().to_numpy()
+    picks = (rng.random(counts.size) * counts).astype(np.int64)
+    return with_visits.select(SID, index_time=pl.col("control_visits").list.get(pl.Series(picks)))
 
 
 @dataclass(frozen=True)

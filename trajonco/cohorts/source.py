@@ -81,27 +81,36 @@ def open_events(dataset_root: Path, profile: ProfileSpec | None = None) -> Event
     The codes are translated through a mapping built over the dataset's distinct codes and applied as one
     ``replace``; a dataset already in canonical spelling (ours) is left untouched.
     """
-    raw = _scan_checked(dataset_root)
+    raw = scan_checked(dataset_root)
     try:
         counts = raw.group_by(schema.CODE).agg(rows=pl.len()).collect()
     except pl.exceptions.PolarsError as exc:
         raise CohortDataError(f"{dataset_root / schema.DATA_DIR}: cannot read the MEDS shards ({exc})") from None
     chosen, how, share = choose_profile(dataset_root, profile)
-    source_codes = counts.height
-    mapping = chosen.respellings(counts[schema.CODE].drop_nulls().to_list())
+    coding, mapping, code_rows = read_coding(chosen, how, share, counts)
     events = raw.with_columns(pl.col(schema.CODE).replace(mapping)) if mapping else raw
+    return EventSource(events=events, profile=chosen, coding=coding, code_rows=code_rows)
+
+
+def read_coding(
+    chosen: CodingProfile, how: str, share: float | None, counts: pl.DataFrame
+) -> tuple[CodingChoice, dict[str, str], pl.DataFrame]:
+    """From the rows per source code (``code``, ``rows``) and the profile chosen (`choose_profile`): the manifest's
+    `CodingChoice`, the source → canonical mapping, and the rows per canonical code (sorted)."""
+    mapping = chosen.respellings(counts[schema.CODE].drop_nulls().to_list())
+    code_rows = counts
     if mapping:
-        counts = (
+        code_rows = (
             counts.with_columns(pl.col(schema.CODE).replace(mapping))
             .group_by(schema.CODE)
             .agg(pl.col("rows").sum())
         )
     choice = CodingChoice(profile=chosen.name, chosen_by=how, recognised_share=share,  # type: ignore[arg-type]
-                          distinct_source_codes=source_codes, respelled_codes=len(mapping))
-    return EventSource(events=events, profile=chosen, coding=choice, code_rows=counts.sort(schema.CODE))
+                          distinct_source_codes=counts.height, respelled_codes=len(mapping))
+    return choice, mapping, code_rows.sort(schema.CODE)
 
 
-def _scan_checked(dataset_root: Path) -> pl.LazyFrame:
+def scan_checked(dataset_root: Path) -> pl.LazyFrame:
     """``subject_id``, ``time``, ``code`` as the shards spell them, with the column types checked up front."""
     try:
         frame = pl.scan_parquet(data_files(dataset_root), extra_columns="ignore")  # shards may differ in extensions
@@ -155,20 +164,22 @@ def unreadable_data(dataset_root: Path) -> list[str]:
             for e in dataset.quarantine.entries if e.subject_id is None]
 
 
-def _warn_about_coverage(path: Path, splits: pl.DataFrame, dataset_root: Path) -> None:
-    """Log a warning when the splits file lists subjects without rows or omits subjects that have rows."""
-    try:
-        present = pl.scan_parquet(data_files(dataset_root)).select(schema.SUBJECT_ID).unique().collect()
-    except pl.exceptions.PolarsError:
-        return  # unreadable data is reported, with its file, where the rows are read
-    coverage = splits_coverage(splits[schema.SUBJECT_ID].to_numpy(), present[schema.SUBJECT_ID].to_numpy())
+def warn_about_coverage(dataset_root: Path, splits: pl.DataFrame, present: pl.Series | None = None) -> None:
+    """Log a warning when the splits file lists subjects without rows or omits subjects that have rows (``present``:
+    the subject ids of the data, read from the shards when not given)."""
+    if present is None:
+        try:
+            present = pl.scan_parquet(data_files(dataset_root)).select(schema.SUBJECT_ID).unique().collect().to_series()
+        except pl.exceptions.PolarsError:
+            return  # unreadable data is reported, with its file, where the rows are read
+    coverage = splits_coverage(splits[schema.SUBJECT_ID].to_numpy(), present.to_numpy())
     for problem in coverage.problems():
-        log.warning("%s: %s", path, problem)
+        log.warning("%s: %s", dataset_root / schema.SPLITS_FILE, problem)
 
 
-def read_splits(dataset_root: Path) -> pl.DataFrame:
-    """``subject_id`` → ``split`` from ``metadata/subject_splits.parquet`` (one split per subject, checked; a warning
-    when it disagrees with the subjects of the data)."""
+def read_splits(dataset_root: Path, *, warn: bool = True) -> pl.DataFrame:
+    """``subject_id`` → ``split`` from ``metadata/subject_splits.parquet`` (one split per subject, checked; with
+    ``warn``, a warning when it disagrees with the subjects of the data — `warn_about_coverage`)."""
     path = dataset_root / schema.SPLITS_FILE
     if not path.is_file():
         raise CohortDataError(
@@ -184,7 +195,8 @@ def read_splits(dataset_root: Path) -> pl.DataFrame:
     if repeated.height:
         raise CohortDataError(f"{path}: subject {repeated[schema.SUBJECT_ID].min()} is listed in more than one split")
     splits = splits.unique().with_columns(pl.col(schema.SUBJECT_ID).cast(pl.Int64), pl.col(SPLIT).cast(pl.String))
-    _warn_about_coverage(path, splits, dataset_root)
+    if warn:
+        warn_about_coverage(dataset_root, splits)
     return splits
 
 
