@@ -272,9 +272,13 @@ def window_features(events: Events, labels: pl.DataFrame, config: FeatureConfig,
     parts = [events] if isinstance(events, pl.LazyFrame) else list(events)
     parts = [check_events(part, "MEDS events") for part in parts] or [check_events(_NO_EVENTS, "MEDS events")]
     _check_subjects_present(parts, labels, source)
-    targets = labels.lazy().select(
-        pl.int_range(pl.len(), dtype=pl.UInt32).alias(SAMPLE), SUBJECT_ID, PREDICTION_TIME)
+    targets = _targets(labels)
     return pl.concat([_part_features(part, targets, labels, config) for part in parts], how="vertical")
+
+
+def _targets(labels: pl.DataFrame) -> pl.LazyFrame:
+    """``_sample`` (the label row), subject and prediction time of each label row."""
+    return labels.lazy().select(pl.int_range(pl.len(), dtype=pl.UInt32).alias(SAMPLE), SUBJECT_ID, PREDICTION_TIME)
 
 
 _NO_EVENTS = pl.LazyFrame(schema={SUBJECT_ID: pl.Int64, TIME: pl.Datetime("us"), CODE: pl.String,

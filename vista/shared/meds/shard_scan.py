@@ -20,6 +20,7 @@ files and subjects left out, codes in canonical spelling — and the dataset is 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -32,12 +33,31 @@ from vista.shared.meds.schema import SUBJECT_ID
 from vista.shared.meds.validation import validate_dataset
 from vista.shared.storage import StorageError
 
-__all__ = ["scan_shards"]
+__all__ = ["ShardScan", "checked_shards", "scan_shards"]
 
 
-def scan_shards(root: str | Path, *, profile: str | Path | CodingProfile | None = None, on_error: OnError = "raise",
-                now: datetime | None = None) -> list[pl.LazyFrame]:
-    """The usable shards of the dataset at ``root`` as LazyFrames (dataset order), after checking every row.
+@dataclass(frozen=True, eq=False)
+class ShardScan:
+    """A checked dataset's usable shards and how to read each as `MedsDataset.scan` reads it (settings only: a
+    shard step carries it to the Ray workers)."""
+
+    root: str
+    shards: tuple[str, ...]
+    profile: CodingProfile
+    dropped_subjects: tuple[int, ...]
+
+    def frame(self, shard: str) -> pl.LazyFrame:
+        """One shard's rows: the five MEDS columns, quarantined subjects left out, codes in canonical spelling."""
+        frame = pl.scan_parquet(str(Path(self.root) / shard), schema=POLARS_SCHEMA, missing_columns="insert",
+                                extra_columns="ignore")
+        if self.dropped_subjects:
+            frame = frame.filter(~pl.col(SUBJECT_ID).is_in(list(self.dropped_subjects)))
+        return canonical_codes(frame, self.profile)
+
+
+def checked_shards(root: str | Path, *, profile: str | Path | CodingProfile | None = None,
+                   on_error: OnError = "raise", now: datetime | None = None) -> ShardScan:
+    """The dataset at ``root`` checked (`validate_dataset`, duplicates aside) and its usable shards, as `ShardScan`.
 
     ``on_error`` as in `validate_dataset`: the first problem raises, or the subjects and files concerned are left
     out. ``profile`` as in `MedsDataset` (detected when None).
@@ -47,14 +67,14 @@ def scan_shards(root: str | Path, *, profile: str | Path | CodingProfile | None 
         raise StorageError(f"{dataset.root}: scanning a whole dataset (cohort building, features) over object storage "
                            "is not supported yet; copy the dataset to a local or shared path")
     report = validate_dataset(root, on_error=on_error, now=dataset.now, duplicates=False)
-    dropped_files, dropped_subjects = set(report.quarantine.files), report.quarantine.subjects
-    frames: list[pl.LazyFrame] = []
-    for shard in dataset.shards:
-        if shard in dropped_files:
-            continue
-        frame = pl.scan_parquet(str(Path(root) / shard), schema=POLARS_SCHEMA, missing_columns="insert",
-                                extra_columns="ignore")
-        if dropped_subjects:
-            frame = frame.filter(~pl.col(SUBJECT_ID).is_in(dropped_subjects))
-        frames.append(canonical_codes(frame, dataset.profile))
-    return frames
+    dropped_files = set(report.quarantine.files)
+    return ShardScan(str(root), tuple(s for s in dataset.shards if s not in dropped_files), dataset.profile,
+                     tuple(report.quarantine.subjects))
+
+
+def scan_shards(root: str | Path, *, profile: str | Path | CodingProfile | None = None, on_error: OnError = "raise",
+                now: datetime | None = None) -> list[pl.LazyFrame]:
+    """The usable shards of the dataset at ``root`` as LazyFrames (dataset order), after checking every row (see
+    `checked_shards`)."""
+    scan = checked_shards(root, profile=profile, on_error=on_error, now=now)
+    return [scan.frame(shard) for shard in scan.shards]

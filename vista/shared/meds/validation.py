@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -56,17 +56,25 @@ MISSING_METADATA: dict[str, str] = {
 """What a missing metadata file costs (MEDS makes them optional; the tools work without them, less well)."""
 
 
+ShardRunner = Callable[["ValidateStep", Sequence[Path]], ValidationReport]
+"""``run(step, shards)``: a shard step's reduced result over the shards (``jobs.data_steps``: Ray Data)."""
+
+
 def validate_dataset(root: str | Path, *, on_error: OnError = "raise", now: datetime | None = None,
                      batch_size: int = DEFAULT_BATCH_SIZE, duplicates: bool = True,
-                     workers: int | None = None) -> ValidationReport:
+                     workers: int | None = None, run: ShardRunner | None = None) -> ValidationReport:
     """Check every file, subject and row of the dataset at ``root``, then its metadata, then look for warnings.
 
     ``on_error="raise"`` raises `MedsDataError` at the first problem; ``"quarantine"`` records every problem, drops
     the subjects/files concerned and returns the report (``report.quarantine`` can be written as JSON or parquet).
     ``duplicates=False`` skips the search for exact duplicate rows. ``workers`` shards are checked at once (default:
     one per CPU); the first problem in dataset order is the one raised, whatever the order shards finish in.
+    ``run`` runs the step elsewhere instead (a Ray task per shard, ``python -m jobs.data_steps validate``): the
+    report is the same.
     """
     step = validate_step(root, on_error=on_error, now=now, batch_size=batch_size, duplicates=duplicates)
+    if run is not None:
+        return run(step, [Path(shard) for shard in step.shards])
     return step.fold(_checks_in_order(step, workers or os.cpu_count() or 1))
 
 
