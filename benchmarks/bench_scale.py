@@ -14,7 +14,9 @@ and any child it waited for) and its peak resident memory. Steps:
 - ``cohort``    ``trajonco cohort lung``;
 - ``features``  summary features of the lung cohort's train and test labels, shard by shard
                 (`vista.shared.meds.shard_scan.scan_shards`, `baselines.features.SummaryFeaturizer`);
-- ``meds-reader`` reading every subject through PyPI ``meds_reader`` (when installed; its conversion apart).
+- ``meds-reader-convert`` and ``meds-reader``: PyPI ``meds_reader``'s one-off conversion, then reading every
+                subject's events through it (when installed; by default only up to 100k subjects: its conversion
+                alone takes minutes per 100k subjects here).
 
 It prints a dated markdown table: per size and step, wall, CPU-s, peak RSS, ratios to the pass, and growth exponents
 between sizes (log(cost ratio) / log(size ratio): 1 = linear, 0 = flat). The machine is shared, so CPU-s and peak
@@ -41,7 +43,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 SIZES = {"100k": 100_000, "1m": 1_000_000, "10m": 10_000_000}
-STEPS = ("pass", "validate", "profile", "profile-all", "cohort", "features", "meds-reader")
+STEPS = ("pass", "validate", "profile", "profile-all", "cohort", "features", "meds-reader-convert", "meds-reader")
+MEDS_READER_STEPS = ("meds-reader-convert", "meds-reader")
 DEFAULT_DATA_DIR = Path("/work/scale-data")
 SHARD_SUBJECTS = 10_000
 LUNG_CODES = ["ICD10CM//C34.11", "ICD10CM//C34.90", "ICD9CM//162.3"]
@@ -107,16 +110,20 @@ def _features(root: Path, work: Path) -> str:
             f"({train.height:,} + {test.height:,} label rows)")
 
 
-def _meds_reader(root: Path, work: Path) -> str:
-    import meds_reader  # noqa: F401 - only where installed
-
+def _meds_reader_convert(root: Path, work: Path) -> str:
+    convert = Path(sys.executable).parent / "meds_reader_convert"
     database = work / "meds_reader_db"
-    if not database.exists():
-        subprocess.run(["meds_reader_convert", str(root), str(database), "--num_threads", "2"], check=True,
-                       capture_output=True)
-    database_reader = meds_reader.SubjectDatabase(str(database))
-    events = sum(len(database_reader[s].events) for s in database_reader)
-    return f"{len(database_reader):,} subjects, {events:,} events"
+    shutil.rmtree(database, ignore_errors=True)
+    subprocess.run([str(convert), str(root), str(database), "--num_threads", "2"], check=True, capture_output=True)
+    return f"converted into {database}"
+
+
+def _meds_reader(work: Path) -> str:
+    import meds_reader
+
+    database = meds_reader.SubjectDatabase(str(work / "meds_reader_db"))
+    events = sum(len(database[subject].events) for subject in database)
+    return f"{len(database):,} subjects, {events:,} events"
 
 
 def _cli(args: list[str]) -> list[str]:
@@ -133,7 +140,7 @@ def step_command(step: str, root: Path, work: Path) -> list[str] | None:
         return _cli(["profile", str(root), "--all-rows"])
     if step == "cohort":
         return _cli(["cohort", "lung", "--dataset", str(root), "--out", str(work / "lung"), "--overwrite"])
-    if step == "meds-reader":
+    if step in MEDS_READER_STEPS:
         try:
             import meds_reader  # noqa: F401
         except ImportError:
@@ -144,7 +151,8 @@ def step_command(step: str, root: Path, work: Path) -> list[str] | None:
 
 def run_child(step: str, root: Path, work: Path) -> int:
     runner = {"pass": lambda: _polars_pass(root), "features": lambda: _features(root, work),
-              "meds-reader": lambda: _meds_reader(root, work)}[step]
+              "meds-reader-convert": lambda: _meds_reader_convert(root, work),
+              "meds-reader": lambda: _meds_reader(work)}[step]
     print(runner(), flush=True)
     return 0
 
@@ -228,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=["100k", "1m"])
     parser.add_argument("--ten-million", action="store_true", help="add the 10M-subject dataset (~1B rows)")
     parser.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS))
+    parser.add_argument("--meds-reader-max", choices=list(SIZES), default="100k",
+                        help="largest size meds_reader converts and reads (default 100k)")
     parser.add_argument("--child", choices=STEPS, help=argparse.SUPPRESS)
     parser.add_argument("--dataset", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
@@ -245,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
             work = Path(tmp) / size
             work.mkdir()
             for step in steps:
+                if step in MEDS_READER_STEPS and SIZES[size] > SIZES[args.meds_reader_max]:
+                    continue
                 command = step_command(step, root, work)
                 if command is None:
                     print(f"{size} {step}: skipped (not installed)", file=sys.stderr, flush=True)

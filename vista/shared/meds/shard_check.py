@@ -198,6 +198,10 @@ def check_shard(root: str | Path | Location, shard: str, *, now_us: int, batch_s
         issue = _file_issue(shard, f"cannot read column subject_id ({one_line(exc)})")
         return ShardCheck(shard, (issue,), None, (), 0, None)
     row_group_rows = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+    if duplicates and location.is_local:
+        fast = _clean_shard(Path((location / shard).uri), shard, subject_ids, row_group_rows, now_us)
+        if fast is not None:
+            return fast
     layout, layout_issues = build_layout(shard, subject_ids, row_group_rows)
     del subject_ids
     if layout is None:
@@ -217,6 +221,39 @@ def check_shard(root: str | Path | Location, shard: str, *, now_us: int, batch_s
     elif kept is not None and checks.usable:
         found, error = _duplicates(shard, kept, clean=not layout_issues and not checks.issues)
     return ShardCheck(shard, tuple(layout_issues), layout.subjects, tuple(checks.issues), checks.rows, found, error)
+
+
+def _clean_shard(path: Path, shard: str, subject_ids: pa.ChunkedArray, row_group_rows: list[int], now_us: int
+                 ) -> ShardCheck | None:
+    """The check of a shard with no problem, read whole by polars (faster than record batches, and strings checked
+    as UTF-8 on read); None at the first doubt — a problem, a read error, a hash collision — so that the record-batch
+    path finds and words it exactly as the reader does."""
+    layout, issues = build_layout(shard, subject_ids, row_group_rows)
+    if layout is None or issues:
+        return None
+    try:
+        frame = pl.read_parquet(path)
+        meds = [c for c in MEDS_COLUMNS if c in frame.columns]
+        batch = frame.select(meds).to_arrow(compat_level=pl.CompatLevel.oldest()).combine_chunks().to_batches()
+    except (OSError, pl.exceptions.PolarsError, pa.ArrowException):
+        return None
+    if len(batch) != 1 or not batch[0].schema.equals(pa.schema([(c, POLARS_TYPES[c]) for c in meds])):
+        return None
+    checks = _RowPass(shard, layout.run_starts, layout.run_starts + layout.run_lengths,
+                      layout.run_subjects.tolist(), now_us, [])
+    checks.add(batch[0], 0)
+    checks.finish()
+    if checks.issues:
+        return None
+    found = _hashed_duplicates(shard, frame)
+    if found is None:
+        return None
+    return ShardCheck(shard, (), layout.subjects, (), checks.rows, found, None)
+
+
+POLARS_TYPES = {SUBJECT_ID: pa.int64(), TIME: pa.timestamp("us"), CODE: pa.large_string(),
+                NUMERIC_VALUE: pa.float32(), TEXT_VALUE: pa.large_string()}
+"""The arrow types of the MEDS columns as polars hands them over (a shard of other types takes the batch path)."""
 
 
 def _row_pass(location: Location, shard: str, metadata: pq.FileMetaData,
@@ -280,17 +317,16 @@ RUN_BITS = 24
 """Bits of a row's run index in its sort key (the other 40 are the top of its hash): shards of up to 16M runs."""
 
 
-def _hashed_duplicates(shard: str, batches: list[pa.RecordBatch]) -> ShardDuplicates | None:
+def _hashed_duplicates(shard: str, data: list[pa.RecordBatch] | pl.DataFrame) -> ShardDuplicates | None:
     """Duplicates of a shard in MEDS order, found by sorting the rows of each (subject, time) run on their hash, each
     one confirmed against the first row of its hash; None when the marker must decide (see the module docstring)."""
     try:
-        table = pa.Table.from_batches(batches)
-        frame = pl.from_arrow(table)
+        frame = data if isinstance(data, pl.DataFrame) else pl.from_arrow(pa.Table.from_batches(data))
         assert isinstance(frame, pl.DataFrame)
         sids = frame[SUBJECT_ID].to_numpy()
         if sids.size == 0:
             return ShardDuplicates(shard, 0, 0, None)
-        run = _runs(sids, table.column(TIME).combine_chunks())
+        run = _runs(sids, frame[TIME].rechunk().to_arrow())
         lengths = np.bincount(run)
         if lengths.max() > MAX_CARRY or lengths.size >= 1 << RUN_BITS:
             return None
