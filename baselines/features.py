@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -188,13 +189,13 @@ class SummaryFeaturizer:
         self.config = config or FeatureConfig()
         self.vocabulary: FeatureVocabulary | None = None
 
-    def fit(self, events: pl.LazyFrame, train_labels: pl.DataFrame, *,
+    def fit(self, events: Events, train_labels: pl.DataFrame, *,
             source: str = "training labels") -> SummaryFeaturizer:
         """Choose the features present in ≥ ``min_prevalence`` of the training label rows."""
         self.fit_transform(events, train_labels, source=source)
         return self
 
-    def fit_transform(self, events: pl.LazyFrame, train_labels: pl.DataFrame, *,
+    def fit_transform(self, events: Events, train_labels: pl.DataFrame, *,
                       source: str = "training labels") -> FeatureMatrix:
         """`fit` and `transform` of the same labels, computing the windows once."""
         labels = check_labels(train_labels, source, require_outcome=False)
@@ -204,7 +205,7 @@ class SummaryFeaturizer:
                  len(self.vocabulary.names), self.vocabulary.candidates, self.vocabulary.min_count, labels.height)
         return _assemble(long, labels, self.vocabulary)
 
-    def transform(self, events: pl.LazyFrame, labels: pl.DataFrame, *, source: str = "labels") -> FeatureMatrix:
+    def transform(self, events: Events, labels: pl.DataFrame, *, source: str = "labels") -> FeatureMatrix:
         """The feature matrix of ``labels`` with the fitted vocabulary (features unseen in training are dropped)."""
         if self.vocabulary is None:
             raise NotFittedError("SummaryFeaturizer.transform called before fit")
@@ -234,10 +235,11 @@ def check_events(events: pl.LazyFrame, source: str) -> pl.LazyFrame:
     )
 
 
-def _check_subjects_present(events: pl.LazyFrame, labels: pl.DataFrame, source: str) -> None:
+def _check_subjects_present(parts: Sequence[pl.LazyFrame], labels: pl.DataFrame, source: str) -> None:
     """Raise when a labelled subject has no row at all in the events (never silently featurize an empty record)."""
-    missing = (labels.lazy().select(SUBJECT_ID).unique()
-               .join(events.select(SUBJECT_ID).unique(), on=SUBJECT_ID, how="anti").sort(SUBJECT_ID).collect())
+    wanted = labels.lazy().select(SUBJECT_ID).unique()
+    found = [part.select(SUBJECT_ID).join(wanted, on=SUBJECT_ID, how="semi").unique().collect() for part in parts]
+    missing = wanted.join(pl.concat(found).lazy(), on=SUBJECT_ID, how="anti").sort(SUBJECT_ID).collect()
     if missing.height:
         first = int(missing[SUBJECT_ID][0])
         raise EventDataError(source, f"{missing.height} labelled subject(s) have no rows in the MEDS data "
@@ -254,16 +256,38 @@ def _check_values(window: pl.DataFrame, labels: pl.DataFrame) -> None:
             raise EventDataError("MEDS events", problem, subject_id=subject, field=column)
 
 
-def window_features(events: pl.LazyFrame, labels: pl.DataFrame, config: FeatureConfig, *,
+Events = pl.LazyFrame | Sequence[pl.LazyFrame]
+"""The MEDS rows features are computed from: one frame, or one per shard (`vista.shared.meds.shard_scan`), each
+subject's rows all in one of them (as MEDS requires of shards). Per shard, only the labelled subjects' windows of
+one shard are in memory at a time, and the result (a few values per label row and code) follows the cohort."""
+
+
+def window_features(events: Events, labels: pl.DataFrame, config: FeatureConfig, *,
                     source: str = "labels") -> pl.DataFrame:
     """Every feature value of every label row in long format: ``_sample`` (label row), ``kind``, ``key``, ``value``.
 
-    One row per (label row, feature) that is present; absent features have no row.
+    One row per (label row, feature) that is present; absent features have no row. ``events`` given shard by shard
+    gives the same rows as the shards' concatenation.
     """
-    events = check_events(events, "MEDS events")
-    _check_subjects_present(events, labels, source)
-    targets = labels.lazy().select(
-        pl.int_range(pl.len(), dtype=pl.UInt32).alias(SAMPLE), SUBJECT_ID, PREDICTION_TIME)
+    parts = [events] if isinstance(events, pl.LazyFrame) else list(events)
+    parts = [check_events(part, "MEDS events") for part in parts] or [check_events(_NO_EVENTS, "MEDS events")]
+    _check_subjects_present(parts, labels, source)
+    targets = _targets(labels)
+    return pl.concat([_part_features(part, targets, labels, config) for part in parts], how="vertical")
+
+
+def _targets(labels: pl.DataFrame) -> pl.LazyFrame:
+    """``_sample`` (the label row), subject and prediction time of each label row."""
+    return labels.lazy().select(pl.int_range(pl.len(), dtype=pl.UInt32).alias(SAMPLE), SUBJECT_ID, PREDICTION_TIME)
+
+
+_NO_EVENTS = pl.LazyFrame(schema={SUBJECT_ID: pl.Int64, TIME: pl.Datetime("us"), CODE: pl.String,
+                                  NUMERIC_VALUE: pl.Float32})
+
+
+def _part_features(events: pl.LazyFrame, targets: pl.LazyFrame, labels: pl.DataFrame,
+                   config: FeatureConfig) -> pl.DataFrame:
+    """The long-format features of the label rows whose subjects have their rows in ``events``."""
     # The window is materialized once (≈ 20 bytes a row): every feature family below reads it, and letting polars
     # push each family's filters down would scan and join the shards once per family.
     rows = (events.join(targets, on=SUBJECT_ID, how="inner")

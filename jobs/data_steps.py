@@ -54,7 +54,7 @@ class DataStepCommand:
 COMMANDS: dict[str, DataStepCommand] = {}
 """The registered sub-commands, by name (see `register`)."""
 
-STEP_MODULES = ("jobs.data_step_cohort",)
+STEP_MODULES = ("jobs.data_step_cohort", "jobs.data_step_validate", "jobs.data_step_features")
 """Modules that `register` a sub-command when imported (imported by `build_parser`, so ``--help`` stays light)."""
 
 

@@ -66,3 +66,70 @@ def test_cohort_on_two_nodes_matches_the_local_build(name, cluster, dataset, tmp
     assert done.returncode == 0, done.stderr
     assert "cases" in done.stdout
     assert differences(on_ray, local) == []
+
+
+@pytest.fixture(scope="module")
+def flawed(dataset, tmp_path_factory) -> Path:
+    """The dataset with problems for quarantine to find: empty codes in one shard, an empty file."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    root = tmp_path_factory.mktemp("flawed") / "meds"
+    shutil.copytree(dataset, root)
+    shard = root / "data" / "1.parquet"
+    table = pq.read_table(shard)
+    bad = pc.is_in(table.column("subject_id"), value_set=pa.array([210, 215, 333], pa.int64()))
+    codes = pc.if_else(pc.and_(bad, pc.equal(table.column("code"), "ENCOUNTER//AMB")), "", table.column("code"))
+    pq.write_table(table.set_column(table.schema.get_field_index("code"), "code", codes.cast(pa.large_string())), shard)
+    (root / "data" / "9.parquet").write_bytes(b"")
+    return root
+
+
+def test_validate_on_two_nodes_matches_the_local_check(cluster, flawed, tmp_path):
+    import pyarrow.parquet as pq
+
+    from vista.shared.meds.validation import validate_dataset
+
+    local = validate_dataset(flawed, on_error="quarantine")
+    assert local.subjects_quarantined == 3 and len(local.quarantine.files) == 1 and local.duplicate_rows > 0
+    report = tmp_path / "ray.parquet"
+    done = _job(["validate", str(flawed), "--quarantine", "--report", str(report), "--address", cluster,
+                 "--task-cpus", "0.5"])
+    assert done.returncode == 1, done.stderr  # problems were quarantined
+    assert pq.read_table(report).to_pylist() == local.quarantine.to_table().to_pylist()
+    shown = [line for line in done.stdout.splitlines() if " rows in " not in line]
+    expected = [line for line in str(local).splitlines() if " rows in " not in line]
+    assert shown[:len(expected)] == expected
+    counts = f"checked {local.files_checked} files, {local.subjects_checked} subjects, {local.rows_checked} rows"
+    assert counts in done.stdout
+
+
+def test_features_on_two_nodes_match_the_local_featurizer(cluster, dataset, tmp_path):
+    import numpy as np
+    import polars as pl
+    import scipy.sparse as sp
+
+    from baselines.features import SummaryFeaturizer
+    from trajonco.cohorts import build_cohort, load_definition
+    from vista.shared.meds.shard_scan import scan_shards
+
+    cohort = tmp_path / "lung"
+    build_cohort(dataset, load_definition("lung"), cohort)
+    train, test = (pl.read_parquet(cohort / "labels" / f"{name}.parquet") for name in ("train", "test"))
+    shards = scan_shards(dataset)
+    featurizer = SummaryFeaturizer()
+    local = {"train": featurizer.fit_transform(shards, train), "test": featurizer.transform(shards, test)}
+    out = tmp_path / "features"
+    done = _job(["features", "--dataset", str(dataset), "--cohort", str(cohort), "--out", str(out),
+                 "--address", cluster, "--task-cpus", "0.5"])
+    assert done.returncode == 0, done.stderr
+    names = (out / "features.txt").read_text().splitlines()
+    assert tuple(names) == local["train"].feature_names
+    for part, matrix in local.items():
+        found = sp.load_npz(out / f"{part}.npz")
+        assert found.shape == matrix.X.shape and (found != matrix.X).nnz == 0 and matrix.X.nnz > 0
+        rows = pl.read_parquet(out / f"{part}_rows.parquet")
+        assert np.array_equal(rows["subject_id"].to_numpy(), matrix.subject_ids)

@@ -73,6 +73,12 @@ exit status: 0 no problem (warnings allowed unless --strict); 1 problems quarant
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    return validate_command(args)
+
+
+def validate_command(args: argparse.Namespace, run: object = None) -> int:
+    """`trajonco validate` with its parsed options (`add_validate_arguments`); ``run`` runs the shard step
+    (`vista.shared.meds.validation.ShardRunner`: threads in this process when None — the Ray job passes its own)."""
     from vista.shared.meds.duplicates import write_deduplicated
     from vista.shared.meds.validation import validate_dataset
 
@@ -83,7 +89,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         if out is not None and out.is_dir() and any(out.iterdir()):
             raise CommandLineError(f"--fix-duplicates {out}: must be a new or empty directory (the copy is written there)")
     root = Path(args.dataset)
-    report = validate_dataset(root, on_error="quarantine" if args.quarantine else "raise")
+    report = validate_dataset(root, on_error="quarantine" if args.quarantine else "raise",
+                              run=run)  # type: ignore[arg-type]
     print(report)
     status = 0
     if args.report:
@@ -201,6 +208,19 @@ def add_cohort_arguments(p: argparse.ArgumentParser) -> None:
     add_profile_option(p)
 
 
+def add_validate_arguments(p: argparse.ArgumentParser) -> None:
+    """`trajonco validate`'s options (also the Ray job's, `jobs.data_steps validate`)."""
+    p.add_argument("dataset", help="MEDS dataset root")
+    p.add_argument("--quarantine", action="store_true", help="record bad subjects/files and go on instead of stopping "
+                   "(exit status 1 when anything was quarantined)")
+    p.add_argument("--report", help="with --quarantine: write the quarantine report here (JSON, or a parquet table "
+                   "when the name ends in .parquet): subject_id (null: whole file), file, field, problem, row")
+    p.add_argument("--fix-duplicates", metavar="OUT", help="write a copy of the dataset to OUT (a new directory) "
+                   "without its exact duplicate rows; only when the check finds no problem")
+    p.add_argument("--strict", action="store_true", help="exit with status 1 on warnings too (duplicates, splits, "
+                   "missing metadata)")
+
+
 def _clear_cohort(out: Path) -> None:
     """Remove what an earlier cohort left in ``out`` (labels, manifest), so no stale split survives --overwrite."""
     import shutil
@@ -211,9 +231,14 @@ def _clear_cohort(out: Path) -> None:
 
 def _cmd_profile(args: argparse.Namespace) -> int:
     from vista.shared.coding import profile_report
+    from vista.shared.coding.detect import DETECTION_SAMPLE_ROWS
 
-    report = profile_report(Path(args.dataset), args.coding_profile, sample_rows=args.sample_rows)
+    sample_rows = None if args.all_rows else args.sample_rows or DETECTION_SAMPLE_ROWS
+    report = profile_report(Path(args.dataset), args.coding_profile, sample_rows=sample_rows)
     print(report.model_dump_json(indent=2) if args.json else report.render())
+    if report.sampled and not args.json:
+        print(f"(counted on the first {report.rows:,} rows, as the jobs detect a profile; --all-rows counts every row, "
+              "streaming shard by shard)")
     return 0
 
 
@@ -365,22 +390,18 @@ def build_parser(extra: AddCommands | None = None) -> argparse.ArgumentParser:
                    ["trajonco profile out/synth", "trajonco profile MEDS_DIR --coding-profile my_site.toml --json"])
     p.add_argument("dataset", help="MEDS dataset root")
     add_profile_option(p)
-    p.add_argument("--sample-rows", type=int, help="count only the first N rows (default: every row)")
+    rows = p.add_mutually_exclusive_group()
+    rows.add_argument("--sample-rows", type=int, help="count only the first N rows (default: the sample the jobs "
+                      "detect a profile on, 200,000 rows)")
+    rows.add_argument("--all-rows", action="store_true", help="count every row, shard by shard (memory bounded by "
+                      "the vocabulary and the subjects, not the rows)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=_cmd_profile)
 
     p = subcommand(sub, "validate", "check a MEDS dataset (schema, order, values, times) and report problems",
                    ["trajonco validate out/synth", "trajonco validate out/synth --quarantine --report bad.json"],
                    details=VALIDATE_HELP)
-    p.add_argument("dataset", help="MEDS dataset root")
-    p.add_argument("--quarantine", action="store_true", help="record bad subjects/files and go on instead of stopping "
-                   "(exit status 1 when anything was quarantined)")
-    p.add_argument("--report", help="with --quarantine: write the quarantine report here (JSON, or a parquet table "
-                   "when the name ends in .parquet): subject_id (null: whole file), file, field, problem, row")
-    p.add_argument("--fix-duplicates", metavar="OUT", help="write a copy of the dataset to OUT (a new directory) "
-                   "without its exact duplicate rows; only when the check finds no problem")
-    p.add_argument("--strict", action="store_true", help="exit with status 1 on warnings too (duplicates, splits, "
-                   "missing metadata)")
+    add_validate_arguments(p)
     p.set_defaults(handler=_cmd_validate)
 
     p = subcommand(sub, "cohort", "build a matched case-control cohort (MEDS labels + manifest) from a definition",

@@ -23,8 +23,11 @@ encounters, no sex, no notes, most rows unplaced).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 import polars as pl
 import pyarrow as pa
@@ -124,16 +127,13 @@ def _columns(files: Sequence[Path]) -> list[str]:
         raise CodingProfileError(f"{files[0]}: not a readable parquet file ({exc})") from None
 
 
-def _rows(root: Path, sample_rows: int | None, extra: Sequence[str], files: Sequence[Path] | None = None
-          ) -> tuple[pl.DataFrame, bool]:
-    """subject_id, code (+ ``extra`` columns when present) of the whole dataset or its first ``sample_rows`` rows.
+def _code_batches(files: Sequence[Path], extra: Sequence[str]) -> Iterator[tuple[int, pa.Table]]:
+    """(file index, table of subject_id, code and ``extra`` as strings) for each record batch of ``files``.
 
     Read with pyarrow batch by batch (a corrupt shard is skipped with a warning: the reader reports it properly).
     """
-    files = list(files) if files is not None else _data_files(root)
-    tables: list[pa.Table] = []
-    total = 0
-    for path in files:
+    target = pa.schema([(schema.SUBJECT_ID, pa.int64()), (schema.CODE, pa.string()), *((c, pa.string()) for c in extra)])
+    for index, path in enumerate(files):
         try:
             with pq.ParquetFile(path) as parquet:
                 present = [c for c in (schema.SUBJECT_ID, schema.CODE, *extra) if c in parquet.schema_arrow.names]
@@ -147,14 +147,20 @@ def _rows(root: Path, sample_rows: int | None, extra: Sequence[str], files: Sequ
                         else:
                             table = table.set_column(table.column_names.index(column), column,
                                                      pc.cast(table.column(column), pa.string()))
-                    table = table.select([schema.SUBJECT_ID, schema.CODE, *extra])
-                    tables.append(table.cast(pa.schema([(schema.SUBJECT_ID, pa.int64()), (schema.CODE, pa.string()),
-                                                        *((c, pa.string()) for c in extra)])))
-                    total += table.num_rows
-                    if sample_rows is not None and total > sample_rows:
-                        break
+                    yield index, table.select([schema.SUBJECT_ID, schema.CODE, *extra]).cast(target)
         except (OSError, pa.ArrowException) as exc:
             log.warning("%s: skipped while reading codes (%s)", path, str(exc).splitlines()[0] if str(exc) else exc)
+
+
+def _rows(root: Path, sample_rows: int | None, extra: Sequence[str], files: Sequence[Path] | None = None
+          ) -> tuple[pl.DataFrame, bool]:
+    """subject_id, code (+ ``extra`` columns when present) of the whole dataset or its first ``sample_rows`` rows."""
+    files = list(files) if files is not None else _data_files(root)
+    tables: list[pa.Table] = []
+    total = 0
+    for _, table in _code_batches(files, extra):
+        tables.append(table)
+        total += table.num_rows
         if sample_rows is not None and total > sample_rows:
             break
     if not tables:
@@ -165,6 +171,70 @@ def _rows(root: Path, sample_rows: int | None, extra: Sequence[str], files: Sequ
     rows = rows.filter(pl.col(schema.CODE).is_not_null())  # null codes are the validator's to report, not ours
     sampled = sample_rows is not None and rows.height > sample_rows
     return (rows.head(sample_rows) if sampled else rows), sampled
+
+
+@dataclass
+class _Tally:
+    """What `profile_report` needs of every row, held per code (bounded by the vocabulary, not the rows): row counts
+    per (code, table), and the distinct subjects overall and with a sex or birth row (per file, merged at the end)."""
+
+    profile: CodingProfile
+    table: str | None
+    counts: list[pl.DataFrame] = field(default_factory=list)
+    seen: set[tuple[str, str | None]] = field(default_factory=set)
+    wanted: dict[str, pl.DataFrame] = field(default_factory=dict)  # "sex"/"birth" -> the (code, table) keys placed so
+    subjects: dict[str, list[np.ndarray]] = field(default_factory=lambda: {"all": [], "sex": [], "birth": []})
+    _file: dict[str, list[np.ndarray]] = field(default_factory=lambda: {"all": [], "sex": [], "birth": []})
+
+    @property
+    def keys(self) -> list[str]:
+        return [schema.CODE, *([self.table] if self.table else [])]
+
+    def add(self, rows: pl.DataFrame) -> None:
+        keys = self.keys
+        rows = rows.filter(pl.col(schema.CODE).is_not_null())
+        counted = rows.group_by(keys).agg(n=pl.len())
+        self.counts.append(counted)
+        if len(self.counts) >= 64:  # fold the partial counts: memory stays bounded by the vocabulary
+            self.counts = [pl.concat(self.counts).group_by(keys).agg(n=pl.col("n").sum())]
+        fresh = [key for key in counted.select(keys).rows() if key not in self.seen]
+        if fresh:
+            self.seen.update(fresh)
+            for name, category in (("sex", Category.SEX), ("birth", Category.BIRTH)):
+                placed = [key for key in fresh if self.profile.category_of(key[0], key[1] if self.table else None)
+                          is category]
+                if placed:
+                    new = pl.DataFrame(placed, schema=dict.fromkeys(keys, pl.String), orient="row")
+                    self.wanted[name] = pl.concat([self.wanted[name], new]) if name in self.wanted else new
+        self._file["all"].append(rows[schema.SUBJECT_ID].unique().to_numpy())
+        for name, wanted in self.wanted.items():
+            matched = rows.join(wanted, on=keys, how="semi", nulls_equal=True)
+            self._file[name].append(matched[schema.SUBJECT_ID].unique().to_numpy())
+
+    def end_file(self) -> None:
+        for name, parts in self._file.items():
+            if parts:
+                self.subjects[name].append(np.unique(np.concatenate(parts)))
+            parts.clear()
+
+    def distinct(self, name: str) -> int:
+        parts = self.subjects[name]
+        return int(np.unique(np.concatenate(parts)).size) if parts else 0
+
+
+def _streamed(files: Sequence[Path], chosen: CodingProfile, table_col: str | None, extra: Sequence[str]) -> _Tally:
+    """Every row of ``files`` counted into a `_Tally` (one record batch in memory at a time)."""
+    tally = _Tally(chosen, table_col)
+    current = None
+    for index, table in _code_batches(files, extra):
+        if index != current and current is not None:
+            tally.end_file()
+        current = index
+        frame = pl.from_arrow(table)
+        assert isinstance(frame, pl.DataFrame)
+        tally.add(frame)
+    tally.end_file()
+    return tally
 
 
 def _categorise(profile: CodingProfile, counts: pl.DataFrame, table: str | None) -> pl.DataFrame:
@@ -221,13 +291,15 @@ def detect_profile(root: str | Path, *, sample_rows: int | None = DETECTION_SAMP
 def profile_report(root: str | Path, profile: str | Path | CodingProfile | None = None, *,
                    sample_rows: int | None = None, unplaced: int = 15,
                    files: Sequence[Path] | None = None) -> ProfileReport:
-    """Coverage of ``profile`` (detected when None, on the first `DETECTION_SAMPLE_ROWS` rows) over the dataset (all
-    rows unless ``sample_rows``). The rows are read once, for the detection and the report."""
+    """Coverage of ``profile`` (detected when None, on the first `DETECTION_SAMPLE_ROWS` rows) over the dataset: its
+    first ``sample_rows`` rows (read once, for the detection and the report), or, when ``sample_rows`` is None,
+    every row, streamed shard by shard holding only per-code counts and the distinct subject ids."""
     root = Path(root)
     files = list(files) if files is not None else _data_files(root)
     columns = _columns(files)
     given = None if profile is None else load_profile(profile)
-    rows, sampled = _rows(root, sample_rows, _table_columns(columns, given), files)
+    extra = _table_columns(columns, given)
+    rows, sampled = _rows(root, DETECTION_SAMPLE_ROWS if sample_rows is None else sample_rows, extra, files)
     scores: list[ProfileScore] = []
     if given is None:
         chosen, scores = _best(rows.head(DETECTION_SAMPLE_ROWS), columns)
@@ -237,7 +309,19 @@ def profile_report(root: str | Path, profile: str | Path | CodingProfile | None 
     visit_col = chosen.first_column(chosen.visit_id_columns, columns)
     unit_col = chosen.first_column(chosen.unit_columns, columns)
     table_col = chosen.first_column(chosen.table_columns, columns)
-    counts = rows.group_by([schema.CODE, *([table_col] if table_col else [])]).agg(n=pl.len())
+    keys = [schema.CODE, *([table_col] if table_col else [])]
+    if sample_rows is None and sampled:  # more rows than the detection sample: count them all, streaming
+        tally = _streamed(files, chosen, table_col, extra)
+        counts = pl.concat(tally.counts).group_by(keys).agg(n=pl.col("n").sum())
+        subjects, with_sex, with_birth = tally.distinct("all"), tally.distinct("sex"), tally.distinct("birth")
+        sampled = False
+    else:
+        counts = rows.group_by(keys).agg(n=pl.len())
+        subjects = rows[schema.SUBJECT_ID].n_unique()
+        with_cat = rows.join(_categorise(chosen, counts, table_col).select(schema.CODE, "category").unique(schema.CODE),
+                             on=schema.CODE, how="left")
+        with_sex, with_birth = (with_cat.filter(pl.col("category") == c.value)[schema.SUBJECT_ID].n_unique()
+                                for c in (Category.SEX, Category.BIRTH))
     placed = _categorise(chosen, counts, table_col)
     total = int(placed["n"].sum())
     per_category = placed.group_by("category").agg(rows=pl.col("n").sum(), codes=pl.col("canonical").n_unique())
@@ -247,19 +331,13 @@ def profile_report(root: str | Path, profile: str | Path | CodingProfile | None 
                             distinct_codes=int(by_name.get(c.value, {}).get("codes", 0) or 0)) for c in Category]
     other = placed.filter(pl.col("category") == Category.OTHER.value)
     top_other = other.group_by(schema.CODE).agg(n=pl.col("n").sum()).sort("n", descending=True).head(unplaced)
-    subjects = rows[schema.SUBJECT_ID].n_unique()
-    with_cat = rows.join(placed.select(schema.CODE, "category").unique(schema.CODE), on=schema.CODE, how="left")
-
-    def subject_share(category: Category) -> float:
-        found = with_cat.filter(pl.col("category") == category.value)[schema.SUBJECT_ID].n_unique()
-        return found / subjects if subjects else 0.0
-
     recognised = 1.0 - (int(other["n"].sum()) / total if total else 0.0)
     report = ProfileReport(
         dataset=str(root), profile=chosen.name, chosen_by=how, rows=total, sampled=sampled, subjects=subjects,
         recognised_share=recognised, categories=shares,
         unplaced=[UnplacedCode(code=c, rows=int(n)) for c, n in top_other.iter_rows()],
-        subjects_with_sex=subject_share(Category.SEX), subjects_with_birth=subject_share(Category.BIRTH),
+        subjects_with_sex=with_sex / subjects if subjects else 0.0,
+        subjects_with_birth=with_birth / subjects if subjects else 0.0,
         visit_id_column=visit_col, unit_column=unit_col, table_column=table_col, scores=scores, warnings=[])
     report.warnings.extend(coverage_warnings(report))
     return report

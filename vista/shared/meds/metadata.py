@@ -137,8 +137,8 @@ def read_dataset_metadata(root: Path) -> DatasetMetadata | None:
         raise MedsMetadataError(DATASET_FILE, f"{first['msg']} ({exc.error_count()} problems)", field=field) from exc
 
 
-def read_subject_splits(root: Path) -> dict[int, str] | None:
-    """``metadata/subject_splits.parquet`` as subject_id → split name."""
+def _split_columns(root: Path) -> tuple[pa.ChunkedArray, pa.ChunkedArray] | None:
+    """The checked ``subject_id`` and ``split`` columns of ``metadata/subject_splits.parquet`` (None when absent)."""
     file = SPLITS_FILE
     table = _read_parquet(root, file)
     if table is None:
@@ -147,9 +147,31 @@ def read_subject_splits(root: Path) -> dict[int, str] | None:
     splits = _require_column(table, file, "split", STRING_TYPES)
     _no_nulls(subjects, file, SUBJECT_ID)
     _no_nulls(splits, file, "split")
-    subject_list = subjects.to_pylist()
-    _first_duplicate(subject_list, file, SUBJECT_ID, "subject")
-    return dict(zip(subject_list, splits.to_pylist()))
+    ids = subjects.to_numpy()
+    order = np.argsort(ids, kind="stable")
+    repeats = order[np.flatnonzero(ids[order][1:] == ids[order][:-1]) + 1]  # rows of values seen at an earlier row
+    if repeats.size:
+        row = int(repeats.min())
+        first = int(np.flatnonzero(ids == ids[row])[0])
+        raise MedsMetadataError(file, f"subject {int(ids[row])!r} appears twice (rows {first} and {row})",
+                                field=SUBJECT_ID)
+    return subjects, splits
+
+
+def read_subject_splits(root: Path) -> dict[int, str] | None:
+    """``metadata/subject_splits.parquet`` as subject_id → split name."""
+    columns = _split_columns(root)
+    if columns is None:
+        return None
+    subjects, splits = columns
+    return dict(zip(subjects.to_pylist(), splits.to_pylist()))
+
+
+def read_split_subjects(root: Path) -> np.ndarray | None:
+    """The subject ids of ``metadata/subject_splits.parquet`` (int64, file order), checked as `read_subject_splits`
+    checks them but without a Python object per subject (a dataset of millions validates in bounded memory)."""
+    columns = _split_columns(root)
+    return None if columns is None else np.asarray(columns[0].to_numpy(), dtype=np.int64)
 
 
 EXAMPLES_SHOWN = 5
