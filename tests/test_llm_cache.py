@@ -310,3 +310,33 @@ def test_the_indexes_hold_a_bounded_number_of_lines_and_an_evicted_file_is_read_
         for n, patient in enumerate(patients):
             assert reader.get(f"{n * 4 + 3:064x}", patient=patient).content == str(n * 4 + 3)
             assert reader._indexed == sum(i.count for i in reader._indexes.values()) <= 10 + 4
+
+
+def _bucket_writer(root: str, worker: int, n: int) -> None:
+    cache = ResponseCache(root)
+    for i in range(n):
+        entry = CachedAnswer(json.dumps({"worker": worker, "i": i, "pad": "x" * 5000}), "m", "S", 1, 1)
+        cache.put(f"{i % 7:064x}", entry, patient=f"p-{i % 2}")  # two patients, so one or two bucket files
+    cache.close()
+
+
+def test_concurrent_processes_appending_to_a_bucket_leave_whole_lines(tmp_path):
+    root = str(tmp_path / "shared")
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_bucket_writer, args=(root, w, 60)) for w in range(3)]
+    for p in procs:
+        p.start()
+    cache = ResponseCache(root)
+    seen = 0
+    while any(p.is_alive() for p in procs):  # read while they write: every entry read is whole
+        for i in range(7):
+            entry = cache.get(f"{i:064x}", patient=f"p-{i % 2}")
+            if entry is not None:
+                assert json.loads(entry.content)["pad"] == "x" * 5000
+                seen += 1
+    for p in procs:
+        p.join()
+        assert p.exitcode == 0
+    lines = b"".join(path.read_bytes() for path in (tmp_path / "shared" / "buckets").glob("*.jsonl")).splitlines()
+    assert len(lines) == 3 * 60 and all(json.loads(line[65:])["content"].endswith('"x' + "x" * 4999 + '"}') for line in lines)
+    assert len(ResponseCache(root)) == 7
