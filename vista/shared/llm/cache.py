@@ -22,7 +22,9 @@ answer asked again after it no longer validated replaces the first), and two wri
 JSON never holds a raw tab or newline, so ``<key>TAB`` only ever starts an entry, even one glued to the torn line of
 a writer killed mid-write: a line with no newline yet is still being written (a miss, said nothing of), a finished
 line that does not parse is reported as unreadable (a miss). The first lookup in a bucket reads its file once (the
-cache's size over 4,096: a few hundred KB at 100k patients); later ones read only what was appended.
+cache's size over 4,096: about 30 KB for 100k patients of two answers each); later ones read only what was appended,
+while the file's index is kept (`INDEXED_ENTRIES` lines in all: past that, the least recently used files are
+dropped, and read again when next asked).
 Caches written before are read as they are, keys unchanged: one file per patient
 (``<root>/patients/<h[:2]>/<h[:32]>.jsonl``, asked after the bucket) and, for calls with no patient and the oldest
 caches, JSON files in 256 sharded folders (``<root>/<key[:2]>/<key>.json``), written to a temporary file and renamed
