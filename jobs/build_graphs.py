@@ -27,7 +27,7 @@ from jobs.vista_tasks import dataset_task_keys, xml_dataset
 from vista.graph.xml_files import XmlDirectoryError, XmlFile, list_xml_patients
 from vista.pipeline.rows import TASK_ID, VISTA_SCHEMA
 from vista.shared.meds.patient_loader import coding_profile_for
-from vista.shared.meds.subjects import check_listable, unusable_shards
+from vista.shared.meds.subjects import check_listable, first_subjects, unusable_shards
 from vista.shared.meds.task_key import TaskKey
 from vista.shared.meds.tasks import keys_table, read_label_tasks, task_keys
 from vista.shared.runs.errors import JobInputError
@@ -126,6 +126,8 @@ class GraphsJob(CohortJob):
             return [task.key for task in self.xml_tasks]
         if self.label_tasks is not None:
             return task_keys(self.label_tasks.table)
+        if self.args.limit is not None:  # the first N subjects: read from the shards that may hold them, no Ray
+            return [TaskKey(s) for s in first_subjects(self.settings.dataset, self.args.limit).subject_ids]
         ray.runtime()  # the subjects are listed by Ray Data tasks, one per shard
         return dataset_task_keys(self.settings.dataset)
 

@@ -99,7 +99,7 @@ def test_llm_cache_entries_are_private(tmp_path):
     cache = ResponseCache(tmp_path / "llm_cache")
     cache.put("ab" + "0" * 62, CachedAnswer("{}", "m", "s", 1, 1))
     cache.put("cd" + "0" * 62, CachedAnswer("{}", "m", "s", 1, 1), patient="p-1")  # appended to the patient's file
-    assert len(cache) == 2 and list((tmp_path / "llm_cache" / "patients").glob("??/*.jsonl"))
+    assert len(cache) == 2 and list((tmp_path / "llm_cache" / "buckets").glob("*.jsonl"))
     assert_private(tmp_path / "llm_cache")
 
 
@@ -203,7 +203,7 @@ def test_a_build_graphs_actor_writes_a_private_store_and_sets_its_workers_umask(
                                  patients_per_actor=2, run_id="test")
         statuses = run_actor(settings, keys_table([TaskKey(s) for s in sorted(records)[:2]]))
     assert [s["status"] for s in statuses] == ["ok", "ok"] and server.stats.requests > 0
-    assert list((out / "llm_cache").glob("patients/??/*.jsonl")) and list((out / "rows").rglob("*.parquet"))
+    assert list((out / "llm_cache").glob("buckets/*.jsonl")) and list((out / "rows").rglob("*.parquet"))
     assert_private(out)
     assert os.umask(0) == 0o077  # (the fixture restores the test's own)
 

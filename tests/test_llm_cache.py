@@ -92,7 +92,7 @@ def test_unreadable_entry_is_a_reported_miss(tmp_path, caplog):
     assert json.loads(entry.read_text())["content"] == GOOD  # rewritten whole
 
 
-def test_answers_of_one_patient_make_one_file(tmp_path):
+def test_answers_of_one_patient_go_to_one_bucket_file(tmp_path):
     backend = ScriptedBackend(lambda request: GOOD)
     gateway = gateway_for(tmp_path, backend)
     for n in range(20):
@@ -127,7 +127,7 @@ def test_an_answer_another_process_wrote_is_found_by_the_next_lookup(tmp_path):
 def test_a_torn_last_line_is_a_quiet_miss_and_later_lines_still_hit(tmp_path, caplog):
     cache = ResponseCache(tmp_path)
     cache.put("a" * 64, ENTRY, patient="p")
-    (path,) = (tmp_path / "patients").glob("??/*.jsonl")
+    (path,) = (tmp_path / "buckets").glob("*.jsonl")
     whole = path.read_bytes()
     with path.open("ab") as f:
         f.write(b"b" * 64 + b'\t{"content": "{\\"lev')  # a writer killed mid-line (or still writing)
@@ -183,11 +183,11 @@ def test_a_lookup_reads_only_what_was_appended_and_a_replaced_file_anew(tmp_path
     cache = ResponseCache(tmp_path)
     cache.put("a" * 64, ENTRY, patient="p")
     assert cache.get("a" * 64, patient="p") == ENTRY
-    (path,) = (tmp_path / "patients").glob("??/*.jsonl")
+    (path,) = (tmp_path / "buckets").glob("*.jsonl")
     read = path.stat().st_size
     other = CachedAnswer('{"level": "High"}', "m", "Risk", 3, 2)
     ResponseCache(tmp_path).put("b" * 64, other, patient="p")  # another writer appends
-    index = cache._indexes["p"]
+    index = cache._indexes[str(path)]
     assert cache.get("b" * 64, patient="p") == other and index.read_to == path.stat().st_size > read
     cache.close()
     path.unlink()  # a cleared cache, then a longer file written there by another process
@@ -239,7 +239,7 @@ def test_the_index_answers_as_a_read_of_the_whole_file_would_through_appends_tea
     keys = [f"{n:064x}" for n in range(12)]
     reader, writers = ResponseCache(tmp_path), [ResponseCache(tmp_path) for _ in range(2)]
     writers[0].put(keys[0], ENTRY, patient="p")
-    (path,) = (tmp_path / "patients").glob("??/*.jsonl")
+    (path,) = (tmp_path / "buckets").glob("*.jsonl")
     for step in range(400):
         roll = rng.random()
         if roll < 0.5:
@@ -255,3 +255,88 @@ def test_the_index_answers_as_a_read_of_the_whole_file_would_through_appends_tea
             writers[1].put(rng.choice(keys), ENTRY, patient="p")
         key = rng.choice(keys)
         assert reader.get(key, patient="p") == _whole_file_lookup(path.read_bytes(), key), step
+
+
+def test_a_cache_of_one_file_per_patient_still_answers_and_counts(tmp_path, caplog):
+    import hashlib
+
+    digest = hashlib.sha256(b"p-old").hexdigest()  # as the code before the buckets wrote it
+    old = tmp_path / "patients" / digest[:2] / f"{digest[:32]}.jsonl"
+    old.parent.mkdir(parents=True)
+    old.write_bytes(b"a" * 64 + b"\t" + ENTRY.to_json().encode() + b"\n" + b"b" * 64 + b'\t{"content": "tor\n')
+    cache = ResponseCache(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="vista.shared.llm.cache"):
+        assert cache.get("a" * 64, patient="p-old") == ENTRY and cache.get("b" * 64, patient="p-old") is None
+    assert str(old) in caplog.text and cache.get("a" * 64, patient="another") is None
+    newer = CachedAnswer('{"level": "High"}', "m", "Risk", 3, 2)
+    cache.put("a" * 64, newer, patient="p-old")  # asked again: written to the bucket, which is read first
+    cache.put("c" * 64, ENTRY, patient="p-old")
+    assert ResponseCache(tmp_path).get("a" * 64, patient="p-old") == newer and len(cache) == 2
+    assert old.read_bytes().startswith(b"a" * 64) and len(list((tmp_path / "buckets").glob("*.jsonl"))) == 1
+
+
+def test_a_hundred_thousand_patients_make_a_few_thousand_private_files(tmp_path):
+    import hashlib
+
+    from vista.shared.atomic import data_mode
+    from vista.shared.llm.cache import BUCKET_DIGITS
+
+    cache = ResponseCache(tmp_path)
+    small = CachedAnswer("1", "m", "S", 1, 1)
+    patients = 100_000
+    # bucket by bucket, as an actor writes a patient's answers together (a bucket file stays open between them)
+    for n in sorted(range(patients), key=lambda n: hashlib.sha256(f"patient-{n}".encode()).digest()):
+        cache.put(f"{n:064x}", small, patient=f"patient-{n}")
+    cache.close()
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(files) == 16 ** BUCKET_DIGITS == 4096  # every bucket used, none more
+    assert {p.stat().st_mode & 0o777 for p in files} == {data_mode().file}
+    assert (tmp_path / "buckets").stat().st_mode & 0o777 == data_mode().folder
+    reader = ResponseCache(tmp_path)
+    assert all(reader.get(f"{n:064x}", patient=f"patient-{n}") == small for n in range(0, patients, 997))
+    assert reader.get(f"{patients:064x}", patient="patient-0") is None
+
+
+def test_the_indexes_hold_a_bounded_number_of_lines_and_an_evicted_file_is_read_again(tmp_path, monkeypatch):
+    from vista.shared.llm import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "INDEXED_ENTRIES", 10)
+    writer, reader = ResponseCache(tmp_path), ResponseCache(tmp_path)
+    patients = [f"p{n}" for n in range(40)]  # about 40 buckets, 4 lines each
+    for n, patient in enumerate(patients):
+        for i in range(4):
+            writer.put(f"{n * 4 + i:064x}", CachedAnswer(str(n * 4 + i), "m", "S", 1, 1), patient=patient)
+    for _ in range(2):  # the second round reads again what the bound dropped
+        for n, patient in enumerate(patients):
+            assert reader.get(f"{n * 4 + 3:064x}", patient=patient).content == str(n * 4 + 3)
+            assert reader._indexed == sum(i.count for i in reader._indexes.values()) <= 10 + 4
+
+
+def _bucket_writer(root: str, worker: int, n: int) -> None:
+    cache = ResponseCache(root)
+    for i in range(n):
+        entry = CachedAnswer(json.dumps({"worker": worker, "i": i, "pad": "x" * 5000}), "m", "S", 1, 1)
+        cache.put(f"{i % 7:064x}", entry, patient=f"p-{i % 2}")  # two patients, so one or two bucket files
+    cache.close()
+
+
+def test_concurrent_processes_appending_to_a_bucket_leave_whole_lines(tmp_path):
+    root = str(tmp_path / "shared")
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_bucket_writer, args=(root, w, 60)) for w in range(3)]
+    for p in procs:
+        p.start()
+    cache = ResponseCache(root)
+    seen = 0
+    while any(p.is_alive() for p in procs):  # read while they write: every entry read is whole
+        for i in range(7):
+            entry = cache.get(f"{i:064x}", patient=f"p-{i % 2}")
+            if entry is not None:
+                assert json.loads(entry.content)["pad"] == "x" * 5000
+                seen += 1
+    for p in procs:
+        p.join()
+        assert p.exitcode == 0
+    lines = b"".join(path.read_bytes() for path in (tmp_path / "shared" / "buckets").glob("*.jsonl")).splitlines()
+    assert len(lines) == 3 * 60 and all(json.loads(line[65:])["content"].endswith('"x' + "x" * 4999 + '"}') for line in lines)
+    assert len(ResponseCache(root)) == 7

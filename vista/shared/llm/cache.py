@@ -9,20 +9,26 @@ or the embedded GGUF file's sha256 and context size; two servers that both call 
 ``local`` never share answers, and neither do two models one server answers the same name with (a llama.cpp
 server answers any name with the file it loaded: its ``/v1/models`` listing names it).
 
-On a local disk the answers of one patient are lines appended to one file,
-``<root>/patients/<h[:2]>/<h[:32]>.jsonl`` with ``h`` the sha256 of the patient id (no ids in file names; 256
-folders): a line is ``<key>TAB<entry JSON>`` and ends with a newline, written with one ``write`` on a file kept open
-in append mode. Creating and renaming a file per answer cost 50–270 µs of system time on the job's event loop; an
-append costs a few. A lookup opens the patient's file afresh and reads what was appended since this process last
-read it (an index of the lines read so far is kept for the patients used most recently), so an answer appended by
-another process — another actor, the one replacing a lost node's, a resumed run — is found by the next lookup; the
-last readable line of a key wins (an answer asked again after it no longer validated replaces the first), and
-two writers of the same key both win. JSON never holds a raw tab or newline, so ``<key>TAB`` only ever starts an
-entry, even one glued to the torn line of a writer killed mid-write: a line with no newline yet is still being
-written (a miss, said nothing of), a finished line that does not parse is reported as unreadable (a miss).
-Calls with no patient, and caches written before this layout, are JSON files in 256 sharded folders
-(``<root>/<key[:2]>/<key>.json``), written to a temporary file and renamed into place (atomic on POSIX); lookups
-read the patient's file first, then these.
+On a local disk the answers of a patient are lines appended to its bucket's file, ``<root>/buckets/<h[:3]>.jsonl``
+with ``h`` the sha256 of the patient id (no ids in file names): 4,096 files however many patients (a million
+patients are not a million files), each patient's answers in one of them. A line is ``<key>TAB<entry JSON>`` and
+ends with a newline, written with one ``write`` on a file kept open in append mode (O_APPEND: the lines of
+concurrent writers — other actors, other nodes' processes — land whole, one after the other). Creating and renaming
+a file per answer cost 50–270 µs of system time on the job's event loop; an append costs a few. A lookup opens the
+bucket's file afresh and reads what was appended since this process last read it (an index of the lines read so far,
+offsets only, is kept for the files used most recently), so an answer appended by another process — another actor,
+the one replacing a lost node's, a resumed run — is found by the next lookup; the last readable line of a key wins (an
+answer asked again after it no longer validated replaces the first), and two writers of the same key both win.
+JSON never holds a raw tab or newline, so ``<key>TAB`` only ever starts an entry, even one glued to the torn line of
+a writer killed mid-write: a line with no newline yet is still being written (a miss, said nothing of), a finished
+line that does not parse is reported as unreadable (a miss). The first lookup in a bucket reads its file once (the
+cache's size over 4,096: about 30 KB for 100k patients of two answers each); later ones read only what was appended,
+while the file's index is kept (`INDEXED_ENTRIES` lines in all: past that, the least recently used files are
+dropped, and read again when next asked).
+Caches written before are read as they are, keys unchanged: one file per patient
+(``<root>/patients/<h[:2]>/<h[:32]>.jsonl``, asked after the bucket) and, for calls with no patient and the oldest
+caches, JSON files in 256 sharded folders (``<root>/<key[:2]>/<key>.json``), written to a temporary file and renamed
+into place (atomic on POSIX); lookups read the patient's bucket first, then these.
 
 The cache may also live on an object store (``cache_dir`` an ``s3://…`` URI, `vista.shared.storage`; a job whose
 ``--out`` is a URI keeps it under ``OUT/llm_cache`` there by default): each entry is then one object, written with
@@ -36,8 +42,8 @@ LLM call's seconds).
 ...     cache.put(f"{n:064x}", CachedAnswer('{"level": "Low"}', "m", "Risk", 10, 2), patient="P1")
 >>> cache.get(f"{1:064x}", patient="P1").content, cache.get(f"{7:064x}", patient="P1"), len(cache)
 ('{"level": "Low"}', None, 3)
->>> [str(p.relative_to(cache.root)) for p in cache.root.rglob("*") if p.is_file()]  # one file for the patient
-['patients/fb/fbeae7c18667b6987518f3ae61ed8b19.jsonl']
+>>> [str(p.relative_to(cache.root)) for p in cache.root.rglob("*") if p.is_file()]  # the patient's bucket
+['buckets/fbe.jsonl']
 >>> cache.close()
 """
 
@@ -51,7 +57,7 @@ import re
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -62,11 +68,13 @@ from vista.shared.storage import Location, is_remote, resolve
 log = logging.getLogger(__name__)
 
 CACHE_FORMAT = 3  # bump when the key recipe or the entry layout changes (2: the endpoint; 3: backend, served model)
-OPEN_PATIENT_FILES = 256  # patient files kept open for appending (least recently written closed first)
-INDEXED_PATIENTS = 256  # patients whose file's lines read so far are kept indexed (least recently looked up dropped)
-_KEY = re.compile(r"[0-9a-f]{64}")  # a cache key: what may stand before the tab of a patient file's line
-_TAIL_BYTES = 96  # bytes of a patient file checked before reading on from where the last lookup stopped
-_ENTRY = re.compile(rb"(?=([0-9a-f]{64})\t([^\n]*)\n)")  # a finished line of a patient file (overlapping: glued too)
+BUCKET_DIGITS = 3  # hex digits of the patient's hash naming its bucket: 16**3 = 4,096 files
+OPEN_FILES = 256  # bucket files kept open for appending (least recently written closed first)
+INDEXED_ENTRIES = 250_000  # lines kept indexed, over the files used most recently (about 100-200 bytes each: the
+# index of a whole 100k-patient cache; of a bigger one, the least recently looked-up files are dropped first)
+_KEY = re.compile(r"[0-9a-f]{64}")  # a cache key: what may stand before the tab of a line
+_KEY_BYTES = re.compile(rb"[0-9a-f]{64}")
+_TAIL_BYTES = 96  # bytes of a file checked before reading on from where the last lookup stopped
 
 
 def cache_key(
@@ -140,15 +148,35 @@ class CachedAnswer:
 _ANSWER_FIELDS = tuple(f.name for f in fields(CachedAnswer))
 
 
+def _entries(data: bytes, start: int, stop: int) -> Iterator[tuple[bytes, int, int]]:
+    """(key, offset, length) of every finished entry of ``data[start:stop]`` (``stop`` just after a newline), also
+    one glued to a torn line: a tab (JSON holds none) after 64 hex digits, its entry running to the next newline.
+
+    >>> a, b = b"a" * 64, b"b" * 64
+    >>> data = a + b'\\t{"x": 1}\\n' + a + b'\\t{"tor' + b + b'\\t{"y": 2}\\n'  # the second line torn, then glued
+    >>> [(key[:1], data[at:at + n][:12]) for key, at, n in _entries(data, 0, len(data))]  # the torn one won't parse
+    [(b'a', b'{"x": 1}'), (b'a', b'{"torbbbbbbb'), (b'b', b'{"y": 2}')]
+    """
+    at = data.find(b"\t", start, stop)
+    while at >= 0:
+        end = data.find(b"\n", at, stop)
+        if end < 0:
+            return
+        if at - 64 >= start and _KEY_BYTES.fullmatch(data, at - 64, at):
+            yield data[at - 64:at], at + 1, end - at - 1
+        at = data.find(b"\t", at + 1, stop)
+
+
 @dataclass(slots=True)
-class _PatientIndex:
-    """Where each key's entries are in one patient's file, for every finished line before ``read_to`` (offsets, not
-    the entries: an index costs about a hundred bytes an answer)."""
+class _FileIndex:
+    """Where each key's entries are in one file of lines (a bucket, or an older cache's patient file), for every
+    finished line before ``read_to`` (offsets, not the entries: an index costs about a hundred bytes an answer)."""
 
     path: str
     read_to: int = 0
     entries: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # key -> (offset, length), in file order
     tail: bytes = b""  # the last bytes before read_to, checked on each read: another file there is read anew
+    count: int = 0  # lines indexed
 
     def lookup(self, key: str) -> list[bytes] | None:
         """``key``'s entries (JSON, in file order) after reading what was appended since the last lookup, through a
@@ -174,13 +202,14 @@ class _PatientIndex:
         at = self.read_to - start
         if finished <= at:
             return
-        for found in _ENTRY.finditer(data, at, finished):  # every finished entry, also one glued to a torn line
-            self.entries.setdefault(found[1].decode("ascii"), []).append((start + found.start(2), len(found[2])))
+        for key, offset, length in _entries(data, at, finished):
+            self.entries.setdefault(key.decode("ascii"), []).append((start + offset, length))
+            self.count += 1
         self.read_to = start + finished
         self.tail = data[max(0, finished - _TAIL_BYTES):finished]
 
     def _reset(self) -> None:
-        self.read_to, self.entries, self.tail = 0, {}, b""
+        self.read_to, self.entries, self.tail, self.count = 0, {}, b"", 0
 
 
 def _read_from(fd: int, at: int) -> bytes:
@@ -195,33 +224,40 @@ def _read_from(fd: int, at: int) -> bytes:
 
 
 class ResponseCache:
-    """A patient's answers appended to its ``patients/…/<hash>.jsonl``, others in ``<root>/<key[:2]>/<key>.json``
-    files (or objects); unreadable entries count as misses and are reported. `close` (the gateway's ``aclose``)
-    closes the patient files it keeps open."""
+    """A patient's answers appended to its bucket's ``buckets/<hash[:3]>.jsonl``, others in ``<root>/<key[:2]>/<key>.json``
+    files (or objects); an older cache's per-patient files are still read. Unreadable entries count as misses and are
+    reported. `close` (the gateway's ``aclose``) closes the bucket files it keeps open."""
 
     def __init__(self, root: Path | str):
         self.store: Location | None = resolve(root) if is_remote(root) else None  # an object store, else None
         self.root: Path | str = self.store.uri if self.store is not None else Path(root)
         if self.store is None:
             make_dirs(self.root)  # private, like its entries (vista.shared.atomic)
-        self._appending: OrderedDict[str, int] = OrderedDict()  # patient -> its file's descriptor, opened O_APPEND
+        # an older cache's one file per patient, asked after the bucket (written before buckets: never again)
+        self._per_patient = self.store is None and (self.root / _PER_PATIENT).is_dir()  # type: ignore[operator]
+        self._buckets = str(Path(self.root) / _BUCKETS)
+        self._appending: OrderedDict[str, int] = OrderedDict()  # bucket file -> its descriptor, opened O_APPEND
         self._lock = threading.Lock()  # a descriptor is never closed while another thread writes through it
-        self._indexes: OrderedDict[str, _PatientIndex] = OrderedDict()  # patient -> its file's lines read so far
+        self._indexes: OrderedDict[str, _FileIndex] = OrderedDict()  # file -> its lines read so far
+        self._indexed = 0  # lines in those indexes (at most INDEXED_ENTRIES, bar the last file looked up)
         self._index_lock = threading.Lock()
         weakref.finalize(self, _close_all, self._appending)
 
     def path(self, key: str, patient: str | None = None) -> Path | Location:
-        """Where the entry is written: the patient's file on a local disk, else its own file or object."""
+        """Where the entry is written: the patient's bucket file on a local disk, else its own file or object."""
         if self.store is not None:
             return self.store / key[:2] / f"{key}.json"
         if patient is not None:
-            return self._patient_file(patient)
+            return Path(self._bucket_file(patient))
         return self.root / key[:2] / f"{key}.json"  # type: ignore[operator]
 
     def get(self, key: str, patient: str | None = None) -> CachedAnswer | None:
-        """The answer cached for ``key``: in the patient's file (local disk), else in the key's own file."""
+        """The answer cached for ``key``: in the patient's bucket (local disk; then in its file of an older cache),
+        else in the key's own file."""
         if patient is not None and self.store is None:
-            found = self._get_appended(key, patient)
+            found = self._get_appended(key, self._bucket_file(patient))
+            if found is None and self._per_patient:
+                found = self._get_appended(key, str(self._patient_file(patient)))
             if found is not None:
                 return found
         path = self.path(key)
@@ -235,12 +271,12 @@ class ResponseCache:
             return None
 
     def put(self, key: str, answer: CachedAnswer, patient: str | None = None) -> None:
-        """Store ``answer``: one line appended to the patient's file (local disk), else one file or object."""
+        """Store ``answer``: one line appended to the patient's bucket (local disk), else one file or object."""
         text = answer.to_json()
         if patient is not None and self.store is None:
             if not _KEY.fullmatch(key):
                 raise ValueError(f"LLM cache key {key[:80]!r} is not a sha256 hex digest")
-            self._append(patient, f"{key}\t{text}\n".encode())
+            self._append(self._bucket_file(patient), f"{key}\t{text}\n".encode())
             return
         path = self.path(key)
         if isinstance(path, Location):  # one PUT of the whole entry
@@ -249,7 +285,7 @@ class ResponseCache:
         atomic_write_text(path, text)
 
     def close(self) -> None:
-        """Close the patient files kept open for appending (the cache stays usable: they reopen on demand)."""
+        """Close the bucket files kept open for appending (the cache stays usable: they reopen on demand)."""
         with self._lock:
             _close_all(self._appending)
 
@@ -258,38 +294,47 @@ class ResponseCache:
             return sum(1 for f in self.store.files(suffix=".json") if len(f.parent.name) == 2)
         root: Path = self.root  # type: ignore[assignment]
         keys = {path.stem for path in root.glob("??/*.json")}
-        for path in root.glob("patients/??/*.jsonl"):
-            for found in _ENTRY.finditer(path.read_bytes()):  # every finished entry, also one glued to a torn line
+        for path in [*root.glob(f"{_BUCKETS}/*.jsonl"), *root.glob(f"{_PER_PATIENT}/??/*.jsonl")]:
+            data = path.read_bytes()
+            for key, offset, length in _entries(data, 0, data.rfind(b"\n") + 1):
                 try:
-                    CachedAnswer(**json.loads(found[2]))
+                    CachedAnswer(**json.loads(data[offset:offset + length]))
                 except (ValueError, TypeError):
                     continue
-                keys.add(found[1].decode("ascii"))
+                keys.add(key.decode("ascii"))
         return len(keys)
 
-    # ------------------------------------------------------------------ one file per patient
-    def _patient_file(self, patient: str) -> Path:
+    # ------------------------------------------------------------------ files of lines
+    def _bucket_file(self, patient: str) -> str:
         digest = hashlib.sha256(patient.encode("utf-8")).hexdigest()
-        return self.root / "patients" / digest[:2] / f"{digest[:32]}.jsonl"  # type: ignore[operator]
+        return f"{self._buckets}/{digest[:BUCKET_DIGITS]}.jsonl"  # a str: a Path per call costs more than the append
 
-    def _get_appended(self, key: str, patient: str) -> CachedAnswer | None:
-        """The last readable line of ``key`` in the patient's file, after reading what was appended since this
+    def _patient_file(self, patient: str) -> Path:
+        """The patient's own file in a cache written before buckets (read, never written)."""
+        digest = hashlib.sha256(patient.encode("utf-8")).hexdigest()
+        return self.root / _PER_PATIENT / digest[:2] / f"{digest[:32]}.jsonl"  # type: ignore[operator]
+
+    def _get_appended(self, key: str, path: str) -> CachedAnswer | None:
+        """The last readable line of ``key`` in the file at ``path``, after reading what was appended since this
         process last looked (another process may have written)."""
         with self._index_lock:
-            index = self._indexes.get(patient)
+            index = self._indexes.get(path)
             if index is None:
-                index = self._indexes[patient] = _PatientIndex(str(self._patient_file(patient)))
-                if len(self._indexes) > INDEXED_PATIENTS:
-                    self._indexes.popitem(last=False)
+                index = self._indexes[path] = _FileIndex(path)
             else:
-                self._indexes.move_to_end(patient)
+                self._indexes.move_to_end(path)
+            before = index.count
             try:
                 entries = index.lookup(key)
             except OSError as exc:
-                log.warning("LLM cache file %s is unreadable (%s); treating it as a miss", index.path, type(exc).__name__)
+                log.warning("LLM cache file %s is unreadable (%s); treating it as a miss", path, type(exc).__name__)
                 return None
+            finally:
+                self._indexed += index.count - before
+                while self._indexed > INDEXED_ENTRIES and len(self._indexes) > 1:
+                    self._indexed -= self._indexes.popitem(last=False)[1].count
         if entries is None:
-            self._forget(patient)  # removed under us (a cleared cache): the next put makes it anew
+            self._forget(path)  # removed under us (a cleared cache): the next put makes it anew
             return None
         problem: Exception | None = None
         for entry in reversed(entries):
@@ -298,34 +343,33 @@ class ResponseCache:
             except (ValueError, TypeError) as exc:  # torn by a writer killed mid-line, then glued to the next
                 problem = exc
         if problem is not None:
-            log.warning("LLM cache entry %s in %s is unreadable (%s); treating it as a miss", key, index.path,
+            log.warning("LLM cache entry %s in %s is unreadable (%s); treating it as a miss", key, path,
                         type(problem).__name__)
         return None
 
-    def _append(self, patient: str, line: bytes) -> None:
+    def _append(self, path: str, line: bytes) -> None:
         with self._lock:
-            fd = self._appending.get(patient)
+            fd = self._appending.get(path)
             if fd is None:
-                fd = self._open_for_append(patient)
+                fd = self._open_for_append(path)
             else:
-                self._appending.move_to_end(patient)
+                self._appending.move_to_end(path)
             try:
                 written = os.write(fd, line)  # one write on O_APPEND: the line lands after every other writer's
                 while written < len(line):  # only on a full disk or a signal: finish it (readers skip it if torn)
                     line = line[written:]
                     written = os.write(fd, line)
             except OSError:
-                os.close(self._appending.pop(patient))  # the next put opens the file anew
+                os.close(self._appending.pop(path))  # the next put opens the file anew
                 raise
 
-    def _open_for_append(self, patient: str) -> int:
-        path = self._patient_file(patient)
+    def _open_for_append(self, path: str) -> int:
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
         mode = data_mode().file
         try:
             fd = os.open(path, flags, mode)
         except FileNotFoundError:
-            make_dirs(path.parent)
+            make_dirs(Path(path).parent)
             fd = os.open(path, flags, mode)
         try:
             if os.fstat(fd).st_mode & 0o777 != mode:  # created under a umask, or by an older run
@@ -333,16 +377,20 @@ class ResponseCache:
         except BaseException:
             os.close(fd)
             raise
-        self._appending[patient] = fd
-        if len(self._appending) > OPEN_PATIENT_FILES:
+        self._appending[path] = fd
+        if len(self._appending) > OPEN_FILES:
             os.close(self._appending.popitem(last=False)[1])
         return fd
 
-    def _forget(self, patient: str) -> None:
+    def _forget(self, path: str) -> None:
         with self._lock:
-            fd = self._appending.pop(patient, None)
+            fd = self._appending.pop(path, None)
             if fd is not None:
                 os.close(fd)
+
+
+_BUCKETS = "buckets"  # folder of the bucket files
+_PER_PATIENT = "patients"  # folder of an older cache's per-patient files
 
 
 def _close_all(fds: OrderedDict[str, int]) -> None:

@@ -349,6 +349,12 @@ class MedsDataset:
         quarantine what is wrong. Returns the usable shards."""
         return [shard for shard in self._shards if self._open(shard) is not None]
 
+    def subject_range(self, shard: str) -> tuple[int, int] | None:
+        """The lowest and highest subject id of a usable ``shard``, from its footer's row-group statistics (no rows
+        read); None when a row group lacks them or the shard is unusable."""
+        info = self._open(shard)
+        return info.subject_range if info is not None else None
+
     def why_left_out(self, subject_id: int) -> MedsDataError:
         """Why quarantine mode left ``subject_id`` out of a read: its own first problem (file, field, row), else the
         problem of the dropped file that held it, with the subject's rows in that file."""

