@@ -9,18 +9,21 @@ ISO 8601 strings, ``code``, ``value`` as a double, ``unit``, ``text``, ``descrip
 ``<edge>`` per edge with its ``type`` (and ``term`` for mentions). Nodes and edges are written in table order, so
 reading restores the tables row for row; an event's encounter is restored from its ``has_event`` edge.
 
-The writer builds the text column by column (no DOM) and writes it atomically (temporary file, then rename).
+The writer formats the text column by column in Arrow, a block of nodes or edges at a time (`graphml_blocks`: no DOM,
+no Python object per node, only one block's text in memory), and streams it into a temporary file renamed into place.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
-from typing import get_args
+from typing import BinaryIO, get_args
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from lxml import etree
 
 from vista.graph.errors import GraphFileError
@@ -74,52 +77,108 @@ def _keys_xml() -> str:
 _KEYS = _keys_xml()
 
 
-def _fragments(key_id: str, values: list, kind: str) -> list[str]:
-    """``<data>`` element text of each value of one column ('' for nulls)."""
-    if kind == "time":
-        return ["" if v is None else f'<data key="{key_id}">{v.isoformat()}</data>' for v in values]
-    if kind == "double":
-        return ["" if v is None else f'<data key="{key_id}">{v!r}</data>' for v in values]
-    if kind in ("long", "int"):
-        return ["" if v is None else f'<data key="{key_id}">{v}</data>' for v in values]
-    return ["" if v is None else f'<data key="{key_id}">{escape_text(v)}</data>' for v in values]
+CHUNK_ROWS = 4096
+"""Nodes (or edges) per block the writer formats at once: its memory is a block's text, not the document's."""
+_NODE_TYPE_NAMES = pa.array([t.value for t in NODE_TYPES], pa.string())
+_EDGE_TYPE_NAMES = pa.array([t.value for t in EDGE_TYPES], pa.string())
+_TEXT_ESCAPES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("\r", "&#13;"))
+_ATTRIBUTE_ESCAPES = _TEXT_ESCAPES + (('"', "&quot;"), ("\n", "&#10;"), ("\t", "&#9;"))
 
 
-def graphml_text(graph: PatientGraph) -> str:
-    """The GraphML document of ``graph``."""
-    out = [_HEADER, _KEYS, f'<graph id="{escape_attribute(f"patient:{graph.subject_id}")}" edgedefault="directed">\n']
+def _escaped(values: pa.Array, escapes: tuple[tuple[str, str], ...]) -> pa.Array:
+    """``values`` escaped as `escape_text` / `escape_attribute` do (``&`` first), in Arrow."""
+    for plain, entity in escapes:
+        values = pc.replace_substring(values, plain, entity)
+    return values
+
+
+def _iso(values: pa.Array) -> pa.Array:
+    """Timestamps as `datetime.isoformat` writes them (microseconds only when set), in Arrow."""
+    seconds = pc.strftime(values.cast(pa.timestamp("s"), safe=False), "%Y-%m-%dT%H:%M:%S")
+    micro = pc.subtract(values.cast(pa.int64()), pc.multiply(values.cast(pa.timestamp("s"), safe=False).cast(pa.int64()),
+                                                             1_000_000))
+    digits = pc.binary_join_element_wise(".", pc.utf8_lpad(micro.cast(pa.string()), 6, "0"), "")
+    return pc.binary_join_element_wise(seconds, pc.if_else(pc.equal(micro, 0), "", digits), "")
+
+
+def _text_of(name: str, kind: str, values: pa.Array) -> pa.Array:
+    """One node column as GraphML ``<data>`` text (null where the value is)."""
+    if name in ("time", "end"):
+        return _iso(values)
+    if kind in ("double", "long", "int"):
+        return values.cast(pa.string())  # shortest round-trip decimal for doubles (float() reads it back)
+    return _escaped(values.cast(pa.string()), _TEXT_ESCAPES)
+
+
+def _data(key_id: str, text: pa.Array) -> pa.Array:
+    """``<data key="...">text</data>`` per value ('' for nulls)."""
+    return pc.fill_null(pc.binary_join_element_wise(f'<data key="{key_id}">', text, "</data>", ""), "")
+
+
+def _utf8(lines: pa.Array) -> memoryview:
+    """The bytes of a string array's values, concatenated (its data buffer; no Python object per value)."""
+    lines = lines.combine_chunks() if isinstance(lines, pa.ChunkedArray) else lines
+    if len(lines) == 0:
+        return memoryview(b"")
+    offsets = np.frombuffer(lines.buffers()[1], np.int32, count=len(lines) + 1, offset=4 * lines.offset)
+    return memoryview(lines.buffers()[2])[int(offsets[0]):int(offsets[-1])]
+
+
+def graphml_blocks(graph: PatientGraph, rows: int = CHUNK_ROWS) -> Iterator[bytes | memoryview]:
+    """The GraphML document of ``graph`` as UTF-8 blocks (header, then ``rows`` nodes or edges at a time).
+
+    Each block is formatted column-wise in Arrow (escaping, ISO times, shortest decimals): no Python object per node
+    or edge, and only one block's text in memory, whatever the graph's size.
+    """
+    head = [_HEADER, _KEYS, f'<graph id="{escape_attribute(f"patient:{graph.subject_id}")}" edgedefault="directed">\n']
     attributes = graph.graph_attributes()
     for key_id, name, _ in GRAPH_KEYS:
         value = attributes.get(name)
         if value is not None:
-            out.append(f'<data key="{key_id}">{escape_text(str(value))}</data>\n')
+            head.append(f'<data key="{key_id}">{escape_text(str(value))}</data>\n')
+    yield "".join(head).encode("utf-8")
     nodes = graph.nodes
-    ids = nodes.column("id").to_pylist()
-    columns = [[f'<data key="n_type">{NODE_TYPES[t].value}</data>' for t in nodes.column("type").to_numpy().tolist()]]
-    for key_id, name, kind in NODE_KEYS[1:]:
-        values = nodes.column(name).to_pylist()
-        columns.append(_fragments(key_id, values, "time" if name in ("time", "end") else kind))
-    for node_id, *data in zip(ids, *columns):
-        out.append(f'<node id="{escape_attribute(node_id)}">{"".join(data)}</node>\n')
+    quoted_ids = _escaped(nodes.column("id").combine_chunks().cast(pa.string()), _ATTRIBUTE_ESCAPES)
+    for start in range(0, nodes.num_rows, rows):
+        block = nodes.slice(start, rows)
+        parts = ['<node id="', quoted_ids.slice(start, rows), '">',
+                 _data("n_type", _NODE_TYPE_NAMES.take(block.column("type").combine_chunks()))]
+        for key_id, name, kind in NODE_KEYS[1:]:
+            parts.append(_data(key_id, _text_of(name, kind, block.column(name).combine_chunks())))
+        yield _utf8(pc.binary_join_element_wise(*parts, "</node>\n", ""))
     edges = graph.edges
-    types = [EDGE_TYPES[t].value for t in edges.column("type").to_numpy().tolist()]
-    terms = _fragments("e_term", edges.column("term").to_pylist(), "string")
-    quoted = [escape_attribute(i) for i in ids]
-    sources, targets = edges.column("src").to_numpy().tolist(), edges.column("dst").to_numpy().tolist()
-    for src, dst, kind, term in zip(sources, targets, types, terms):
-        out.append(f'<edge source="{quoted[src]}" target="{quoted[dst]}"><data key="e_type">{kind}</data>{term}</edge>\n')
-    out.append("</graph>\n</graphml>\n")
-    return "".join(out)
+    for start in range(0, edges.num_rows, rows):
+        block = edges.slice(start, rows)
+        kinds = _EDGE_TYPE_NAMES.take(block.column("type").combine_chunks())
+        terms = _data("e_term", _escaped(block.column("term").combine_chunks(), _TEXT_ESCAPES))
+        yield _utf8(pc.binary_join_element_wise(
+            '<edge source="', quoted_ids.take(block.column("src").combine_chunks()), '" target="',
+            quoted_ids.take(block.column("dst").combine_chunks()), '"><data key="e_type">', kinds, "</data>", terms,
+            "</edge>\n", ""))
+    yield b"</graph>\n</graphml>\n"
+
+
+def graphml_text(graph: PatientGraph) -> str:
+    """The GraphML document of ``graph`` as one string (`write_graph` streams it instead)."""
+    return b"".join(graphml_blocks(graph)).decode("utf-8")
+
+
+def write_graphml_to(graph: PatientGraph, out: BinaryIO) -> int:
+    """Stream the GraphML document of ``graph`` into an open binary file; the bytes written."""
+    written = 0
+    for block in graphml_blocks(graph):
+        written += out.write(block)
+    return written
 
 
 def write_graph(graph: PatientGraph, path: str | os.PathLike) -> Path:
-    """Write ``graph`` to ``path`` (a ``.graphml`` file, or a directory: then ``<subject_id>.graphml`` inside it)."""
+    """Write ``graph`` to ``path`` (a ``.graphml`` file, or a directory: then ``<subject_id>.graphml`` inside it),
+    streamed block by block into a temporary file that is then renamed."""
     path = Path(path)
     if path.is_dir():
         path = path / f"{graph.subject_id}.graphml"
-    text = graphml_text(graph)
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+    with atomic_path(path) as tmp, open(tmp, "wb") as out:
+        write_graphml_to(graph, out)
     return path
 
 
