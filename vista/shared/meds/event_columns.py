@@ -60,7 +60,7 @@ def _encoded(column: pa.Array) -> tuple[list, np.ndarray]:
     return distinct, indices
 
 
-def _strings(column: pa.Array) -> list | None:
+def _strings(column: pa.Array) -> list:
     """A string column's values (None for nulls), each distinct string made once."""
     distinct, indices = _encoded(column)
     return _objects(distinct)[indices].tolist()
@@ -196,5 +196,5 @@ class EventCoder:
         has_texts = TEXT_VALUE in names and batch.column(TEXT_VALUE).null_count < n
         return (_times(batch.column(TIME)), canon.tolist(),
                 _values(batch.column(NUMERIC_VALUE)) if has_values else [None] * n,
-                _strings(batch.column(TEXT_VALUE)) if has_texts else [None] * n,
+                batch.column(TEXT_VALUE).to_numpy(zero_copy_only=False).tolist() if has_texts else [None] * n,
                 sources.tolist(), unit_list, [None] * n if visits is None else _strings(visits), kinds)
