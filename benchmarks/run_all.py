@@ -27,6 +27,7 @@ BENCHMARKS = {
     "cli_help": "--help of every command in a fresh process (target < 2 s each)",
     "anchor": "predict job vs a plain asyncio script on the same requests: CPU ms per call (whole process tree), "
               "wall / bound at 64 and 256 in flight, wall under a fault mix",
+    "reader": "read every patient of 20k synthetic subjects: MedsDataset vs meds-reader 0.2.0, CPU-s and patients/s",
     "llm_cache": "LLM answer cache: CPU µs per put and lookup, a file per answer vs one file per patient",
     "agents": "agent chain on the embedded model: calls, tokens, cache hits, overhead",
     "vista_eval": "VISTA vs BM25 RAG on synthetic lung cases, LLM-judge accuracy with CIs (embedded model: ~20 min)",

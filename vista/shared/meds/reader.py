@@ -44,10 +44,9 @@ from time import perf_counter
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from vista.shared.coding import Category, CodingProfile, load_profile
+from vista.shared.coding import CodingProfile, load_profile
 from vista.shared.coding.detect import DETECTION_SAMPLE_ROWS, profile_report
 from vista.shared.coding.terminology import standard_description
 from vista.shared.meds.checks import ProblemTally, RowCarry, RowNumbers, check_schema, epoch_us
@@ -60,10 +59,12 @@ from vista.shared.meds.errors import (
     MedsSubjectNotFoundError,
     one_line,
 )
+from vista.shared.meds.event_columns import EventCoder
 from vista.shared.meds.layout import ShardLayout, build_layout, cross_shard_issues
 from vista.shared.meds.metadata import DatasetMetadata, read_code_catalog, read_dataset_metadata, read_subject_splits
 from vista.shared.meds.reports import OnError, QuarantineReport, ValidationReport
 from vista.shared.meds.schema import CODE, CODES_FILE, DATA_DIR, NUMERIC_VALUE, SPLITS_FILE, SUBJECT_ID, TEXT_VALUE, TIME
+from vista.shared.events_bulk import gc_paused, make_events
 from vista.shared.records import CodeCatalog, CodeInfo, Event, PatientRecord
 from vista.shared.storage import Location, StorageError, resolve
 
@@ -105,102 +106,6 @@ def _subject_range(metadata: pq.FileMetaData) -> tuple[int, int] | None:
     return int(min(lows)), int(max(highs))
 
 
-def _python_columns(batch: pa.RecordBatch) -> tuple[list, list, list, list]:
-    """times, codes, numeric values and texts of a batch as Python lists (None for nulls).
-
-    Goes through numpy, which makes datetimes about 20 times faster than ``to_pylist`` (and, for times outside Python's
-    range, ints instead of an exception: such rows belong to subjects that are being dropped). A float32 value becomes
-    the float closest to its shortest decimal form (11.2, not 11.199999809265137): what the source meant, and what
-    timelines show.
-    """
-    n = batch.num_rows
-    names = batch.schema.names
-    times = batch.column(TIME).to_numpy(zero_copy_only=False).astype(object).tolist()
-    codes = batch.column(CODE).to_numpy(zero_copy_only=False).tolist()
-    if NUMERIC_VALUE in names and batch.column(NUMERIC_VALUE).null_count < n:
-        column = batch.column(NUMERIC_VALUE)
-        decimal = pc.cast(pc.cast(column, pa.string()), pa.float64()).to_numpy(zero_copy_only=False).astype(object)
-        if column.null_count:
-            decimal[~np.asarray(column.is_valid().to_numpy(zero_copy_only=False), dtype=bool)] = None
-        values = decimal.tolist()
-    else:
-        values = [None] * n
-    texts = batch.column(TEXT_VALUE).to_numpy(zero_copy_only=False).tolist() if TEXT_VALUE in names else [None] * n
-    return times, codes, values, texts
-
-
-def _string_column(batch: pa.RecordBatch, name: str | None) -> list[str | None] | None:
-    """An extension column as strings (None when absent): visit ids of any integer or string type, units, tables."""
-    if name is None or name not in batch.schema.names:
-        return None
-    column = batch.column(name)
-    if column.null_count == len(column):
-        return None
-    if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
-        try:
-            column = pc.cast(column, pa.string())
-        except pa.ArrowException:
-            return None
-    return column.to_pylist()
-
-
-@dataclass(frozen=True)
-class _Coder:
-    """Turns a batch's codes and extension columns into the `Event` fields (canonical code, source code, unit…)."""
-
-    profile: CodingProfile
-    unit_column: str | None
-    visit_column: str | None
-    table_column: str | None
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        return tuple(c for c in (self.unit_column, self.visit_column, self.table_column) if c is not None)
-
-    def fields(self, batch: pa.RecordBatch, codes: list) -> tuple[list, list, list, list, list]:
-        """canonical codes, source codes (None when unchanged), units, visit ids, kinds of the batch's rows."""
-        n = len(codes)
-        seen: dict[str, tuple[str, str | None, str | None]] = {}
-        canon = self.profile.canonical
-        out_codes, sources, code_units = [], [], []
-        for code in codes:
-            found = seen.get(code)
-            if found is None:
-                if code is None:  # a null code: the row checks report it, the subject is dropped
-                    found = (code, None, None)
-                else:
-                    c = canon(code)
-                    found = seen[code] = (c.code, None if c.code == code else code, c.unit)
-            out_codes.append(found[0])
-            sources.append(found[1])
-            code_units.append(found[2])
-        units = _string_column(batch, self.unit_column)
-        if units is None:
-            units = code_units
-        else:
-            units = [u if u else cu for u, cu in zip(units, code_units)]
-        visits = _string_column(batch, self.visit_column) or [None] * n
-        tables = _string_column(batch, self.table_column)
-        kinds: list[str | None] = [None] * n  # only what a source table states: a code's own category is its code's
-        if tables is not None:
-            by_pair: dict[tuple[str, str], tuple[str | None, str | None]] = {}  # (code, table) → (kind, note code)
-            for i, (code, table) in enumerate(zip(codes, tables)):
-                if not table or code is None:
-                    continue
-                found = by_pair.get((code, table))
-                if found is None:
-                    refined = self.profile.category_of(code, table)
-                    kind = refined.value if refined is not canon(code).category else None
-                    # a note row coded by its note class becomes NOTE//<kind>
-                    note = self.profile.in_table(code, table).code if refined is Category.NOTE else None
-                    found = by_pair[(code, table)] = (kind, note)
-                kinds[i] = found[0]
-                if found[1] is not None:
-                    out_codes[i] = found[1]
-                    sources[i] = code
-        return out_codes, sources, units, visits, kinds
-
-
 _EVENT_IDS: list[str] = []
 _EVENT_IDS_LOCK = threading.Lock()
 
@@ -213,6 +118,18 @@ def _event_ids(first: int, stop: int) -> list[str]:
             if stop > grown:
                 _EVENT_IDS.extend([f"e{k}" for k in range(grown, max(stop, 2 * grown))])
     return _EVENT_IDS[first:stop]
+
+
+def _segment_event_ids(firsts: np.ndarray, lengths: np.ndarray) -> list[str]:
+    """The event ids of consecutive row segments, segment ``j`` holding rows ``firsts[j]``… of its subject's block.
+
+    >>> _segment_event_ids(np.array([5, 0]), np.array([2, 3]))
+    ['e5', 'e6', 'e0', 'e1', 'e2']
+    """
+    ids: list[str] = []
+    for first, length in zip(firsts.tolist(), lengths.tolist()):
+        ids.extend(_event_ids(first, first + length))
+    return ids
 
 
 def _reopen(root: Path, on_error: OnError, now: datetime, batch_size: int,
@@ -255,7 +172,7 @@ class MedsDataset:
         self._validation: ValidationReport | None = None
         self._catalog: CodeCatalog | None = None
         self._profile: CodingProfile | None = None if profile is None else load_profile(profile)
-        self._coders: dict[tuple[str, ...], _Coder] = {}  # per shard column set (extension columns may differ)
+        self._coders: dict[tuple[str, ...], EventCoder] = {}  # per shard column set (extension columns may differ)
 
     def __reduce__(self):  # ship only the settings (to Ray workers): caches are rebuilt where used
         profile = None if self._profile is None else self._profile.name if _is_builtin(self._profile) else self._profile
@@ -286,14 +203,11 @@ class MedsDataset:
         latest = self.profile.latest_time
         return max(self._now_us, epoch_us(latest)) if latest is not None else self._now_us
 
-    def _coder_for(self, columns: tuple[str, ...]) -> _Coder:
+    def _coder_for(self, columns: tuple[str, ...]) -> EventCoder:
         """How rows of a shard with these columns become events (its own unit/visit/table columns, if any)."""
         coder = self._coders.get(columns)
         if coder is None:
-            p = self.profile
-            coder = self._coders[columns] = _Coder(p, p.first_column(p.unit_columns, columns),
-                                                   p.first_column(p.visit_id_columns, columns),
-                                                   p.first_column(p.table_columns, columns))
+            coder = self._coders[columns] = EventCoder.for_columns(self.profile, columns)
         return coder
 
     def __repr__(self) -> str:
@@ -632,21 +546,18 @@ class MedsDataset:
             if not build and not tally:
                 continue
             offsets = np.concatenate(([0], np.cumsum(seg_hi - seg_lo))).tolist()
-            columns_py = None
+            part_events: list[Event] | None = None  # every row's event, made in one go when the first is needed
             for j, block in enumerate(range(first, last)):
                 sid = subjects[block]
                 block_start = int(starts[block])
                 if int(seg_lo[j]) == block_start:
                     events = []
                 if build and events is not None and not (sid in self._bad_subjects or tally.has_problems(sid)):
-                    if columns_py is None:
-                        times, codes, values, texts = _python_columns(part)
-                        canon, sources, units, visits, kinds = coder.fields(part, codes)  # type: ignore[union-attr]
-                        columns_py = (times, canon, values, texts, sources, units, visits, kinds)
-                    a, b = offsets[j], offsets[j + 1]
-                    k0 = int(seg_lo[j]) - block_start
-                    events.extend(map(Event, _event_ids(k0, k0 + b - a),
-                                      *(column[a:b] for column in columns_py)))
+                    if part_events is None:
+                        ids = _segment_event_ids(seg_lo - starts[first:last], seg_hi - seg_lo)
+                        with gc_paused():
+                            part_events = make_events(ids, *coder.columns_of(part))  # type: ignore[union-attr]
+                    events.extend(part_events[offsets[j]:offsets[j + 1]])
                 else:
                     events = None
                 if int(seg_hi[j]) == int(stops[block]):  # the block is complete: settle its subject
