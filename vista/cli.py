@@ -399,7 +399,7 @@ def build_parser(extra: AddCommands | None = None) -> argparse.ArgumentParser:
 
 _PACKAGE_COMMANDS = (lazy_commands("vista.patient_search.cli", "add_similar_parser"),
                      lazy_commands("vista.patient_search.cli", "add_query_parser"),
-                     lazy_commands("vista.query.bridge_cli", "add_parsers"))
+                     lazy_commands("vista.query_cli", "add_parsers"))
 """Sub-commands of this package that live in their own modules (patient similarity, cohort queries, the query
 bridge and its MCP server)."""
 

@@ -12,7 +12,7 @@ node ids it cites. The model translates; it never does the arithmetic.
 4. A question the plan cannot express (the model says so, or its plan still names nothing the patient has) falls
    back to `vista ask` over the stored timeline: ``route="timeline"``.
 
-Entry points: `answer_question` (async) and `answer_question_sync`; `vista query` (`vista.query.bridge_cli`).
+Entry points: `answer_question` (async) and `answer_question_sync`; `vista query` (`vista.query_cli`).
 """
 
 from __future__ import annotations

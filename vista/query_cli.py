@@ -1,4 +1,5 @@
-"""The ``vista query`` and ``vista mcp`` sub-commands (machinery imported lazily, so ``vista --help`` stays instant).
+"""The ``vista query`` and ``vista mcp`` sub-commands (the query bridge, `vista.query.bridge`, and its MCP server):
+parsers and handlers, outside the `vista.query` package so building the parser imports nothing heavy.
 
 Wired in `vista.cli` with ``add_parsers(sub)``.
 """
