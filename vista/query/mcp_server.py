@@ -20,18 +20,26 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field
 
+from vista.patient_search.cli import METHODS
 from vista.query.bridge import BridgeConfig, answer_plan, answer_question
 from vista.query.entry import PatientEntry, open_entry
 from vista.query.plan import Plan
 
 SERVER_NAME = "vista"
 MAX_COHORT_ROWS = 10_000
+Subject = Annotated[int, Field(description="subject_id of a patient of the store")]
+MethodName = Literal[METHODS]  # type: ignore[valid-type]
+Question = Annotated[str | None, Field(max_length=2000)]
+Ids = Annotated[list[str], Field(min_length=1, max_length=200)]
+Chars = Annotated[int, Field(ge=40, le=20_000)]
+K = Annotated[int, Field(ge=1, le=100)]
 
 
 class StoreTools:
@@ -128,55 +136,69 @@ class StoreTools:
         return json.loads(query_json(run_query(open_source(self.store), parsed)))
 
 
+@contextmanager
+def _as_tool_errors() -> Iterator[None]:
+    """A mistake the user can fix comes back as the tool's error, one line (as the command line prints it)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from vista.shared.errors import user_errors
+
+    try:
+        yield
+    except user_errors() as exc:
+        raise ToolError(" ".join(str(exc).split())) from None
+
+
 def build_server(store: str | os.PathLike, llm: Sequence[str] = ()):
     """The `MCPServer` of ``store`` with the seven tools (see the module docstring)."""
     from mcp.server.mcpserver import MCPServer
 
-    from vista.patient_search.cli import METHODS
-
     tools = StoreTools(store, llm)
-    server = MCPServer(SERVER_NAME, instructions=(
+    server = MCPServer(SERVER_NAME, log_level="WARNING", instructions=(
         f"Patients of the VISTA graph store {Path(store).name}. Ask `query` with a plan (exact, no model) or a "
         "question; every answer cites node ids that `source` opens to their MEDS rows."))
-    Subject = Annotated[int, Field(description="subject_id of a patient of the store")]
 
     @server.tool(description="Answer about one patient by a deterministic graph query: give `plan` (see its schema: "
                  "measure/events/notes/episodes, window, episode, during, where, unit, aggregate) or a `question` "
                  "in words. Returns value, unit, date, answer and cited node ids.")
-    async def query(subject_id: Subject, plan: Plan | None = None,
-                    question: Annotated[str | None, Field(max_length=2000)] = None) -> dict:
-        return await tools.query(subject_id, plan, question)
+    async def query(subject_id: Subject, plan: Plan | None = None, question: Question = None) -> dict:
+        with _as_tool_errors():
+            return await tools.query(subject_id, plan, question)
 
     @server.tool(description="Run one plan over every patient of the store (or `subjects`): one row per patient "
                  "with value, unit, date, rows matched and cited ids.")
     def query_cohort(plan: Plan, subjects: list[int] | None = None) -> dict:
-        return tools.query_cohort(plan, subjects)
+        with _as_tool_errors():
+            return tools.query_cohort(plan, subjects)
 
     @server.tool(description="A patient's stored oncology timeline (TOA): events grouped by episode with t<k> ids "
                  "and the e<k> graph events behind them.")
     def timeline(subject_id: Subject) -> dict:
-        return tools.timeline(subject_id)
+        with _as_tool_errors():
+            return tools.timeline(subject_id)
 
     @server.tool(description="A patient's stored tumor-board display (JSON), each value citing its sources.")
     def display(subject_id: Subject) -> dict:
-        return tools.display(subject_id)
+        with _as_tool_errors():
+            return tools.display(subject_id)
 
     @server.tool(description="Open source events by id (e<k> graph events, or t<k> timeline events: the events "
                  "behind them) with code, value, unit, note excerpt and the MEDS shard and row.")
-    def source(subject_id: Subject, ids: Annotated[list[str], Field(min_length=1, max_length=200)],
-               chars: Annotated[int, Field(ge=40, le=20_000)] = 600) -> dict:
-        return tools.source(subject_id, ids, chars)
+    def source(subject_id: Subject, ids: Ids, chars: Chars = 600) -> dict:
+        with _as_tool_errors():
+            return tools.source(subject_id, ids, chars)
 
     @server.tool(description="The store's patients most similar to one (graph-guided similarity).")
-    def similar(subject_id: Subject, k: Annotated[int, Field(ge=1, le=100)] = 10,
-                method: Literal[METHODS] = "timeline") -> dict:  # type: ignore[valid-type]
-        return tools.similar(subject_id, k, method)
+    def similar(subject_id: Subject, k: K = 10, method: MethodName = "timeline") -> dict:
+        with _as_tool_errors():
+            return tools.similar(subject_id, k, method)
 
     @server.tool(description="Patients matching coded, text and time-order criteria: a CohortQuery JSON object "
                  "({\"terms\": [{\"kind\": \"code\", \"name\": ..., \"codes\": [...]}, ...], \"order\": [...]}), "
                  "as `vista cohort-query --query-file` reads it.")
     def cohort_query(query: dict) -> dict:
-        return tools.cohort_query(query)
+        with _as_tool_errors():
+            return tools.cohort_query(query)
 
     return server
 
