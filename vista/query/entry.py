@@ -205,6 +205,10 @@ class PatientEntry:
         times, values, _, ids, _ = self._table
         return {code: Rows(times[k], values[k], ids[k]) for code, k in self._by_code.items()}
 
+    def build_index(self) -> None:
+        """Build the plan index now (otherwise the first plan builds what it needs): rows by code, notes, names."""
+        _ = self._rows, self.notes, self.vocabulary
+
     def rows_of(self, *codes: str) -> Rows:
         """The rows of ``codes`` in (time, row) order (empty when the patient has none)."""
         if len(codes) == 1:

@@ -173,12 +173,23 @@ def run_plan(entry: PatientEntry, plan: Plan) -> PlanResult:
 
 
 def _resolve_codes(entry: PatientEntry, names: Sequence[str]):
-    terms, seen = [], set()
+    """The codes a code set means for this patient: codes it lacks are skipped (a code set lists what to look
+    for), names must resolve; `UnknownNameError` when nothing in the set is in the record."""
+    terms, seen, missing = [], set(), None
     for name in names:
-        for term in entry.vocabulary.resolve_all(name):
+        try:
+            found = entry.vocabulary.resolve_all(name)
+        except UnknownNameError as exc:
+            if "//" not in name:
+                raise
+            missing = missing or exc
+            continue
+        for term in found:
             if term.code not in seen:
                 seen.add(term.code)
                 terms.append(term)
+    if not terms:
+        raise missing or PlanError(f"subject {entry.subject_id}: the plan's code set is empty")
     return terms
 
 
