@@ -423,7 +423,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--subjects", type=int, default=120)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--model-questions", type=int, default=24, help="questions asked of the model-backed methods")
-    parser.add_argument("--ask-patients", type=int, default=2, help="patients whose timelines are built for vista ask")
+    parser.add_argument("--ask-patients", type=int, default=1, help="patients whose timelines are built for vista ask "
+                        "(besides those the store already holds; the embedded model takes minutes per patient)")
     parser.add_argument("--repeats", type=int, default=200, help="runs of each plan for the latency medians")
     parser.add_argument("--work", type=Path, help="keep the dataset and store here (reused when rerun)")
     parser.add_argument("--llm", action="append", default=[], metavar="KEY=VALUE", help="model settings (default: embedded)")
@@ -454,7 +455,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.model_questions > 0:
         patients = sorted({q.subject_id for q in questions})
         with_lines = sorted({q.subject_id for q in questions if q.kind == "lab"})
-        ask_patients = set((with_lines or patients)[: args.ask_patients])
+        stored = {int(p.stem) for p in (store / "toa").glob("*.json")} if (store / "toa").is_dir() else set()
+        ask_patients = stored | set((with_lines or patients)[: args.ask_patients])
         picked = pick_model_questions(questions, args.model_questions, ask_patients)
         model = asyncio.run(model_outcomes(store, picked, args.llm, ask_patients))
         same = [o for o in gold if o.question in set(picked)]

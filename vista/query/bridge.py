@@ -219,16 +219,27 @@ def plan_messages(question: str, entry: PatientEntry, correction: str | None = N
 
 
 def plan_from_draft(draft: PlanDraft) -> Plan:
-    """The `Plan` a draft describes (`PlanError` when it describes none, e.g. an empty name)."""
+    """The `Plan` a draft describes (`PlanError` when it describes none, e.g. an empty name). A treatment line
+    narrows by its timeline episode only when the question gives no dates: dates it gives are the window asked
+    about.
+
+    >>> d = PlanDraft(expressible=True, target="measure", name="hemoglobin", aggregate="min", start=None, end=None,
+    ...               line=1, during=None)
+    >>> plan_from_draft(d).compact()
+    '{"measure":"hemoglobin","episode":{"kind":"treatment_line","line":1},"aggregate":"min"}'
+    >>> plan_from_draft(d.model_copy(update={"start": dt.date(2023, 2, 1)})).compact()
+    '{"measure":"hemoglobin","window":{"start":"2023-02-01"},"aggregate":"min"}'
+    """
     name = draft.name.strip()
-    line = EpisodeSelector(kind="treatment_line", line=draft.line) if draft.line else None
     window = Window(start=draft.start, end=draft.end) if (draft.start or draft.end) else None
     if window is not None and window.start and window.end and window.end < window.start:
         window = Window(start=window.end, end=window.start)
+    line = EpisodeSelector(kind="treatment_line", line=draft.line) if draft.line and window is None else None
     during = (draft.during or "").strip() or None
     fields: dict[str, object] = {"aggregate": draft.aggregate, "window": window, "during": during}
     if draft.target == "episodes":
-        return Plan(episodes=line or EpisodeSelector(kind="treatment_line"), **fields)
+        selector = EpisodeSelector(kind="treatment_line", line=draft.line) if draft.line else EpisodeSelector(kind="treatment_line")
+        return Plan(episodes=selector, **fields)
     if not name:
         raise PlanError(f"the plan names no {draft.target}")
     target = {"measure": name, "events": [name], "notes": re.escape(name)}[draft.target]
