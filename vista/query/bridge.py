@@ -28,6 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from vista.graph import GraphStore
+from vista.query.ask import check_question
 from vista.query.entry import PatientEntry, open_entry
 from vista.query.errors import PlanError, QueryError, UnknownNameError
 from vista.query.execute import PlanResult, run_plan
@@ -38,7 +39,6 @@ from vista.shared.prompts import PromptFolder
 
 PLAN_AGENT = "query_plan"
 SENTENCE_AGENT = "query_sentence"
-QUESTION_MAX_CHARS = 2000
 VOCABULARY_NAMES = 60
 """Most names of each kind shown to the planning model (the patient's most frequent)."""
 PROMPTS = PromptFolder("vista.query", suffix=".md")
@@ -295,17 +295,6 @@ def _entry_of(entry_or_store: PatientEntry | GraphStore | str | os.PathLike, sub
         return entry_or_store
     root = entry_or_store.root if isinstance(entry_or_store, GraphStore) else entry_or_store
     return open_entry(root, subject_id)
-
-
-def check_question(question: str, subject_id: int) -> str:
-    """The question with its whitespace folded; one-line `QueryError` when empty or too long."""
-    text = " ".join(question.split())
-    if not text:
-        raise QueryError(f"subject {subject_id}: the question is empty")
-    if len(text) > QUESTION_MAX_CHARS:
-        raise QueryError(f"subject {subject_id}: the question has {len(text):,} characters "
-                         f"(at most {QUESTION_MAX_CHARS:,})")
-    return text
 
 
 async def answer_question(entry_or_store: PatientEntry | GraphStore | str | os.PathLike, subject_id: int,
