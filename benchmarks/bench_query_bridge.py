@@ -257,7 +257,10 @@ async def model_outcomes(store: Path, questions: list[Question], llm_items: list
                 out.append(Outcome("vista ask", q, correct_text(q, reply.answer), time.perf_counter() - started,
                                    reply.usage.calls, reply.usage.prompt_tokens + reply.usage.completion_tokens,
                                    reply.answer[:120]))
-            print(f"  {n}/{len(questions)} questions asked", file=sys.stderr)
+            mine = [o for o in out if o.question is q]
+            print(f"  {n}/{len(questions)} {q.kind} (subject {q.subject_id}): "
+                  + "; ".join(f"{o.method} {'ok' if o.correct else 'wrong'} {o.seconds:.0f} s" for o in mine),
+                  file=sys.stderr, flush=True)
     return out
 
 

@@ -220,3 +220,20 @@ def test_cli_plan_json_and_bad_input_exit_2():
     assert done.returncode == 2 and "no graph for subject 987654" in done.stderr
     schema = json.loads(_vista("query", "--plan-schema").stdout)
     assert "measure" in schema["properties"] and schema["additionalProperties"] is False
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+def test_the_embedded_model_fills_the_plan_schema_under_its_grammar():
+    """The bounded PlanDraft decodes under SmolLM2's grammar: the bridge gets a plan (or a judged fallback), never
+    an unreadable answer."""
+    entry = open_entry(store_root(), patient_with_most(HGB))
+
+    async def go():
+        async with LLMGateway(LLMConfig()) as gateway:
+            return await answer_question(entry, entry.subject_id, "What was the lowest hemoglobin?", gateway)
+
+    answer = asyncio.run(go())
+    assert answer.usage.calls >= 1 and "could not be read" not in (answer.error or "")
+    if answer.route == "plan":
+        assert all(entry.graph.has_event(i) for i in answer.cited)
