@@ -42,6 +42,8 @@ VISTA_JOBS = (
               "commands open (python -m jobs.build_graphs)", "jobs.build_graphs", "jobs.build_graphs_options"),
     Forwarded("evaluate-cohort", "score a whole store's displays with an LLM judge on Ray, resumable "
               "(python -m jobs.evaluate)", "jobs.evaluate", "jobs.evaluate_options"),
+    Forwarded("query-cohort", "run one query plan over every patient of a store on Ray, one row per patient, "
+              "resumable (python -m jobs.query_cohort)", "jobs.query_cohort", "jobs.query_cohort_options"),
 )
 
 

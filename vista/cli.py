@@ -9,6 +9,8 @@ about a patient, and open the source events an answer cites.
     vista evaluate --store STORE --truth MEDS [--subjects 7 9] [--judge-llm KEY=VALUE ...]   # VISTA vs RAG
     vista similar --store STORE --subject 7 --k 10                  # graph-guided patient similarity
     vista cohort-query --store STORE --code 'lung=ICD10CM//C34*' --text 'egfr=EGFR[^.]*detected' --before lung:egfr
+    vista query --store STORE --subject 7 --plan '{"measure": "hemoglobin", "aggregate": "min"}' [--json]
+    vista mcp --store STORE                                         # the store as MCP tools over stdio
 
 Each sub-command imports its machinery lazily so `vista --help` stays instant. Errors the user can fix (a missing
 store or subject, an unknown event id, bad input data, a bad LLM setting) are printed as one line, exit status 2.
@@ -368,8 +370,10 @@ def build_parser(extra: AddCommands | None = None) -> argparse.ArgumentParser:
 
 
 _PACKAGE_COMMANDS = (lazy_commands("vista.patient_search.cli", "add_similar_parser"),
-                     lazy_commands("vista.patient_search.cli", "add_query_parser"))
-"""Sub-commands of this package that live in their own modules (patient similarity, cohort queries)."""
+                     lazy_commands("vista.patient_search.cli", "add_query_parser"),
+                     lazy_commands("vista.query_cli", "add_parsers"))
+"""Sub-commands of this package that live in their own modules (patient similarity, cohort queries, the query
+bridge and its MCP server)."""
 
 
 def main(argv: Sequence[str] | None = None,

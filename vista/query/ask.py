@@ -64,6 +64,21 @@ def verify_messages(question: str, answer: str, cited: Sequence[TimelineEvent], 
     return [system(prompt_text("verify")), user("\n".join(body))]
 
 
+def check_question(question: str, subject_id: int) -> str:
+    """The question with its whitespace folded; one-line `QueryError` when empty or too long (`ask` and the query
+    bridge check questions alike).
+
+    >>> check_question("  When did   line 2 start? ", 7)
+    'When did line 2 start?'
+    """
+    text = " ".join(question.split())
+    if not text:
+        raise QueryError(f"subject {subject_id}: the question is empty")
+    if len(text) > QUESTION_MAX_CHARS:
+        raise QueryError(f"subject {subject_id}: the question has {len(text):,} characters (at most {QUESTION_MAX_CHARS:,})")
+    return text
+
+
 def _token_count(messages: Sequence[Message]) -> int:
     return sum(count_tokens(m.content) for m in messages)
 
@@ -154,12 +169,7 @@ async def ask(question: str, timeline: PatientTimeline, graph: PatientGraph, gat
     Raises `QueryError` for unusable input (empty question, timeline of another patient) and `ContextTooLongError`
     when the model's context window cannot hold the instructions, the question and the answer.
     """
-    question = " ".join(question.split())
-    if not question:
-        raise QueryError(f"subject {graph.subject_id}: the question is empty")
-    if len(question) > QUESTION_MAX_CHARS:
-        raise QueryError(f"subject {graph.subject_id}: the question has {len(question)} characters "
-                         f"(at most {QUESTION_MAX_CHARS})")
+    question = check_question(question, graph.subject_id)
     if timeline.subject_id != graph.subject_id:
         raise QueryError(f"the timeline is of subject {timeline.subject_id} but the graph of subject {graph.subject_id}")
     check_provenance(graph, what="the timeline the question is asked of", graph_hash=timeline.graph_hash,

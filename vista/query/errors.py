@@ -36,3 +36,22 @@ class UnknownEventError(QueryError):
 
 class ContextTooLongError(QueryError):
     """The timeline (or the opened sources) does not fit the model's context window with room for the answer."""
+
+
+class PlanError(QueryError):
+    """A query plan that cannot be run: malformed JSON, a field out of its bounds, an unknown episode."""
+
+
+class UnknownNameError(PlanError):
+    """A lab, vital, drug or code name the patient's record does not have; names the nearest ones it has.
+
+    >>> str(UnknownNameError(21, "hemoglobn", "measurement (lab or vital)", ["hemoglobin"]))
+    "subject 21: no measurement (lab or vital) 'hemoglobn' in its record (nearest: hemoglobin)"
+    """
+
+    def __init__(self, subject_id: int, name: str, kind: str, nearest: Sequence[str]):
+        self.subject_id = subject_id
+        self.name = name
+        self.nearest = tuple(nearest)
+        near = f"nearest: {', '.join(self.nearest)}" if self.nearest else "no similar name"
+        super().__init__(f"subject {subject_id}: no {kind} {name!r} in its record ({near})")
