@@ -227,3 +227,33 @@ def test_the_model_predict_command_runs_zero_shot_and_meds_dev_evaluation_scores
     assert again.returncode == 0 and pl.read_parquet(output_dir / PREDICTIONS_FILE).equals(predictions)
     rerun = json.loads((run / "summary.json").read_text())
     assert rerun["ran"] == 0 and rerun["skipped"] == 2  # the run beside the output folder: nothing paid twice
+
+
+# ------------------------------------------------------------------------------------------------ submitting
+def test_a_result_packs_and_validates_once_the_task_and_model_are_in_meds_dev(run, meds_dev_venv, tmp_path):
+    """docs/meds-dev.md's last two steps. The released MEDS-DEV 0.0.14 packs results of its registered tasks and
+    models only, so ours is refused until this repository's meds_dev/ folders are merged into it; a copy of the
+    installed package with them added (what that pull request does) packs a result that its validator accepts."""
+    import shutil
+
+    results = meds_dev_evaluation(meds_dev_venv, Path(run["summary"].meds_dev_predictions_dir), tmp_path / "eval")
+    names = ["dataset=MIMIC-IV", "task=cancer/lung/gap_1y_within_1y", "model=trajonco",
+             f"evaluation_fp={tmp_path / 'eval' / 'results.json'}", f"result_fp={tmp_path / 'result.json'}"]
+    env = side_env(meds_dev_venv)
+    released = subprocess.run([str(meds_dev_venv / "bin" / "meds-dev-pack-result"), *names], capture_output=True,
+                              text=True, env=env | {"HYDRA_FULL_ERROR": "1"}, timeout=120)
+    assert released.returncode != 0 and "Unknown task: cancer/lung/gap_1y_within_1y" in released.stderr
+
+    site = next((meds_dev_venv / "lib").glob("python3*/site-packages"))
+    merged = tmp_path / "merged"
+    shutil.copytree(site / "MEDS_DEV", merged / "MEDS_DEV")
+    shutil.copytree(MODEL_DIR, merged / "MEDS_DEV" / "models" / "trajonco")
+    shutil.copytree(REPO / "meds_dev" / "tasks" / "cancer", merged / "MEDS_DEV" / "tasks" / "cancer")
+    env["PYTHONPATH"] = str(merged)
+    for command in (["meds-dev-pack-result", *names], ["meds-dev-validate-result", f"result_fp={tmp_path / 'result.json'}"]):
+        done = subprocess.run([str(meds_dev_venv / "bin" / command[0]), *command[1:]], capture_output=True, text=True,
+                              env=env, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+    packed = json.loads((tmp_path / "result.json").read_text())
+    assert (packed["model"], packed["result"]) == ("trajonco", results)
+    assert (tmp_path / "result.json").stat().st_size <= 1.5 * 1024
