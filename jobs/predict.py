@@ -31,6 +31,8 @@ from jobs.runner import CohortJob, LazyRay, check_common_options, run_job, sized
 from trajonco.prediction_files import (
     DETAILS_FILE,
     DETAILS_SCHEMA,
+    MEDS_DEV_DIR,
+    MEDS_DEV_OUTPUT,
     PREDICTIONS_FILE,
     details_rows,
     meds_dev_rows,
@@ -65,8 +67,9 @@ def build_settings(args: argparse.Namespace, run_id: str) -> PredictSettings:
 
 def prediction_outputs(out: Path | str, *, labelled: bool, graphs: bool = False) -> list[OutputFile]:
     """The predict job's consolidated files: ``prediction_details.parquet`` (every task's row; with ``graphs``, its
-    graph columns too) and MEDS-DEV's ``predictions.parquet`` (the scored tasks; without ``boolean_value`` when the
-    label file has unlabelled tasks), as `trajonco.prediction_files` describes them."""
+    graph columns too), MEDS-DEV's ``predictions.parquet`` (the scored tasks; without ``boolean_value`` when the
+    label file has unlabelled tasks) and the same rows alone in ``meds_dev/`` in the form MEDS-DEV 0.0.14 reads, as
+    `trajonco.prediction_files` describes them."""
     details = DETAILS_SCHEMA
     if graphs:
         from vista.graph.record_graphs import GRAPH_SCHEMA  # (vista.graph only for a job that persists graphs)
@@ -76,6 +79,8 @@ def prediction_outputs(out: Path | str, *, labelled: bool, graphs: bool = False)
         OutputFile(Path(DETAILS_FILE).stem, join(out, DETAILS_FILE), details, details_rows),
         OutputFile(Path(PREDICTIONS_FILE).stem, join(out, PREDICTIONS_FILE), meds_dev_schema(labelled),
                    lambda rows: meds_dev_rows(rows, labelled)),
+        OutputFile(MEDS_DEV_OUTPUT, join(out, MEDS_DEV_DIR, PREDICTIONS_FILE),
+                   meds_dev_schema(labelled, meds_dev=True), lambda rows: meds_dev_rows(rows, labelled, meds_dev=True)),
     ]
 
 
@@ -135,6 +140,10 @@ class PredictJob(CohortJob):
     def output_files(self) -> list[OutputFile]:
         return prediction_outputs(self.out, labelled=self.tasks.column("boolean_value").null_count == 0,
                                   graphs=self.settings.graphs is not None)
+
+    def summary_update(self) -> dict[str, object]:
+        """``meds_dev_predictions_dir``: the folder to give ``meds-dev-evaluation predictions_dir=``."""
+        return {"meds_dev_predictions_dir": str(join(self.out, MEDS_DEV_DIR))}
 
     def finish(self, report: PartConsolidation, selected: list[TaskKey]) -> dict[str, str]:
         store = self.settings.graphs

@@ -254,6 +254,10 @@ class CohortJob(ABC):
         evaluation report of the ``selected`` tasks)."""
         return {}
 
+    def summary_update(self) -> dict[str, object]:
+        """Job-specific `RunSummary` fields (e.g. predict's ``meds_dev_predictions_dir``)."""
+        return {}
+
     def ray_options(self) -> RayOptions:
         return RayOptions.from_args(self.args, job=self.name)
 
@@ -324,6 +328,7 @@ def run_job(job: CohortJob, console: Console | None = None) -> RunSummary:
                 "ran": sum(statuses.values()), "by_status": statuses, "failed_by_reason": reasons,
                 # tokens and cost: what the endpoint answered (the budget's ledger), set against the rows kept
                 **summary_figures(budget_figures, llm_rows.kept, llm=job.llm, out=out),
+                **job.summary_update(),
             })
             summary.write(out)
     summary.print(console)

@@ -168,7 +168,8 @@ def test_meds_evaluation_reads_the_jobs_predictions_file_unmodified(reference):
     metrics = evaluate_binary_classification(pl.read_parquet(path))
     assert 0.0 <= metrics["samples_equally_weighted"]["roc_auc_score"] <= 1.0
     assert table.num_rows == N_PATIENTS - 1  # the failed and the error task have no score: in the details only
-    assert reference["summary"].output_rows == {"prediction_details": N_PATIENTS + 1, "predictions": N_PATIENTS - 1}
+    assert reference["summary"].output_rows == {"prediction_details": N_PATIENTS + 1, "predictions": N_PATIENTS - 1,
+                                                "meds_dev_predictions": N_PATIENTS - 1}  # tests/test_meds_dev.py
 
 
 def test_driver_killed_mid_run_then_resumed_recomputes_nothing(cohort, llm, ray_session, reference, tmp_path):

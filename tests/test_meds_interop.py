@@ -133,7 +133,8 @@ def predict(cohort, server, out, *, labelled: bool = True):
 
 def test_meds_evaluation_reads_the_predict_jobs_predictions_file_unmodified(cohort, server, tmp_path):
     report = predict(cohort, server, tmp_path)
-    assert report.complete and report.file_rows == {"prediction_details": 17, "predictions": 16}
+    assert report.complete and report.file_rows == {"prediction_details": 17, "predictions": 16,
+                                                 "meds_dev_predictions": 16}
     table = pq.read_table(tmp_path / PREDICTIONS_FILE)
     assert table.column_names == list(MEDS_DEV_COLUMNS)
     PredictionSchema.validate(table)

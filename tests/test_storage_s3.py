@@ -118,7 +118,8 @@ def test_predict_reads_and_writes_only_object_storage_and_resumes_without_paying
     details = pq.read_table(f"{BUCKET}/runs/x/prediction_details.parquet", filesystem=fs)
     assert set(details.column("status").to_pylist()) == {"ok"} and details.num_rows == N_TASKS
     stored = objects(fs, f"{BUCKET}/runs/x")
-    for name in ("job.json", "summary.json", "predictions.parquet", "prediction_details.parquet"):
+    for name in ("job.json", "summary.json", "predictions.parquet", "prediction_details.parquet",
+                 "meds_dev/predictions.parquet"):
         assert f"{BUCKET}/runs/x/{name}" in stored
     assert any("/rows/run=" in p and p.endswith(".parquet") for p in stored)
     assert any("/llm_cache/" in p for p in stored)

@@ -1,14 +1,22 @@
-"""A prediction run on disk: MEDS-DEV's ``predictions.parquet`` and the project's ``prediction_details.parquet``.
+"""A prediction run on disk: MEDS-DEV's ``predictions.parquet`` (twice: one per evaluator version) and the project's
+``prediction_details.parquet``.
 
-MEDS-DEV's evaluator (PyPI ``meds-evaluation``: ``PredictionSchema``, ``evaluate_binary_classification``) refuses
-any column it does not know, a ``predicted_boolean_probability`` that is not float32, a null label and (in its
-metrics) a null score. So a run is two files in one folder, keyed alike by (``subject_id``, ``prediction_time``):
+MEDS-DEV's evaluator (PyPI ``meds-evaluation``) refuses any column it does not know, a null label and (in its
+metrics) a null score, and its two versions in use disagree on the score's type: 0.0.6's strict
+``PredictionSchema.validate`` wants ``predicted_boolean_probability`` float32 and refuses float64; 0.0.3, which
+MEDS-DEV 0.0.14 pins (``meds-dev-evaluation`` runs its ``meds-evaluation-cli``), checks the polars dtype of the file
+as read and refuses float32 (its message has the two types swapped). No one file passes both checks, so a run
+writes each what it asks for, keyed alike by (``subject_id``, ``prediction_time``):
 
 - ``predictions.parquet``: exactly MEDS-DEV's columns — ``subject_id`` int64, ``prediction_time`` timestamp[us],
-  ``boolean_value`` bool, ``predicted_boolean_value`` bool, ``predicted_boolean_probability`` float32 — for the
-  tasks that have a score (status ok or partial). Tasks without one (failed, error) are not in it. When some task
-  of the label file has no label, ``boolean_value`` is left out (the MEDS label schema makes it optional; there is
-  then nothing to evaluate against).
+  ``boolean_value`` bool, ``predicted_boolean_value`` bool, ``predicted_boolean_probability`` float32 (what
+  meds-evaluation 0.0.6's ``PredictionSchema.validate`` wants) — for the tasks that have a score (status ok or
+  partial). Tasks without one (failed, error) are not in it. When some task of the label file has no label,
+  ``boolean_value`` is left out (the MEDS label schema makes it optional; there is then nothing to evaluate against).
+- ``meds_dev/predictions.parquet`` (`MEDS_DEV_DIR`): the same rows with the probability float64, the form MEDS-DEV
+  0.0.14 reads (meds-evaluation 0.0.3; 0.0.6's ``evaluate_binary_classification`` and CLI take it too, as they
+  cast through ``PredictionSchema.align``), alone in its folder: ``meds-dev-evaluation predictions_dir=OUT/meds_dev``
+  reads every parquet file under the folder it is given.
 - ``prediction_details.parquet``: every task with a row, scored or not: the key, the label, then every other column
   of `PREDICTION_SCHEMA` (risk 1-10, trajectory, evidence, status, error, usage, latency, …). Any column added to
   `PREDICTION_SCHEMA` lands here by itself.
@@ -24,9 +32,11 @@ every command that needs the project's columns reads a run through it. A file wi
 ...                  "boolean_value": [True, False], "predicted_boolean_value": [True, None],
 ...                  "predicted_boolean_probability": [0.7, None], "status": ["ok", "failed"]})
 >>> write_prediction_files(rows, folder)
-{'predictions': 1, 'prediction_details': 2}
+{'predictions': 1, 'prediction_details': 2, 'meds_dev_predictions': 1}
 >>> pq.read_schema(folder / PREDICTIONS_FILE).names == list(MEDS_DEV_COLUMNS)
 True
+>>> pq.read_schema(meds_dev_file(folder)).field(PROBABILITY).type, sorted(p.name for p in (folder / MEDS_DEV_DIR).iterdir())
+(DataType(double), ['predictions.parquet'])
 >>> back = read_predictions(folder)
 >>> back.column("predicted_boolean_probability").to_pylist(), back.column("status").to_pylist()
 ([0.7, None], ['ok', 'failed'])
@@ -48,6 +58,10 @@ from vista.shared.errors import LocatedError
 
 PREDICTIONS_FILE = "predictions.parquet"
 DETAILS_FILE = "prediction_details.parquet"
+MEDS_DEV_DIR = "meds_dev"
+"""The run's subfolder holding MEDS-DEV's own predictions file (float64 scores) and nothing else."""
+MEDS_DEV_OUTPUT = "meds_dev_predictions"
+"""The name of ``meds_dev/predictions.parquet`` among a run's outputs (``summary.json``)."""
 
 SUBJECT_ID, PREDICTION_TIME, BOOLEAN_VALUE = "subject_id", "prediction_time", "boolean_value"
 PREDICTED_VALUE, PROBABILITY = "predicted_boolean_value", "predicted_boolean_probability"
@@ -62,10 +76,13 @@ MEDS_DEV_SCHEMA = pa.schema([
     pa.field(PREDICTED_VALUE, pa.bool_()),
     pa.field(PROBABILITY, pa.float32()),
 ])
-"""``predictions.parquet`` (the types ``meds_evaluation.schema.PredictionSchema.validate`` checks)."""
+"""``predictions.parquet`` (the types meds-evaluation 0.0.6's ``PredictionSchema.validate`` checks)."""
 
 UNLABELLED_SCHEMA = pa.schema([f for f in MEDS_DEV_SCHEMA if f.name != BOOLEAN_VALUE])
 """``predictions.parquet`` of a run whose label file has tasks without a label."""
+
+MEDS_DEV_PROBABILITY = pa.float64()
+"""The score's type in ``meds_dev/predictions.parquet``: meds-evaluation 0.0.3 (MEDS-DEV 0.0.14) wants float64."""
 
 DETAILS_SCHEMA = pa.schema([f for f in PREDICTION_SCHEMA if f.name not in (PREDICTED_VALUE, PROBABILITY)])
 """``prediction_details.parquet``: the key and the label, then every project column of `PREDICTION_SCHEMA`."""
@@ -75,19 +92,29 @@ class PredictionFilesError(LocatedError):
     """A prediction file (or its details file) that cannot be read, or two files that do not belong together."""
 
 
-def meds_dev_schema(labelled: bool) -> pa.Schema:
-    """`MEDS_DEV_SCHEMA`, or `UNLABELLED_SCHEMA` when some task has no label."""
-    return MEDS_DEV_SCHEMA if labelled else UNLABELLED_SCHEMA
+def meds_dev_schema(labelled: bool, *, meds_dev: bool = False) -> pa.Schema:
+    """`MEDS_DEV_SCHEMA`, or `UNLABELLED_SCHEMA` when some task has no label; with ``meds_dev``, the score as
+    `MEDS_DEV_PROBABILITY` (``meds_dev/predictions.parquet``)."""
+    schema = MEDS_DEV_SCHEMA if labelled else UNLABELLED_SCHEMA
+    if meds_dev:
+        schema = schema.set(schema.get_field_index(PROBABILITY), pa.field(PROBABILITY, MEDS_DEV_PROBABILITY))
+    return schema
 
 
-def meds_dev_rows(rows: pa.Table, labelled: bool) -> pa.Table:
-    """The rows of ``rows`` (`PREDICTION_SCHEMA` columns, or more) that go into ``predictions.parquet``: those with
-    a score (and a label, for a labelled run), with its columns and types."""
+def meds_dev_rows(rows: pa.Table, labelled: bool, *, meds_dev: bool = False) -> pa.Table:
+    """The rows of ``rows`` (`PREDICTION_SCHEMA` columns, or more) that go into ``predictions.parquet`` (with
+    ``meds_dev``: ``meds_dev/predictions.parquet``): those with a score (and a label, for a labelled run), with its
+    columns and types."""
     keep = pc.is_valid(rows.column(PROBABILITY))
     if labelled:
         keep = pc.and_(keep, pc.is_valid(rows.column(BOOLEAN_VALUE)))
-    schema = meds_dev_schema(labelled)
+    schema = meds_dev_schema(labelled, meds_dev=meds_dev)
     return rows.filter(keep).select(schema.names).cast(schema)
+
+
+def meds_dev_file(run: Path | str) -> Path:
+    """MEDS-DEV's predictions file of the run folder ``run``: ``run/meds_dev/predictions.parquet``."""
+    return Path(run) / MEDS_DEV_DIR / PREDICTIONS_FILE
 
 
 def details_rows(rows: pa.Table) -> pa.Table:
@@ -98,8 +125,9 @@ def details_rows(rows: pa.Table) -> pa.Table:
 
 
 def write_prediction_files(rows: pa.Table, folder: Path | str, *, labelled: bool | None = None) -> dict[str, int]:
-    """Write ``rows`` as ``folder/predictions.parquet`` and ``folder/prediction_details.parquet`` (atomically);
-    returns the rows each holds. ``labelled`` defaults to: every row has a label."""
+    """Write ``rows`` as ``folder/predictions.parquet``, ``folder/prediction_details.parquet`` and
+    ``folder/meds_dev/predictions.parquet`` (atomically); returns the rows each holds. ``labelled`` defaults to:
+    every row has a label."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if labelled is None:
@@ -109,7 +137,10 @@ def write_prediction_files(rows: pa.Table, folder: Path | str, *, labelled: bool
         pq.write_table(details, tmp)
     with atomic_path(folder / PREDICTIONS_FILE) as tmp:
         pq.write_table(scored, tmp)
-    return {Path(PREDICTIONS_FILE).stem: scored.num_rows, Path(DETAILS_FILE).stem: details.num_rows}
+    with atomic_path(meds_dev_file(folder)) as tmp:
+        pq.write_table(meds_dev_rows(rows, labelled, meds_dev=True), tmp)
+    return {Path(PREDICTIONS_FILE).stem: scored.num_rows, Path(DETAILS_FILE).stem: details.num_rows,
+            MEDS_DEV_OUTPUT: scored.num_rows}
 
 
 def prediction_file(path: Path | str) -> Path:

@@ -87,6 +87,9 @@ class RunSummary(BaseModel):
     llm: AnsweringLLM | None = Field(None, description="which LLM answered this run (None: the job ran no LLM stage)")
     complete: bool = Field(description="every selected task has an output")
     outputs: dict[str, str] = Field(default_factory=dict, description="consolidated files written by this run")
+    meds_dev_predictions_dir: str | None = Field(None, description="predict: the folder holding MEDS-DEV's "
+                                                 "predictions file and nothing else (meds-dev-evaluation "
+                                                 "predictions_dir=...); None for the other jobs")
     totals: dict[str, int] = Field(default_factory=dict, description="status counts over every selected task's output")
 
     @classmethod
