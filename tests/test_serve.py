@@ -22,7 +22,7 @@ def store_root(tmp_path_factory):
 
 
 def test_cohort_lists_every_patient_with_status_and_headline_variables(store_root):
-    cohort = Cohort(store_root, GraphStore(store_root))
+    cohort = Cohort(store_root)
     page = cohort.page()
     assert [(r.subject_id, r.status) for r in page.rows] == [(21, "display"), (22, "display"), (23, "graph only"),
                                                              (24, "failed")]
@@ -34,7 +34,7 @@ def test_cohort_lists_every_patient_with_status_and_headline_variables(store_roo
 
 
 def test_cohort_filters_searches_and_pages(store_root):
-    cohort = Cohort(store_root, GraphStore(store_root))
+    cohort = Cohort(store_root)
     assert [r.subject_id for r in cohort.page(status="failed").rows] == [24]
     assert [r.subject_id for r in cohort.page(status="graph only").rows] == [23]
     assert [r.subject_id for r in cohort.page(query="2").rows] == [21, 22, 23, 24]
@@ -48,7 +48,7 @@ def test_cohort_filters_searches_and_pages(store_root):
 
 
 def test_patient_page_cites_every_answered_value_and_marks_the_span(store_root):
-    page = patient_page(GraphStore(store_root), 21)
+    page = patient_page(store_root, GraphStore(store_root).load(21))
     rows = {r.key: r for r in [*page.tumor_board, *page.patient_info]}
     assert rows["histology"].cite is not None and rows["code_status"].cite is None
     panel = next(p for p in page.panels if p.cite_id == rows["histology"].cite)
@@ -62,7 +62,7 @@ def test_patient_page_cites_every_answered_value_and_marks_the_span(store_root):
 
 
 def test_graph_only_patient_says_what_is_not_built(store_root):
-    page = patient_page(GraphStore(store_root), 23)
+    page = patient_page(store_root, GraphStore(store_root).load(23))
     assert [m.split(":")[0] for m in page.missing] == ["No timeline built yet", "No display built yet"]
     assert page.timeline is None and page.tumor_board == [] and len(page.trends) == 1 and page.total_events == 3
 
@@ -70,18 +70,18 @@ def test_graph_only_patient_says_what_is_not_built(store_root):
 def test_a_store_whose_data_changed_flags_the_stale_timeline_and_refuses_old_refs(tmp_path):
     root = build_serve_store(tmp_path)
     store = GraphStore(root)
-    old = patient_page(store, 21).version
+    old = patient_page(root, store.load(21)).version
     rows = _rows_21()
     rows[4] = Event("e4", rows[4].time, rows[4].code, 9.9, None)  # the hemoglobin value changed in the data
     store.build_records([PatientRecord(21, "data/train/0.parquet", 500, rows)], catalog())
-    page = patient_page(GraphStore(root), 21)
+    page = patient_page(root, GraphStore(root).load(21))
     assert page.version != old
     assert [n.split(":")[0] for n in page.notices] == ["Stale timeline, not shown", "Stale display, not shown"]
     assert all("subject 21" in n for n in page.notices)
     assert page.timeline is None and page.tumor_board == [] and page.panels == []
     with pytest.raises(StaleProvenanceError, match="subject 21"):
         source_panel(GraphStore(root).load(21), "x", "", ["e4"], pinned=old)
-    cohort = Cohort(root, GraphStore(root))
+    cohort = Cohort(root)
     assert cohort.page().rows[0].status == "stale"
 
 

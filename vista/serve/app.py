@@ -36,9 +36,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from vista.graph import GraphStore
 from vista.query.errors import QueryError
-from vista.serve.cohort import STATUSES, Cohort
+from vista.serve.cohort import STATUSES, Cohort, StoreManifest
 from vista.serve.patient import patient_page, source_panel
 from vista.serve.urls import ServerUrls
 from vista.serve.question import MAX_QUESTION_CHARS, answer_question
@@ -84,9 +83,9 @@ class ServeState:
         self._similar = None
 
     @cached_property
-    def store(self) -> GraphStore:
+    def store(self) -> StoreManifest:
         with self._lock:
-            return GraphStore(self.root)
+            return StoreManifest(self.root)
 
     @cached_property
     def cohort(self) -> Cohort:
@@ -146,7 +145,7 @@ def create_app(root: str | Path, token: str, *, gateway_factory: Callable[[], LL
         sid = subject_of(request, state)
         if sid is None:
             return not_found(f"No patient {request.path_params.get('sid', '')!r} in this store.")
-        view = patient_page(state.store, sid)
+        view = patient_page(state.root, state.store.load(sid))
         return page("patient.html.j2", urls=ServerUrls(sid, view.version), p=view, token=state.token,
                     questions=gateway_factory is not None, similar=None)
 

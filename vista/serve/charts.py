@@ -178,7 +178,7 @@ class TrendChart:
 
 
 TREND_W, TREND_H, TREND_PAD = 300, 90, 8
-MAX_POINTS = 400
+MAX_POINTS = 150
 """Points drawn per trend (clickable markers); beyond it only the line is drawn through every value."""
 
 

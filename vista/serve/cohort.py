@@ -3,7 +3,8 @@ on the page — without opening every patient.
 
 What is read, and when (so a 100,000-patient store opens in well under a second):
 
-- the store's manifest (`vista.graph.GraphStore`: one row per graph, read once) — who is in the store;
+- the store's manifest (`StoreManifest`: its parquet parts read by polars, once) — who is in the store and where
+  each graph is (a `vista.graph.GraphStore` builds a Python object per manifest row: 0.8 s at 100,000 patients);
 - a job's ``patients.parquet`` when the store is a `vista build` output (five columns, read once) — which builds
   failed (an ``error`` row: the stage and the one-line reason) or are partial (``failed``: some LLM calls failed);
 - the names in ``toa/`` and ``display/`` (one directory listing each, per request) — what has been built;
@@ -28,7 +29,10 @@ import polars as pl
 
 from vista.display.model import DisplayError, TumorBoardDisplay
 from vista.display.store import DISPLAY_DIR, DisplayStore
-from vista.graph import GraphStore
+from vista.graph import GraphStore, PatientGraph, read_columnar, read_graph
+from vista.graph.columnar import columnar_paths
+from vista.graph.errors import GraphFileError
+from vista.graph.store import MANIFEST_DIR, MANIFEST_FILE
 from vista.toa.store import TOA_DIR
 
 PAGE_SIZE = 50
@@ -92,18 +96,63 @@ def _listing(directory: Path) -> set[int]:
     return {int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit()}
 
 
+class StoreManifest:
+    """The whole-record graphs of a store as one polars frame (subject_id, nodes, content_hash, file), read from its
+    manifest parts (the newest row of each task wins, as in `vista.graph.GraphStore`), and a patient's graph read
+    from its file — what the pages need, without a Python object per manifest row."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+        parts = sorted((self.root / MANIFEST_DIR).glob("part-*.parquet"))  # part-<zero-padded seq>-<id>: seq order
+        columns = ["task", "subject_id", "prediction_time", "nodes", "content_hash", "file"]
+        if (self.root / MANIFEST_FILE).is_file() or not parts:  # the former single-file layout: GraphStore reads it
+            frame = GraphStore(self.root).manifest().select(columns[1:])
+        else:
+            try:
+                frame = (pl.scan_parquet([str(p) for p in parts]).select(columns)
+                         .unique(subset="task", keep="last", maintain_order=True)
+                         .filter(pl.col("prediction_time").is_null()).drop("task", "prediction_time")
+                         .sort("subject_id").collect())
+            except (OSError, pl.exceptions.PolarsError) as exc:
+                raise GraphFileError(f"{self.root}: unreadable graph store manifest ({type(exc).__name__}: {exc})") from None
+        self.subject_ids: np.ndarray = frame["subject_id"].to_numpy()
+        self.nodes: np.ndarray = frame["nodes"].to_numpy()
+        self.hashes: list[str] = frame["content_hash"].to_list()
+        self.files: list[str] = frame["file"].to_list()
+
+    def __len__(self) -> int:
+        return len(self.subject_ids)
+
+    def position(self, subject_id: int) -> int | None:
+        i = int(np.searchsorted(self.subject_ids, subject_id))
+        return i if i < len(self.subject_ids) and self.subject_ids[i] == subject_id else None
+
+    def __contains__(self, subject_id: object) -> bool:
+        return isinstance(subject_id, int) and self.position(subject_id) is not None
+
+    def content_hash(self, subject_id: int) -> str | None:
+        i = self.position(subject_id)
+        return None if i is None else self.hashes[i]
+
+    def load(self, subject_id: int) -> PatientGraph:
+        """The stored graph of ``subject_id`` (its columnar copy; GraphML when it has none), as `GraphStore.load`."""
+        i = self.position(subject_id)
+        if i is None:
+            raise KeyError(f"{self.root}: no graph for subject {subject_id}")
+        path = self.root / self.files[i]
+        return read_columnar(path) if columnar_paths(path)[0].is_file() else read_graph(path)
+
+
 class Cohort:
     """A graph store read for the cohort page (see the module docstring); the manifest and job rows are read once."""
 
-    def __init__(self, root: str | os.PathLike, store: GraphStore):
+    def __init__(self, root: str | os.PathLike, manifest: StoreManifest | None = None):
         self.root = Path(root)
-        self.store = store
+        self.manifest = manifest if manifest is not None else StoreManifest(root)
 
     @cached_property
-    def _manifest(self) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
-        manifest = self.store.manifest().select("subject_id", "nodes", "content_hash")
-        return (manifest["subject_id"].to_numpy(), manifest["nodes"].to_numpy(),
-                dict(zip(manifest["subject_id"].to_list(), manifest["content_hash"].to_list())))
+    def _manifest(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.manifest.subject_ids, self.manifest.nodes
 
     @cached_property
     def _nodes_of(self) -> dict[int, int]:
@@ -166,7 +215,7 @@ class Cohort:
             display = DisplayStore(self.root).load(subject_id)
         except DisplayError as exc:
             return CohortRow(subject_id, nodes, "failed", f"unreadable display: {exc}")
-        if display.graph_hash != self._manifest[2].get(subject_id):
+        if display.graph_hash != self.manifest.content_hash(subject_id):
             status, detail = "stale", "display built from another version of the graph (the data changed)"
         elif (gaps := display.incomplete_reason()) is not None:
             status, detail = "partial", gaps

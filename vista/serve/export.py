@@ -15,9 +15,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from vista.graph import GraphStore
 from vista.serve.app import asset, templates
-from vista.serve.cohort import Cohort, CohortPage
+from vista.serve.cohort import Cohort, CohortPage, StoreManifest
 from vista.serve.patient import patient_page
 from vista.serve.urls import PacketUrls
 from vista.shared.atomic import atomic_write_text
@@ -38,7 +37,7 @@ def export_packet(root: str | os.PathLike, out: str | os.PathLike, subjects: Seq
                   similar_k: int = 8) -> list[Path]:
     """Write ``out/index.html`` and ``out/patient-<sid>.html`` for ``subjects`` of the store at ``root``; the
     written files. A subject the store has no graph for is a `CommandLineError` naming it (nothing is written)."""
-    store = GraphStore(root)
+    store = StoreManifest(root)
     unknown = [s for s in subjects if s not in store]
     if unknown:
         raise CommandLineError(f"--subjects: {root} has no graph for subject(s) {', '.join(map(str, unknown))}")
@@ -51,7 +50,7 @@ def export_packet(root: str | os.PathLike, out: str | os.PathLike, subjects: Seq
     neighbours = _similar(root, subjects, similar_k)
     written = []
     for sid in subjects:
-        view = patient_page(store, sid)
+        view = patient_page(root, store.load(sid))
         html = env.get_template("patient.html.j2").render(p=view, similar=neighbours.get(sid, []), questions=False,
                                                           token="", **common)
         written.append(_write(out / f"patient-{sid}.html", html))

@@ -12,13 +12,14 @@ Nothing here calls a model or logs patient text.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from vista.display.model import DisplayError, TumorBoardDisplay, VariableSpec, VariableValue, load_variables
 from vista.display.store import DisplayStore
-from vista.graph import GraphStore, NodeType, PatientGraph
+from vista.graph import NodeType, PatientGraph
 from vista.query.sources import open_sources, version_tag
 from vista.query.model import SourceEvent
 from vista.serve.charts import TimelineChart, TrendChart, episode_label, timeline_chart, trend_charts
@@ -237,13 +238,12 @@ def _events(graph: PatientGraph, limit: int) -> tuple[list[EventRow], int]:
     return out, len(rows)
 
 
-def patient_page(store: GraphStore, subject_id: int, *, variables: Sequence[VariableSpec] | None = None,
+def patient_page(root: str | os.PathLike, graph: PatientGraph, *, variables: Sequence[VariableSpec] | None = None,
                  recent: int = RECENT_EVENTS) -> PatientPage:
-    """The page of ``subject_id`` (KeyError when the store has no graph for it)."""
-    graph = store.load(subject_id)
+    """The page of the patient whose current graph is ``graph``, in the store at ``root``."""
+    subject_id = graph.subject_id
     version = graph_version(graph)
     page = PatientPage(subject_id, short_version(version), graph.info.source, graph.n_nodes, _demographics(graph))
-    root = store.root
     timeline = _stored(TimelineStore(root), graph, page, "timeline")
     display = _stored(DisplayStore(root), graph, page, "display")
     cites = _Citations(graph, timeline)

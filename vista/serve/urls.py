@@ -1,7 +1,7 @@
 """Where a page's links point: the server's routes, or the files of an exported board packet.
 
 >>> ServerUrls(21, "0123456789ab").source_of("e7", "Histology: adenocarcinoma")
-'/patient/21/source?ids=e7&v=0123456789ab&claim=Histology%3A+adenocarcinoma'
+'/patient/21/source?v=0123456789ab&ids=e7&claim=Histology%3A+adenocarcinoma'
 >>> ServerUrls().cohort_page("egfr", "display", page=2), PacketUrls(frozenset({21})).patient(21)
 ('/?q=egfr&status=display&page=2', 'patient-21.html')
 """
@@ -29,7 +29,7 @@ class ServerUrls:
 
     def source_of(self, event_id: str, claim: str) -> str:
         """The source panel of one graph event, pinned to the page's graph version."""
-        params = {"ids": event_id, "v": self.version or "", **({"claim": claim} if claim else {})}
+        params = {"v": self.version or "", "ids": event_id, **({"claim": claim} if claim else {})}
         return f"/patient/{self.subject}/source?" + urlencode(params)
 
     def similar(self, subject_id: int) -> str:
