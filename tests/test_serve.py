@@ -133,3 +133,17 @@ def test_export_is_reproducible_and_inlines_its_script(store_root, tmp_path):
     first = [p.read_bytes() for p in export_packet(store_root, tmp_path / "a", [21])]
     second = [p.read_bytes() for p in export_packet(store_root, tmp_path / "b", [21])]
     assert first == second and b"<script src=" not in first[1] and b"sha256-" in first[1]
+
+
+def test_demo_store_is_graph_only_and_listed(tmp_path):
+    """`make demo`'s last step: a dozen lung patients' graphs, which the cohort page lists as graph only."""
+    from graph_fixtures import synth_root
+    from jobs.demo import demo_store
+
+    subjects, _ = demo_store(synth_root(), tmp_path / "vista")
+    assert subjects and len(subjects) <= 12
+    rows = Cohort(tmp_path / "vista").page().rows
+    assert [r.subject_id for r in rows] == subjects and {r.status for r in rows} == {"graph only"}
+    assert all("C34" in (r.diagnosis or "") or "lung" in (r.diagnosis or "").lower() for r in rows), rows
+    page = patient_page(tmp_path / "vista", GraphStore(tmp_path / "vista").load(subjects[0]))
+    assert page.trends and page.events and len(page.missing) == 2

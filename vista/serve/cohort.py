@@ -9,7 +9,8 @@ What is read, and when (so a 100,000-patient store opens in well under a second)
   failed (an ``error`` row: the stage and the one-line reason) or are partial (``failed``: some LLM calls failed);
 - the names in ``toa/`` and ``display/`` (one directory listing each, per request) — what has been built;
 - the display JSON of the patients **on the page only** — diagnosis, histology, stage, current therapy, and whether
-  the display is incomplete or was built from another version of the graph (stale).
+  the display is incomplete or was built from another version of the graph (stale); a page's patients without a
+  display show their first cancer diagnosis code instead, read from their graph.
 
 Filtering by status and searching subject ids run over those arrays. A text search (diagnosis, histology, stage,
 therapy) has to read displays: it reads them in subject order and stops at a page of matches or after
@@ -26,15 +27,18 @@ from typing import Literal
 
 import numpy as np
 import polars as pl
+import pyarrow.compute as pc
 
 from vista.display.model import DisplayError, TumorBoardDisplay
 from vista.display.store import DISPLAY_DIR, DisplayStore
-from vista.graph import GraphStore, PatientGraph, read_columnar, read_graph
+from vista.graph import GraphStore, NodeType, PatientGraph, read_columnar, read_graph
 from vista.graph.columnar import columnar_paths
 from vista.graph.errors import GraphFileError
 from vista.graph.store import MANIFEST_DIR, MANIFEST_FILE
 from vista.toa.store import TOA_DIR
 
+CANCER_CODE_PREFIX = "ICD10CM//C"
+"""A graph-only patient's diagnosis column: its first code under this prefix (malignant neoplasms)."""
 PAGE_SIZE = 50
 SCAN_BUDGET = 2000
 """Most display files one text-search request reads before it answers with what it found and a cursor."""
@@ -209,8 +213,10 @@ class Cohort:
         else:
             status, detail = cheap, {"timeline": "timeline built, no display yet",
                                      "graph only": "graph only: no timeline or display built"}.get(cheap, "")
-        if cheap == "failed" or not (self.root / DISPLAY_DIR / f"{subject_id}.json").is_file():
+        if cheap == "failed" or nodes is None:
             return CohortRow(subject_id, nodes, status, detail)  # type: ignore[arg-type]
+        if not (self.root / DISPLAY_DIR / f"{subject_id}.json").is_file():
+            return CohortRow(subject_id, nodes, status, detail, diagnosis=self._coded_diagnosis(subject_id))  # type: ignore[arg-type]
         try:
             display = DisplayStore(self.root).load(subject_id)
         except DisplayError as exc:
@@ -220,6 +226,27 @@ class Cohort:
         elif (gaps := display.incomplete_reason()) is not None:
             status, detail = "partial", gaps
         return CohortRow(subject_id, nodes, status, detail, **_headline(display))  # type: ignore[arg-type]
+
+    def _coded_diagnosis(self, subject_id: int) -> str | None:
+        """Without a display: the patient's first cancer diagnosis code (ICD-10-CM C00-C96) and its date, read from
+        the graph (one columnar read), marked as coded; None when it has none."""
+        try:
+            graph = self.manifest.load(subject_id)
+        except (GraphFileError, OSError):
+            return None
+        nodes = graph.nodes
+        codes = nodes.column("code")
+        hit = pc.and_(pc.equal(nodes.column("type"), NodeType.EVENT.code),
+                      pc.fill_null(pc.starts_with(codes, CANCER_CODE_PREFIX), False))
+        found = nodes.filter(hit).select(["code", "time"]).slice(0, 1).to_pylist()
+        if not found:
+            return None
+        code, time = found[0]["code"], found[0]["time"]
+        try:
+            name = graph.code(code).description or code
+        except KeyError:
+            name = code
+        return f"{name}{f' ({time:%Y-%m-%d})' if time else ''} · coded"
 
     def page(self, *, query: str = "", status: str = "", page: int = 1, after: int | None = None,
              size: int = PAGE_SIZE) -> CohortPage:
