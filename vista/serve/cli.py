@@ -11,6 +11,7 @@ import ipaddress
 import logging
 import secrets
 import socket
+from pathlib import Path
 
 from vista.shared.errors import CommandLineError
 
@@ -44,9 +45,13 @@ def serve_url(host: str, port: int, token: str) -> str:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from vista.query import open_graph_store
+    from vista.graph.store import is_graph_store
 
-    store = open_graph_store(args.store)  # a missing store: one line, exit 2
+    root = Path(args.store)
+    if not is_graph_store(root):  # one line, exit 2; the manifest itself is read on the first request (lazily)
+        from vista.query import open_graph_store
+
+        open_graph_store(root)  # raises StoreMissingError naming the store and the command that makes one
     if args.export:
         if not args.subjects:
             raise CommandLineError("--export needs --subjects (the patients of the board packet)")
@@ -55,7 +60,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         except ImportError as exc:
             raise CommandLineError(f"vista serve needs its web stack ({exc.name} is missing): pip install -e '.[serve]'") from None
 
-        written = export_packet(store.root, args.export, args.subjects)
+        written = export_packet(root, args.export, args.subjects)
         print(f"wrote {len(written)} page(s) to {args.export}: open {written[0]} in a browser (no server needed)")
         return 0
     if args.subjects:
@@ -80,8 +85,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
         config = LLMConfig.from_cli(args.llm)  # a bad setting fails now, not at the first question
         factory = lambda: LLMGateway(config)  # noqa: E731
-    app = create_app(store.root, token, gateway_factory=factory)
-    print(f"serving {store.root} ({len(store)} patient(s)) read-only; open\n\n    {serve_url(args.host, args.port, token)}"
+    app = create_app(root, token, gateway_factory=factory)
+    print(f"serving {root} read-only; open\n\n    {serve_url(args.host, args.port, token)}"
           "\n\n(Ctrl-C stops it)", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     return 0

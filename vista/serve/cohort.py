@@ -168,7 +168,9 @@ class Cohort:
         path = self.root / JOB_ROWS
         if not path.is_file():
             return {}
-        rows = (pl.scan_parquet(path).filter(pl.col("status") != "ok", pl.col("subject_id").is_not_null())
+        scan = pl.scan_parquet(path)
+        whole = [pl.col("prediction_time").is_null()] if "prediction_time" in scan.collect_schema().names() else []
+        rows = (scan.filter(pl.col("status") != "ok", pl.col("subject_id").is_not_null(), *whole)  # whole records
                 .select("subject_id", "status", "error_stage", "error").collect())
         out = {}
         for sid, status, stage, error in rows.iter_rows():
