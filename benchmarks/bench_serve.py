@@ -248,7 +248,7 @@ def bench_cohort(root: Path, patients: int, with_display: int, repeats: int) -> 
     row("filter: failed builds", cpu, wall)
     cpu, wall, _ = timed(lambda: render(cohort, query="no match anywhere"), repeats)
     row(f"text search, no match (reads ≤ {2000:,} displays, then a cursor)", cpu, wall)
-    cheap = cohort._cheap_status(cohort.subjects[:with_display])
+    cheap = cohort.cheap_status(cohort.subjects[:with_display])
     cpu, wall, _ = timed(lambda: [cohort.row(int(s), c) for s, c in zip(cohort.subjects[:with_display], cheap)], 1)
     scale = patients / with_display
     row(f"alternative: every row built at open ({with_display:,} read, ×{scale:.0f})", cpu * scale, wall * scale,

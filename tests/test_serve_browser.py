@@ -71,6 +71,11 @@ def test_cohort_to_patient_to_a_citations_source_text(served, browser):
     assert "failed" in rows[3].text and "graph only" in rows[2].text and "Adenocarcinoma" in rows[0].text
     browser.find_element(By.CSS_SELECTOR, "a.patient-link[href='/patient/21']").click()
     wait_for(browser, lambda d: d.find_element(By.TAG_NAME, "h1").text == "Patient 21")
+    biomarkers = browser.find_element(By.CSS_SELECTOR, "tr[data-key='biomarkers']")
+    hidden = biomarkers.find_elements(By.CSS_SELECTOR, "details.more li")
+    assert len(biomarkers.find_elements(By.CSS_SELECTOR, "li")) == 5 and not any(li.is_displayed() for li in hidden)
+    biomarkers.find_element(By.CSS_SELECTOR, "details.more summary").click()  # a list shows 3 items, then expands
+    assert [li.text for li in hidden if li.is_displayed()] == ["ROS1 negative", "KRAS G12C"]
     browser.find_element(By.CSS_SELECTOR, "tr[data-key='histology'] button.cite").click()
     panel = wait_for(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#source-panel .panel"))
     assert "Final diagnosis: adenocarcinoma of the lung." in panel.text  # the pathology note e11 the value rests on

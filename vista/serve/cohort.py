@@ -191,7 +191,7 @@ class Cohort:
     def __len__(self) -> int:
         return len(self.subjects)
 
-    def _cheap_status(self, subjects: np.ndarray) -> np.ndarray:
+    def cheap_status(self, subjects: np.ndarray) -> np.ndarray:
         """The status known without reading a display: failed/partial (job rows), display, timeline, graph only."""
         displays, timelines = _listing(self.root / DISPLAY_DIR), _listing(self.root / TOA_DIR)
         job = self._job
@@ -255,7 +255,7 @@ class Cohort:
         """One page of rows matching ``status`` (one of `STATUSES`, or empty) and ``query`` (digits: subject ids
         starting so; other text: a word of the diagnosis, histology, stage or therapy)."""
         subjects = self.subjects
-        cheap = self._cheap_status(subjects)
+        cheap = self.cheap_status(subjects)
         query = query.strip()
         if query.isdigit():
             mask = np.char.startswith(subjects.astype(str), query)

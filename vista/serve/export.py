@@ -55,7 +55,7 @@ def export_packet(root: str | os.PathLike, out: str | os.PathLike, subjects: Seq
                                                           token="", **common)
         written.append(_write(out / f"patient-{sid}.html", html))
     cohort = Cohort(root, store)
-    cheap = dict(zip(cohort.subjects.tolist(), cohort._cheap_status(cohort.subjects).tolist()))
+    cheap = dict(zip(cohort.subjects.tolist(), cohort.cheap_status(cohort.subjects).tolist()))
     rows = tuple(cohort.row(sid, cheap[sid]) for sid in subjects)
     page = CohortPage(rows, len(rows), len(rows), 1, 1, None, None)
     html = env.get_template("cohort.html.j2").render(cohort=page, query="", status="", statuses=(),

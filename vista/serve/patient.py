@@ -17,7 +17,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from vista.display.model import DisplayError, TumorBoardDisplay, VariableSpec, VariableValue, load_variables
+import numpy as np
+
+from vista.display.model import DisplayError, VariableSpec, VariableValue, load_variables
 from vista.display.store import DisplayStore
 from vista.graph import NodeType, PatientGraph
 from vista.query.sources import open_sources, version_tag
@@ -25,7 +27,7 @@ from vista.query.model import SourceEvent
 from vista.serve.charts import TimelineChart, TrendChart, episode_label, timeline_chart, trend_charts
 from vista.toa import PatientTimeline, TimelineFileError, TimelineStore
 from vista.toa.errors import StaleProvenanceError
-from vista.toa.refs import TABLE_VERSION_PREFIX, graph_version
+from vista.toa.refs import graph_version
 
 TOP_ITEMS = 3
 """List values show this many items, the rest behind "more"."""
@@ -223,8 +225,6 @@ def _events(graph: PatientGraph, limit: int) -> tuple[list[EventRow], int]:
     """The latest ``limit`` source events (newest first), from the node table without building every event."""
     types = graph.nodes.column("type").to_numpy()
     wanted = {NodeType.EVENT.code, NodeType.NOTE.code, NodeType.ENCOUNTER.code}
-    import numpy as np
-
     rows = np.flatnonzero(np.isin(types, list(wanted)) & graph.nodes.column("row").is_valid().to_numpy(
         zero_copy_only=False))
     ids = graph.nodes.column("id")
@@ -296,7 +296,3 @@ def _stored(store: TimelineStore | DisplayStore, graph: PatientGraph, page: Pati
         page.notices.append(f"Unreadable {noun}, not shown: {exc}")
     return None
 
-
-def version_of(graph: PatientGraph) -> str:
-    """The graph's version without the in-memory prefix (what source links are pinned to)."""
-    return graph_version(graph).removeprefix(TABLE_VERSION_PREFIX)
