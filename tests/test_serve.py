@@ -100,7 +100,8 @@ def test_http_rules_and_no_patient_text_logged_at_info(store_root, caplog):
         status, body = http(f"{base}/patient/21/ask", data=f"token={token}&question=Histology%3F".encode(),
                             cookie=f"vista_serve_token={token}")
         assert status == 200 and "pembrolizumab" in body
-        assert http(f"{base}/patient/21/similar?token={token}")[0] == 200
+        status, body = http(f"{base}/patient/21/similar?token={token}")
+        assert status == 200 and "/patient/22" in body
     logged = "\n".join(r.getMessage() for r in caplog.records if r.levelno >= logging.INFO)
     assert "adenocarcinoma" not in logged.lower() and "Histology?" not in logged and token not in logged
 
@@ -147,3 +148,13 @@ def test_demo_store_is_graph_only_and_listed(tmp_path):
     assert all("C34" in (r.diagnosis or "") or "lung" in (r.diagnosis or "").lower() for r in rows), rows
     page = patient_page(tmp_path / "vista", GraphStore(tmp_path / "vista").load(subjects[0]))
     assert page.trends and page.events and len(page.missing) == 2
+
+
+def test_similar_patients_name_the_command_above_the_servers_cap(store_root, monkeypatch):
+    import vista.serve.app as app
+
+    monkeypatch.setattr(app, "SIMILAR_MAX_PATIENTS", 2)
+    token = secrets.token_urlsafe(16)
+    with running_server(store_root, token, questions=False) as base:
+        status, body = http(f"{base}/patient/21/similar?token={token}")
+    assert status == 200 and "vista similar --store" in body and "/patient/22" not in body

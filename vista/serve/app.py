@@ -41,6 +41,7 @@ from vista.serve.cohort import STATUSES, Cohort, StoreManifest
 from vista.serve.patient import patient_page, source_panel
 from vista.serve.urls import ServerUrls
 from vista.serve.question import MAX_QUESTION_CHARS, answer_question
+from vista.shared.errors import UserError
 from vista.shared.llm import LLMGateway
 from vista.toa.errors import StaleProvenanceError
 
@@ -49,6 +50,9 @@ COOKIE = "vista_serve_token"
 SUBJECT = re.compile(r"^[0-9]{1,18}$")
 IDS = re.compile(r"^e[0-9]{1,10}$")
 MAX_FORM_BYTES = 8192
+SIMILAR_MAX_PATIENTS = 20_000
+"""Largest store whose similarity matrix the server builds (once, on the first ask): above it the box names the
+`vista similar` command instead (the matrix of every patient's tokens grows with the store)."""
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
@@ -103,6 +107,9 @@ class ServeState:
         from vista.patient_search import open_source
         from vista.patient_search.similarity import similarity_matrix
 
+        if len(self.store) > SIMILAR_MAX_PATIENTS:
+            raise ValueError(f"the store holds {len(self.store):,} patients, more than the server ranks on the fly "
+                             f"({SIMILAR_MAX_PATIENTS:,}); run `vista similar --store {self.root} --subject {subject_id}`")
         with self._lock:
             if self._similar is None:
                 self._similar = similarity_matrix(open_source(self.root))
@@ -173,7 +180,7 @@ def create_app(root: str | Path, token: str, *, gateway_factory: Callable[[], LL
             return not_found("No such patient.")
         try:
             neighbours = state.similar(sid)
-        except Exception as exc:  # noqa: BLE001 - a store whose index cannot rank patients: say so in the box
+        except (ValueError, OSError, UserError) as exc:  # too large, or an index that cannot rank: say so in the box
             logger.warning("similar patients of subject %d: %s", sid, type(exc).__name__)
             return page("fragment_message.html.j2", message=f"Similar patients unavailable: {exc}", kind="error")
         return page("fragment_similar.html.j2", similar=neighbours)
