@@ -24,6 +24,7 @@ BENCHMARKS = {
     "consolidation": "predict driver's end of run at 100k patients over its part files: plan a rerun, "
                      "consolidate, LLM accounting (wall, CPU, peak memory)",
     "similarity": "vista similar: precision@10 for same cancer / stage / first line vs a Jaccard baseline",
+    "serve": "vista serve: server time of a 10k-node patient's page and of a 100k-patient cohort page (CPU ms)",
     "cli_help": "--help of every command in a fresh process (target < 2 s each)",
     "anchor": "predict job vs a plain asyncio script on the same requests: CPU ms per call (whole process tree), "
               "wall / bound at 64 and 256 in flight, wall under a fault mix",

@@ -8,13 +8,16 @@ the Ray predict job (``jobs.predict``) with the embedded SmolLM2 model on a hand
 and two-stage agents → logistic regression, KNN and XGBoost on summary features → the reproduction report
 (Table 1, AUROC/AUPRC with CIs, ROC/PR curves, sensitivity analyses, strata, latency and cost). No API key, no
 server, nothing downloaded. It is ``python -m jobs.report --quick`` with the demo's agent settings; rerunning
-reuses the dataset and the patients the agents already assessed.
+reuses the dataset and the patients the agents already assessed. It ends by building the MEDS Graphs of a dozen lung
+cancer patients into a small VISTA store (``OUT/vista``, graph only: a few seconds, no model) and printing the
+``vista serve`` line that opens it in the browser (docs/vista-serve.md).
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 from rich.console import Console
 
@@ -40,6 +43,36 @@ def demo_argv(argv: list[str]) -> list[str]:
     return ["--quick", *defaults, *argv]
 
 
+DEMO_STORE_PATIENTS = 12
+
+
+def demo_store(dataset: Path, store: Path, n: int = DEMO_STORE_PATIENTS) -> tuple[list[int], float]:
+    """Build the MEDS Graphs of ``n`` lung-cancer patients of ``dataset`` (the generator's ground truth names them;
+    the first ``n`` subjects of a dataset without one) into the graph store ``store``; (subjects, seconds)."""
+    from vista.graph import GraphStore
+    from vista.shared.meds.reader import MedsDataset
+    from vista.shared.synth.ground_truth import OncologyRecord
+
+    started = time.perf_counter()
+    truth = dataset / "ground_truth" / "oncology.jsonl"
+    meds = MedsDataset(dataset)
+    if truth.is_file():
+        records = (OncologyRecord.model_validate_json(line) for line in truth.read_text().splitlines() if line)
+        subjects = sorted({r.subject_id for r in records if r.cancer == "lung"})[:n]
+    else:
+        subjects = sorted(meds.subject_ids())[:n]
+    GraphStore(store).build_dataset(meds, subjects or None)
+    return subjects, time.perf_counter() - started
+
+
+def _dataset_of(args: list[str]) -> Path:
+    """The dataset the report read: ``--dataset``, else ``--synth-dir``, else the synthetic one under ``--out``."""
+    for flag in ("--dataset", "--synth-dir"):
+        if flag in args:
+            return Path(args[args.index(flag) + 1])
+    return Path(args[args.index("--out") + 1]) / "dataset"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = demo_argv(list(sys.argv[1:] if argv is None else argv))
     if any(flag in args for flag in ("-h", "--help")):
@@ -53,6 +86,12 @@ def main(argv: list[str] | None = None) -> int:
         out = args[args.index("--out") + 1]
         console.print(f"demo finished in {time.perf_counter() - started:.0f} s — open [bold]{out}/report.html[/bold] "
                       f"(every number also in {out}/results.json, figures in {out}/figures/)")
+        store = Path(out) / "vista"
+        subjects, seconds = demo_store(_dataset_of(args), store)
+        console.print(f"VISTA: MEDS Graphs of {len(subjects)} lung-cancer patient(s) in {store} ({seconds:.1f} s). "
+                      "Browse them (timelines and displays: `vista display --store "
+                      f"{store} --subject {subjects[0] if subjects else 'N'}`):")
+        console.print(f"    vista serve --store {store}", markup=False, highlight=False)
     return code
 
 

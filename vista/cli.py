@@ -11,6 +11,7 @@ about a patient, and open the source events an answer cites.
     vista cohort-query --store STORE --code 'lung=ICD10CM//C34*' --text 'egfr=EGFR[^.]*detected' --before lung:egfr
     vista query --store STORE --subject 7 --plan '{"measure": "hemoglobin", "aggregate": "min"}' [--json]
     vista mcp --store STORE                                         # the store as MCP tools over stdio
+    vista serve --store STORE [--port 8765]                         # the tumor-board dashboard (docs/vista-serve.md)
 
 Each sub-command imports its machinery lazily so `vista --help` stays instant. Errors the user can fix (a missing
 store or subject, an unknown event id, bad input data, a bad LLM setting) are printed as one line, exit status 2.
@@ -371,9 +372,10 @@ def build_parser(extra: AddCommands | None = None) -> argparse.ArgumentParser:
 
 _PACKAGE_COMMANDS = (lazy_commands("vista.patient_search.cli", "add_similar_parser"),
                      lazy_commands("vista.patient_search.cli", "add_query_parser"),
-                     lazy_commands("vista.query_cli", "add_parsers"))
+                     lazy_commands("vista.query_cli", "add_parsers"),
+                     lazy_commands("vista.serve.cli", "add_serve_parser"))
 """Sub-commands of this package that live in their own modules (patient similarity, cohort queries, the query
-bridge and its MCP server)."""
+bridge and its MCP server, the dashboard)."""
 
 
 def main(argv: Sequence[str] | None = None,
