@@ -25,9 +25,9 @@ Settings, and why (all printed with the figures):
 - ``--trials 10``: as MEDS-DEV's ``meds_tab/tiny``.
 
 Our baselines (`baselines`: summary features fitted on the train labels, tuned by cross-validation) run in this
-process on the same labels. MEDS-Tab's predictions go to ``OUT/meds_tab/predictions.parquet`` (MEDS-DEV's columns),
-which ``trajonco report --predictions lung=OUT/meds_tab/predictions.parquet`` also takes: the report then puts
-MEDS-Tab in its paired section against every baseline. CPU: each MEDS-Tab command's whole process tree
+process on the same labels. MEDS-Tab's predictions go to ``OUT/meds_tab.parquet`` (MEDS-DEV's columns), which
+``trajonco report --predictions lung=OUT/meds_tab.parquet`` also takes: the report then names it ``meds_tab`` (the
+file's stem) and puts it in its paired section against every baseline. CPU: each MEDS-Tab command's whole process tree
 (`benchmarks.tree_cpu`), this process's own for our baselines. Figures and settings also go to
 ``OUT/meds_tab_comparison.json``.
 """
@@ -165,8 +165,7 @@ def compare(dataset: Path, cohort: Path, out: Path, settings: MedsTabSettings, b
     rows = shard_labels(dataset, [train_file, test_file], out / "labels")
     print(f"labels by split: {rows}", flush=True)
     best, walls, meds_tab_cpu = run_meds_tab(side_venv(), dataset, out / "labels", out, settings)
-    meds_tab_file = out / "meds_tab" / "predictions.parquet"
-    meds_tab_file.parent.mkdir(parents=True, exist_ok=True)
+    meds_tab_file = out / "meds_tab.parquet"
     pl.read_parquet(best).select(MEDS_DEV_COLUMNS).write_parquet(meds_tab_file)
 
     started, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
