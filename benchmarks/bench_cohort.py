@@ -140,10 +140,12 @@ class Usage:
     peak_mib: float
 
 
-def measured(command: list[str]) -> Usage:
-    """Run ``command`` as a child and read its own rusage (``wait4``): CPU and peak RSS of that process."""
+def measured(command: list[str], *, pythonpath: Path | None = None) -> Usage:
+    """Run ``command`` as a child and read its own rusage (``wait4``): CPU and peak RSS of that process
+    (``pythonpath``: import the project from that checkout instead)."""
+    env = None if pythonpath is None else {**os.environ, "PYTHONPATH": str(pythonpath)}
     started = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, env=env)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) != 0:
@@ -151,21 +153,25 @@ def measured(command: list[str]) -> Usage:
     return Usage(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
 
-def side_by_side(root: Path, definition: str, repeat: int) -> None:
-    """The polars pass and the cohort build, alternating, each in a fresh process; one line each, then the ratios."""
+def side_by_side(root: Path, definition: str, repeat: int, before: Path | None = None) -> None:
+    """The polars pass and the cohort build (and the build of the ``before`` checkout), alternating, each in a fresh
+    process; one line each, then the ratios."""
+    cohort = [sys.executable, "-c", COHORT, "cohort", definition, "--dataset", str(root), "--overwrite", "--out"]
     runs: dict[str, list[Usage]] = {"polars streaming pass": [], f"trajonco cohort {definition}": []}
+    if before is not None:
+        runs["  the same, --before"] = []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(repeat):
             runs["polars streaming pass"].append(measured([sys.executable, "-c", POLARS_PASS, str(root)]))
-            runs[f"trajonco cohort {definition}"].append(measured(
-                [sys.executable, "-c", COHORT, "cohort", definition, "--dataset", str(root), "--out",
-                 f"{tmp}/cohort", "--overwrite"]))
+            runs[f"trajonco cohort {definition}"].append(measured([*cohort, f"{tmp}/cohort"]))
+            if before is not None:
+                runs["  the same, --before"].append(measured([*cohort, f"{tmp}/before"], pythonpath=before))
     best = {name: min(found, key=lambda u: u.wall_s) for name, found in runs.items()}
     print(f"{'step':<26} {'wall s':>8} {'CPU s':>8} {'peak MiB':>9}   (best wall of {repeat}; every run's wall)")
     for name, usage in best.items():
         walls = ", ".join(f"{u.wall_s:.1f}" for u in runs[name])
         print(f"{name:<26} {usage.wall_s:8.1f} {usage.cpu_s:8.1f} {usage.peak_mib:9,.0f}   ({walls})")
-    (base, cohort) = best.values()
+    base, cohort = list(best.values())[:2]
     print(f"cohort / pass: wall {cohort.wall_s / base.wall_s:.2f}x, CPU {cohort.cpu_s / base.cpu_s:.2f}x,"
           f" peak RSS {cohort.peak_mib / base.peak_mib:.2f}x")
 
@@ -207,12 +213,14 @@ def main() -> None:
                         help="time the polars pass and `trajonco cohort` in fresh processes instead (see above)")
     parser.add_argument("--definition", default="lung", help="--side-by-side: the cohort definition (default lung)")
     parser.add_argument("--repeat", type=int, default=1, help="--side-by-side: runs of each, alternating")
+    parser.add_argument("--before", type=Path, help="--side-by-side: also time the cohort of this checkout (e.g. "
+                        "`git archive REV | tar -x -C DIR`)")
     args = parser.parse_args()
     if args.side_by_side:
         root = args.dataset or SCALE_DATA / size_name(args.subjects)
         if not (root / "data").exists():
             write_shared_dataset(root, args.subjects)
-        side_by_side(root, args.definition, args.repeat)
+        side_by_side(root, args.definition, args.repeat, args.before)
         return
     with tempfile.TemporaryDirectory() as tmp:
         root = args.dataset or Path(tmp) / "meds"

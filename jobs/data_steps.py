@@ -96,7 +96,12 @@ def run_on_ray(step: ShardStep[R], shards: Sequence[Path], *, task_cpus: float =
 
 
 def _first_line(error: BaseException) -> BaseException:
-    """``error`` with its own message only (Ray Data appends its retry advice to the original exception's)."""
+    """``error`` with its own message only (Ray Data appends its retry advice to the original exception's).
+
+    >>> from vista.shared.errors import CommandLineError
+    >>> str(_first_line(CommandLineError("shard 3: bad\\nFailed to apply UDF transform after 1/1 attempts")))
+    'shard 3: bad'
+    """
     lines = str(error).splitlines()
     try:
         return type(error)(lines[0]) if len(lines) > 1 else error
@@ -106,7 +111,19 @@ def _first_line(error: BaseException) -> BaseException:
 
 def user_error_in(exc: BaseException) -> BaseException | None:
     """The user error (`jobs.errors.job_user_errors`) a shard task raised, found inside Ray's wrappers (Ray Data's
-    ``UserCodeException``, ``RayTaskError`` and its ``cause``), or None."""
+    ``UserCodeException``, ``RayTaskError`` and its ``cause``), or None.
+
+    >>> from vista.shared.errors import CommandLineError
+    >>> try:
+    ...     try:
+    ...         raise CommandLineError("shard 3: bad")
+    ...     except CommandLineError as inner:
+    ...         raise RuntimeError("task failed") from inner
+    ... except RuntimeError as outer:
+    ...     found = user_error_in(outer)
+    >>> str(found), user_error_in(RuntimeError("no cause"))
+    ('shard 3: bad', None)
+    """
     from jobs.errors import job_user_errors
 
     seen: set[int] = set()

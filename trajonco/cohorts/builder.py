@@ -150,6 +150,7 @@ def build_cohort(
     coding, _, data_codes = read_coding(chosen, how, share, inputs.code_counts)
     population = assemble_population(inputs.facts, splits, source=str(root))
     code_rows = inputs.target_rows
+    del inputs  # its per-subject facts (with every candidate's visits) now live in `population`
     phenotypes = classify_subjects(code_rows, population.subjects.select(SID, "first_visit_time"), definition)
     prior = _prior_target_codes(code_rows)
     log.info(
@@ -261,7 +262,9 @@ def build_split_cohort(
     whose record codes a target cancer before the prediction time; without it none is found.
     """
     rng = np.random.default_rng([definition.seed, stream])
-    members = population.subjects.filter(pl.col(SPLIT).is_in(list(splits)))
+    members = population.subjects.select(SID, SPLIT, "sex", "birth_time", "ready_time").filter(
+        pl.col(SPLIT).is_in(list(splits))
+    )  # what the cohort reads of a subject, so the copies made below stay narrow
     if members.is_empty():
         present = sorted(population.subjects[SPLIT].drop_nulls().unique().to_list())
         raise EmptyCohortError(
@@ -331,9 +334,7 @@ def build_split_cohort(
         .when(pl.col("ready_time").is_null())
         .then(pl.lit(ControlExclusion.TOO_FEW_VISITS.value))
     )
-    drawn = draw_control_index(
-        population.control_visits.join(candidates.filter(pl.col("reason").is_null()), on=SID, how="semi"), rng=rng
-    )
+    drawn = draw_control_index(population.control_visits, candidates.filter(pl.col("reason").is_null()), rng=rng)
     controls = _with_age(
         candidates.join(drawn, on=SID, how="left").with_columns(prediction_time=pl.col("index_time") - gap), definition
     ).with_columns(

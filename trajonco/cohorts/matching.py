@@ -19,17 +19,19 @@ SID = schema.SUBJECT_ID
 STRATUM_COLUMNS = {"sex": "sex", "age_band": "age_band"}
 
 
-def draw_control_index(candidates: pl.DataFrame, *, rng: np.random.Generator) -> pl.DataFrame:
+def draw_control_index(visits: pl.DataFrame, candidates: pl.DataFrame, *, rng: np.random.Generator) -> pl.DataFrame:
     """A uniformly random one of each candidate's ``control_visits`` (the visits whose prediction time, visit - gap,
     still has the candidate's ``ready_time`` strictly before it, so the input window keeps its minimum number of
-    visits; `trajonco.cohorts.population.subject_facts`), one draw of ``rng`` per candidate that has any, in
-    subject_id order.
+    visits; `trajonco.cohorts.population.subject_facts`): one draw of ``rng`` per candidate that has any, in
+    subject_id order. ``visits`` (subject_id, control_visits) is sorted by subject_id and may hold other subjects;
+    ``candidates`` gives the subject_ids to draw for. The lists are read in place, never copied.
 
     Returns subject_id and index_time; candidates without such a visit are left out.
 
     >>> from datetime import datetime as dt
-    >>> candidates = pl.DataFrame({"subject_id": [2, 1], "control_visits": [[], [dt(2012, 1, 1), dt(2013, 1, 1)]]})
-    >>> draw_control_index(candidates, rng=np.random.default_rng(0))
+    >>> visits = pl.DataFrame({"subject_id": [1, 2, 3], "control_visits": [[dt(2012, 1, 1), dt(2013, 1, 1)], [],
+    ...                        [dt(2014, 1, 1)]]})
+    >>> draw_control_index(visits, pl.DataFrame({"subject_id": [2, 1]}), rng=np.random.default_rng(0))
     shape: (1, 2)
     ┌────────────┬─────────────────────┐
     │ subject_id ┆ index_time          │
@@ -39,10 +41,14 @@ def draw_control_index(candidates: pl.DataFrame, *, rng: np.random.Generator) ->
     │ 1          ┆ 2013-01-01 00:00:00 │
     └────────────┴─────────────────────┘
     """
-    with_visits = candidates.select(SID, "control_visits").filter(pl.col("control_visits").list.len() > 0).sort(SID)
-    counts = with_visits["control_visits"].list.len().to_numpy()
-    picks = (rng.random(counts.size) * counts).astype(np.int64)
-    return with_visits.select(SID, index_time=pl.col("control_visits").list.get(pl.Series(picks)))
+    counts = visits["control_visits"].list.len().fill_null(0)
+    take = (visits[SID].is_in(candidates[SID].implode()) & (counts > 0)).to_numpy()
+    drawn = np.flatnonzero(take)
+    picks = np.zeros(visits.height, dtype=np.int64)
+    picks[drawn] = (rng.random(drawn.size) * counts.to_numpy()[drawn]).astype(np.int64)
+    return visits.select(SID, index_time=pl.col("control_visits").list.get(pl.Series(picks), null_on_oob=True)).filter(
+        pl.Series(take)
+    )
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,8 @@ class Population:
     n_visits, first_visit_time, last_visit_time, ready_time (time of the ``min_visits``-th visit: an input window
     ending at prediction time p holds at least ``min_visits`` visits exactly when ready_time < p).
     ``control_visits``: subject_id and control_visits, the visits a control candidate's index date may be drawn
-    from (sorted; candidates with at least one, by subject_id; see `subject_facts`) — kept apart, as the one
-    column that is a list.
+    from (sorted; null or empty for a subject that is no candidate or has none; by subject_id; see
+    `subject_facts`) — kept apart, as the one column that is a list.
     """
 
     subjects: pl.DataFrame
@@ -126,16 +126,14 @@ def assemble_population(facts: pl.DataFrame, splits: pl.DataFrame, *, source: st
     ``splits``; ``source`` names the dataset in errors."""
     _check_one_value(facts, "sex", "GENDER//<sex> rows disagree", source)
     _check_one_value(facts, "birth_time", "several MEDS_BIRTH times", source)
-    control_visits = facts.select(SID, "control_visits").filter(pl.col("control_visits").list.len() > 0)
+    control_visits = facts.select(SID, "control_visits")  # the same buffers: no copy of the lists
     facts = facts.drop("sex_values", "birth_values", "control_visits")
-    subjects = (
-        splits.join(facts, on=SID, how="full", coalesce=True)
-        .with_columns(pl.col("n_visits").fill_null(0).cast(pl.Int64))
-        .sort(SID)
+    subjects = splits.join(facts, on=SID, how="full", coalesce=True).with_columns(
+        pl.col("n_visits").fill_null(0).cast(pl.Int64)
     )
     return Population(
-        subjects=subjects,
-        control_visits=control_visits.sort(SID),
+        subjects=subjects if subjects[SID].is_sorted() else subjects.sort(SID),
+        control_visits=control_visits if control_visits[SID].is_sorted() else control_visits.sort(SID),
         subjects_in_data=facts.height,
         subjects_without_split=int(subjects[SPLIT].null_count()),
     )

@@ -141,5 +141,5 @@ def _flatten(tables: Sequence[pa.Table], name: str) -> pl.DataFrame:
         raise CohortDataError("no MEDS shard was read")
     if SID in chunks[0].type.names:
         chunks.sort(key=lambda c: c[0][SID].as_py() if len(c) else -1)
-    structs = pa.concat_arrays(chunks)
-    return pl.from_arrow(pa.Table.from_struct_array(structs))  # type: ignore[return-value]
+    frames = [pl.from_arrow(pa.Table.from_struct_array(chunk)) for chunk in chunks]
+    return pl.concat(frames, rechunk=False)  # type: ignore[arg-type]  # the shards' buffers, not a copy of them
