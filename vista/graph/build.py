@@ -44,7 +44,7 @@ from vista.graph.model import (
     PatientInfo,
     Provider,
     SourceFormat,
-    attributes_text,
+    attributes_texts,
     code_node_id,
     patient_node_id,
     section_node_id,
@@ -196,6 +196,12 @@ def _clean(text: str | None) -> str | None:
     return sanitize(text) or None if text else None
 
 
+def _cleaned(values: list[str | None]) -> list[str | None]:
+    """`_clean` of each value, each distinct value cleaned once."""
+    done: dict[str | None, str | None] = {None: None}
+    return [done[v] if v in done else done.setdefault(v, _clean(v)) for v in values]
+
+
 def _to_datetime(us: int) -> datetime:
     return _EPOCH + timedelta(microseconds=int(us))
 
@@ -226,8 +232,8 @@ class _Builder:
             k = self.codes.index("") if "" in self.codes else self.codes.index(None)
             raise self.fail("event without a code", field="code", event_id=self.ids[k])
         self.texts = [_clean(t) if t is not None else None for t in texts]
-        self.visit_ids = [_clean(e.visit_id) for e in s.events]
-        self.source_codes = [_clean(e.source_code) if e.source_code != e.code else None for e in s.events]
+        self.visit_ids = _cleaned([e.visit_id for e in s.events])  # a visit's rows share its id: cleaned once
+        self.source_codes = _cleaned([e.source_code if e.source_code != e.code else None for e in s.events])
         if len(set(self.ids)) != n:
             seen: set[str] = set()
             duplicate = next(i for i in self.ids if i in seen or seen.add(i))
@@ -516,7 +522,7 @@ class _Builder:
         visit_id[base_enc:base_clin] = self.enc_visits
         attributes = np.full(n_nodes, None, object)
         if s.attributes:
-            attributes[node_of_event] = [attributes_text(a) for a in s.attributes]
+            attributes[node_of_event] = attributes_texts(s.attributes)
 
         nodes = pa.table({
             "id": pa.array(ids, pa.string()),
