@@ -123,3 +123,15 @@ def test_the_store_reads_a_pack_record_without_scanning_the_bucket(tmp_path, mon
     assert len(index.read_text().splitlines()) == 2
     index.unlink()
     assert GraphStore(tmp_path).load(101).subject_id == 101
+
+
+def test_a_full_pack_is_closed_and_the_next_record_starts_another(tmp_path, monkeypatch):
+    import vista.graph.packs as packs
+
+    monkeypatch.setattr(packs, "PACK_LIMIT_BYTES", 1)
+    first = append_graph(tmp_path, "05", "5", "a", tiny_graph(5), {})
+    second, third = append_graphs(tmp_path, "05", [PackItem("105", "b", tiny_graph(105), {}),
+                                                   PackItem("205", "c", tiny_graph(205), {})])
+    assert [loc.split("@")[0] for loc in (first, second, third)] == [
+        "graphs/05/pack-00000.vgp", "graphs/05/pack-00001.vgp", "graphs/05/pack-00002.vgp"]
+    assert read_packed(tmp_path, third) == tiny_graph(205) and lookup(tmp_path, "05", "5") == ("a", first)

@@ -171,8 +171,14 @@ def source_from_record(record: PatientRecord, catalog: CodeCatalog) -> GraphSour
     units: list[str | None] = []
     demographic: list[Event] = []
     vital = (schema.BIRTH_CODE, schema.DEATH_CODE)
+    demographic_code: dict[str, bool] = {}  # per distinct code
     for event in record.events:
-        if event.time is None or event.code in vital or schema.vocabulary(event.code) in _DEMOGRAPHIC_VOCABULARIES:
+        code = event.code
+        is_demographic = demographic_code.get(code)
+        if is_demographic is None:
+            is_demographic = demographic_code[code] = (code in vital or
+                                                       schema.vocabulary(code) in _DEMOGRAPHIC_VOCABULARIES)
+        if event.time is None or is_demographic:
             demographic.append(event)  # meds_etl times the sex/race/ethnicity rows at the birth
         if event.numeric_value is None:
             units.append(None)
@@ -180,7 +186,6 @@ def source_from_record(record: PatientRecord, catalog: CodeCatalog) -> GraphSour
         if event.unit:
             units.append(event.unit)
             continue
-        code = event.code
         if code not in unit_of:
             unit_of[code] = catalog.describe(code).unit or None
         units.append(unit_of[code])
