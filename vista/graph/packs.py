@@ -146,16 +146,16 @@ def append_graphs(root: str | os.PathLike, bucket: str, items: list[PackItem]) -
     with _bucket_lock(folder) as index:
         lines = []
         path = _current_pack(folder)
-        pack = open_private(path, "ab")
+        pack, name = open_private(path, "ab"), path.relative_to(root).as_posix()
         try:
             for item in items:
                 if pack.tell() >= PACK_LIMIT_BYTES:
                     pack.close()
                     path = _current_pack(folder)
-                    pack = open_private(path, "ab")
+                    pack, name = open_private(path, "ab"), path.relative_to(root).as_posix()
                 start = pack.seek(0, os.SEEK_END)
                 _write_record(pack, item)
-                locator = str(Locator(path.relative_to(root).as_posix(), start, pack.tell() - start))
+                locator = str(Locator(name, start, pack.tell() - start))
                 locators.append(locator)
                 lines.append(f"{item.task}\t{item.content_hash}\t{locator}\n")
         finally:
