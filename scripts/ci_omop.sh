@@ -43,8 +43,8 @@ echo "== vista graph"
 import sys
 from vista.graph import GraphStore
 store, subject = GraphStore(sys.argv[1]), int(sys.argv[2])
-graph = store.load(subject)  # from the columnar copy; the GraphML beside it is the exchange format
-assert graph.n_nodes > 0 and store.path_of(subject).suffix == ".graphml" and store.path_of(subject).is_file()
+graph = store.load(subject)  # from the columnar copy in its pack; the GraphML beside it is the exchange format
+assert graph.n_nodes > 0 and store.path_of(subject).suffix == ".vgp" and store.load_graphml(subject) == graph
 print(f"graph of {subject}: {graph.n_nodes} nodes, {store.path_of(subject)}")
 PY
 

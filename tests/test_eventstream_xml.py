@@ -291,6 +291,7 @@ def test_vista_job_actor_builds_eventstream_files_and_reports_the_broken_one(tmp
     from jobs.vista_actor import VistaSettings
     from jobs.vista_tasks import XML_FILE
     from vista.graph.xml_files import list_xml_patients
+    from vista.graph.store import read_stored_graph
     from test_jobs_vista import rows_of, run_actor
 
     folder = tmp_path / "xml"
@@ -303,7 +304,7 @@ def test_vista_job_actor_builds_eventstream_files_and_reports_the_broken_one(tmp
     rows = {Path(r.source).name: r for r in rows_of(out).values()}
     for file, subject in good.items():
         assert (rows[file].status, rows[file].subject_id) == ("ok", subject)
-        graph = read_graph(out / rows[file].graph_file)
+        graph = read_stored_graph(out, rows[file].graph_file, graphml=True)
         assert graph.info.source_format == "xml-eventstream" and rows[file].n_events > 0
     assert rows["demo.xml"].n_events == FACTS.events
     broken = rows["broken.xml"]

@@ -32,7 +32,18 @@ def graphs_under_test():
 
 
 # ------------------------------------------------------------------------------------------------ GraphML
-def test_graphml_round_trip_is_exact(tmp_path):
+@pytest.fixture(params=["python", "arrow"])
+def formatter(request, monkeypatch):
+    """Both GraphML formatters: Python (small graphs) and Arrow (large ones), the latter in blocks of 5 rows."""
+    import vista.graph.graphml as graphml
+
+    if request.param == "arrow":
+        monkeypatch.setattr(graphml, "ARROW_MIN_ROWS", 0)
+        monkeypatch.setattr(graphml, "CHUNK_ROWS", 5)
+    return request.param
+
+
+def test_graphml_round_trip_is_exact(tmp_path, formatter):
     for graph in graphs_under_test():
         path = write_graph(graph, tmp_path)
         assert path == tmp_path / f"{graph.subject_id}.graphml"
@@ -42,7 +53,7 @@ def test_graphml_round_trip_is_exact(tmp_path):
         assert not list(tmp_path.glob(".*.tmp"))  # atomic write left no temporary file
 
 
-def test_networkx_reads_the_same_graph(tmp_path):
+def test_networkx_reads_the_same_graph(tmp_path, formatter):
     for graph in graphs_under_test():
         path = write_graph(graph, tmp_path / "g.graphml")
         loaded = nx.read_graphml(path)

@@ -14,7 +14,18 @@ from tests.graph_fixtures import SMALL_CATALOG, small_record, synth_dataset, syn
 from vista.graph import EncounterWindows, GraphConfig, GraphFileError, PatientGraph, build_graph, index_table, write_graph
 from vista.graph.build import source_from_record
 from vista.graph.columnar import columnar_paths
-from vista.graph.store import GraphStore, content_hash, is_graph_store
+from vista.graph.columnar import write_columnar
+from vista.graph.index import task_index_table
+from vista.graph.store import (
+    GraphFacts,
+    GraphOutcome,
+    GraphStore,
+    graph_facts,
+    content_hash,
+    graph_file,
+    is_graph_store,
+    write_index_part,
+)
 from vista.graph.xml_input import encounter_xml
 from vista.shared.records import CodeCatalog, CodeInfo, Event
 
@@ -227,7 +238,7 @@ def test_a_store_of_the_former_layout_is_still_read(tmp_path, with_index_part):
     assert legacy.build_records([changed, *chosen[1:]], catalog).built == 3  # no columnar copy yet: rebuilt there
     assert not (tmp_path / "index.parquet").exists() and not (tmp_path / "manifest.parquet").exists()
     reopened = GraphStore(tmp_path)
-    assert reopened.file_of(chosen[1].subject_id) == f"graphs/{chosen[1].subject_id % 100:02d}/{chosen[1].subject_id}.graphml"
+    assert reopened.file_of(chosen[1].subject_id).startswith(f"graphs/{chosen[1].subject_id % 100:02d}/pack-00000.vgp@")
     assert reopened.scan_index().select(pl.len()).collect().item() == reopened.manifest()["nodes"].sum()
 
 
@@ -271,20 +282,71 @@ def test_many_manifest_parts_are_merged_into_one(tmp_path, monkeypatch):
     assert reopened.manifest().equals(store.manifest())
 
 
-def test_load_reads_the_columnar_copy_and_falls_back_to_graphml(tmp_path):
+def _per_graph_layout_store(root, records, catalog) -> None:
+    """A store as the per-graph layout wrote it: graphs/<bucket>/<sid>.graphml with its .nodes/.edges.arrow copy
+    (facts in its metadata), index parts, manifest parts naming the files."""
+    outcomes = []
+    for record in records:
+        source = source_from_record(record, catalog)
+        digest = content_hash(source)
+        graph = build_graph(record, catalog)
+        graph = PatientGraph(dataclasses.replace(graph.info, content_hash=digest), graph.nodes, graph.edges)
+        file = graph_file(str(record.subject_id), record.subject_id)
+        index = task_index_table(graph, str(record.subject_id))
+        facts = graph_facts(graph, index, digest)
+        write_graph(graph, root / file)
+        write_columnar(graph, root / file, extra={f: getattr(facts, f) for f in GraphFacts.__slots__})
+        outcomes.append(GraphOutcome(facts, file, True, index, None))
+    part = write_index_part(root, [o.index for o in outcomes])
+    GraphStore(root).register([o.entry(str(o.facts.subject_id), None, part) for o in outcomes])
+
+
+def test_a_store_of_the_per_graph_layout_opens_and_is_updated_in_place(tmp_path):
+    """The layout before packs (three files per graph): it opens and loads as it is (columnar copy, GraphML), a
+    rebuild skips its unchanged graphs where they are and moves a changed one into a pack, removing its files."""
+    records, catalog = synth_records()
+    chosen = [records[s] for s in sorted(records)[:3]]
+    _per_graph_layout_store(tmp_path, chosen, catalog)
+    old = GraphStore(tmp_path)
+    sid = chosen[0].subject_id
+    graphml = tmp_path / old.file_of(sid)
+    assert old.subject_ids() == [r.subject_id for r in chosen] and graphml.name == f"{sid}.graphml"
+    expected = build_graph(chosen[0], catalog)
+    assert old.load(sid).nodes.equals(expected.nodes) and old.load_graphml(sid) == old.load(sid)
+    assert old.graphml(sid) == graphml.read_bytes()
+    assert old.scan_index().select(pl.len()).collect().item() == old.manifest()["nodes"].sum()
+    changed = dataclasses.replace(chosen[0], first_row=chosen[0].first_row + 1)
+    report = old.build_records([changed, *chosen[1:]], catalog)
+    assert (report.built, report.skipped) == (1, 2)
+    reopened = GraphStore(tmp_path)
+    assert reopened.file_of(sid).startswith(f"graphs/{sid % 100:02d}/pack-") and not graphml.exists()
+    assert not any(columnar_paths(graphml)[k].exists() for k in (0, 1))
+    assert reopened.file_of(chosen[1].subject_id) == graph_file(str(chosen[1].subject_id), chosen[1].subject_id)
+    assert reopened.load(sid).info.first_row == changed.first_row
+    # a per-graph file without its columnar copy loads from GraphML
+    other = chosen[1].subject_id
+    columnar_paths(tmp_path / reopened.file_of(other))[0].unlink()
+    assert reopened.load(other) == reopened.load_graphml(other)
+
+
+def test_a_pack_holds_both_copies_and_a_lost_pack_is_rebuilt(tmp_path):
     records, catalog = synth_records()
     record = records[sorted(records)[0]]
     store = GraphStore(tmp_path)
     store.build_records([record], catalog)
     sid = record.subject_id
-    graphml = store.path_of(sid)
-    nodes, edges = columnar_paths(graphml)
-    assert graphml.is_file() and nodes.is_file() and edges.is_file()
-    expected = store.load_graphml(sid)
-    graphml.rename(tmp_path / "aside.graphml")
-    assert store.load(sid) == expected  # served by the columnar copy
-    (tmp_path / "aside.graphml").rename(graphml)
-    nodes.unlink()
-    assert store.load(sid) == expected  # no columnar copy (a store of the former layout): GraphML
-    assert store.build_records([record], catalog).built == 1  # and the next build restores the copy
-    assert nodes.is_file()
+    assert store.load(sid) == store.load_graphml(sid)
+    assert nx_read(store.graphml(sid)).number_of_nodes() == store.load(sid).n_nodes
+    store.path_of(sid).unlink()  # the pack is gone: the graph is rebuilt, though its hash is known
+    with pytest.raises(GraphFileError, match="no such graph pack"):
+        store.load(sid)
+    assert store.build_records([record], catalog).built == 1
+    assert store.load(sid) == store.load_graphml(sid)
+
+
+def nx_read(graphml: bytes):
+    import io
+
+    import networkx as nx
+
+    return nx.read_graphml(io.BytesIO(graphml))

@@ -315,7 +315,7 @@ def test_build_graphs_submitted_with_ray_job_submit(cohort, ray_session, tmp_pat
     port = ray_session.gcs_address.rsplit(":", 1)[1]
     assert "on cluster " in plan_line and f":{port} " in plan_line, plan_line  # it joined the head, no Ray of its own
 
-    from vista.graph import read_graph
+    from vista.graph.store import read_stored_graph
 
     rows = pq.read_table(out / "patients.parquet").to_pylist()
     assert [row["status"] for row in rows] == ["ok"] * 5
@@ -323,7 +323,7 @@ def test_build_graphs_submitted_with_ray_job_submit(cohort, ray_session, tmp_pat
     dataset = MedsDataset(cohort["dataset"])
     for row in rows:
         record = dataset.load_patients([row["subject_id"]])[row["subject_id"]]
-        graph = read_graph(out / row["graph_file"])
+        graph = read_stored_graph(out, row["graph_file"], graphml=True)
         assert graph.subject_id == row["subject_id"] and graph.n_nodes == row["n_nodes"]
         events = graph.events_in_order()
         assert 0 < len(events) <= row["n_events"]

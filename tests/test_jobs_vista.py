@@ -20,7 +20,8 @@ from vista.shared.runs.parts import ROWS, part_files
 from jobs.vista_actor import VistaActor, VistaSettings
 from jobs.vista_tasks import XML_FILE
 from vista.graph.xml_files import XmlDirectoryError, list_xml_patients
-from vista.graph import build_graph, encounter_xml, read_graph
+from vista.graph import build_graph, encounter_xml
+from vista.graph.store import read_stored_graph
 from vista.graph.index import TASK_INDEX_SCHEMA
 from vista.graph.task_graphs import task_folder
 from vista.shared.llm import LLMConfig
@@ -74,7 +75,7 @@ def test_meds_tasks_get_graph_timeline_display_whose_refs_resolve_and_a_rerun_as
     for sid in subjects:
         row = rows[str(sid)]
         assert row.stages == "graph,toa,display" and row.graph_rebuilt and row.toa_rebuilt and row.display_rebuilt
-        graph = read_graph(tmp_path / row.graph_file)  # the persisted graph, not the one in memory
+        graph = read_stored_graph(tmp_path, row.graph_file, graphml=True)  # the persisted graph, not the one in memory
         assert (graph.n_nodes, graph.n_edges, graph.info.content_hash) == (row.n_nodes, row.n_edges, row.content_hash)
         index = pq.read_table(tmp_path / row.index_file)  # the batch's part: this task's rows among others
         assert index.schema.equals(TASK_INDEX_SCHEMA)
@@ -161,7 +162,7 @@ def test_xml_files_become_graphs_and_bad_files_error_rows_naming_file_patient_an
     for file, sid in good.items():
         row = rows[file]
         assert (row.status, row.subject_id, row.stages) == ("ok", sid, "graph")
-        assert read_graph(out / row.graph_file).n_nodes == row.n_nodes and row.n_events > 0
+        assert read_stored_graph(out, row.graph_file, graphml=True).n_nodes == row.n_nodes and row.n_events > 0
     malformed, empty, future = rows["bad/malformed.xml"], rows["bad/empty.xml"], rows["bad/future.xml"]
     assert (malformed.error_stage, malformed.error_kind, malformed.retry_class) == ("load", "input", "permanent")
     assert str(xml_dir / "bad" / "malformed.xml") in malformed.error and "not well-formed XML" in malformed.error

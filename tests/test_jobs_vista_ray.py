@@ -15,7 +15,8 @@ import pytest
 from graph_fixtures import synth_root
 from vista.shared.runs.parts import ROWS
 from test_jobs_vista import xml_cohort
-from vista.graph import GraphStore, read_graph
+from vista.graph import GraphStore
+from vista.graph.store import read_stored_graph
 from vista.shared.testing.synthetic_server import SyntheticLLMServer
 from vista.pipeline.rows import RUN_DEPENDENT_COLUMNS
 from vista.toa import PatientTimeline
@@ -49,7 +50,7 @@ def test_cohort_through_graph_toa_display_then_a_rerun_asks_nothing(ray_session,
         assert rows.height == N and rows["stages"].to_list() == ["graph,toa,display"] * N
         assert (rows["n_timeline_events"] > 0).any() and (rows["toa_calls"] > 0).all() and (rows["display_calls"] > 0).all()
         for row in rows.iter_rows(named=True):
-            graph = read_graph(out / row["graph_file"])
+            graph = read_stored_graph(out, row["graph_file"], graphml=True)
             timeline = PatientTimeline.model_validate_json((out / row["toa_file"]).read_bytes())
             assert graph.n_nodes == row["n_nodes"] and len(timeline.events) == row["n_timeline_events"]
             for event in timeline.events:  # provenance into the persisted graph

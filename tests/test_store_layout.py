@@ -15,7 +15,7 @@ import pytest
 from graph_fixtures import synth_root
 from vista.shared.testing.synthetic_server import SyntheticLLMServer
 from vista.cli import main as vista_main
-from vista.graph import GraphStore, read_graph
+from vista.graph import GraphStore
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -36,7 +36,7 @@ def test_a_job_output_directory_opens_in_the_vista_commands(ray_session, tmp_pat
 
         store = GraphStore(out)
         assert store.subject_ids() == [1, 2]
-        assert store.load(subject) == read_graph(out / store.file_of(subject))  # columnar copy == GraphML
+        assert store.load(subject) == store.load_graphml(subject)  # columnar copy == GraphML
         rows = pl.read_parquet(out / "patients.parquet")
         assert store.scan_index().select(pl.len()).collect().item() == rows["n_nodes"].sum()
 

@@ -44,7 +44,7 @@ from vista.graph.model import (
     PatientInfo,
     Provider,
     SourceFormat,
-    attributes_text,
+    attributes_texts,
     code_node_id,
     patient_node_id,
     section_node_id,
@@ -171,8 +171,14 @@ def source_from_record(record: PatientRecord, catalog: CodeCatalog) -> GraphSour
     units: list[str | None] = []
     demographic: list[Event] = []
     vital = (schema.BIRTH_CODE, schema.DEATH_CODE)
+    demographic_code: dict[str, bool] = {}  # per distinct code
     for event in record.events:
-        if event.time is None or event.code in vital or schema.vocabulary(event.code) in _DEMOGRAPHIC_VOCABULARIES:
+        code = event.code
+        is_demographic = demographic_code.get(code)
+        if is_demographic is None:
+            is_demographic = demographic_code[code] = (code in vital or
+                                                       schema.vocabulary(code) in _DEMOGRAPHIC_VOCABULARIES)
+        if event.time is None or is_demographic:
             demographic.append(event)  # meds_etl times the sex/race/ethnicity rows at the birth
         if event.numeric_value is None:
             units.append(None)
@@ -180,7 +186,6 @@ def source_from_record(record: PatientRecord, catalog: CodeCatalog) -> GraphSour
         if event.unit:
             units.append(event.unit)
             continue
-        code = event.code
         if code not in unit_of:
             unit_of[code] = catalog.describe(code).unit or None
         units.append(unit_of[code])
@@ -194,6 +199,12 @@ def source_from_record(record: PatientRecord, catalog: CodeCatalog) -> GraphSour
 def _clean(text: str | None) -> str | None:
     """Text as a graph stores it: characters XML 1.0 cannot carry removed; empty strings are absent values."""
     return sanitize(text) or None if text else None
+
+
+def _cleaned(values: list[str | None]) -> list[str | None]:
+    """`_clean` of each value, each distinct value cleaned once."""
+    done: dict[str | None, str | None] = {None: None}
+    return [done[v] if v in done else done.setdefault(v, _clean(v)) for v in values]
 
 
 def _to_datetime(us: int) -> datetime:
@@ -226,8 +237,8 @@ class _Builder:
             k = self.codes.index("") if "" in self.codes else self.codes.index(None)
             raise self.fail("event without a code", field="code", event_id=self.ids[k])
         self.texts = [_clean(t) if t is not None else None for t in texts]
-        self.visit_ids = [_clean(e.visit_id) for e in s.events]
-        self.source_codes = [_clean(e.source_code) if e.source_code != e.code else None for e in s.events]
+        self.visit_ids = _cleaned([e.visit_id for e in s.events])  # a visit's rows share its id: cleaned once
+        self.source_codes = _cleaned([e.source_code if e.source_code != e.code else None for e in s.events])
         if len(set(self.ids)) != n:
             seen: set[str] = set()
             duplicate = next(i for i in self.ids if i in seen or seen.add(i))
@@ -516,7 +527,7 @@ class _Builder:
         visit_id[base_enc:base_clin] = self.enc_visits
         attributes = np.full(n_nodes, None, object)
         if s.attributes:
-            attributes[node_of_event] = [attributes_text(a) for a in s.attributes]
+            attributes[node_of_event] = attributes_texts(s.attributes)
 
         nodes = pa.table({
             "id": pa.array(ids, pa.string()),

@@ -62,18 +62,43 @@ def _write_table(table: pa.Table, path: Path) -> None:
         writer.write_table(table)
 
 
+def _node_metadata(graph: PatientGraph, extra: dict[str, object] | None) -> dict[bytes, bytes]:
+    attributes = {name: str(value) for name, value in graph.graph_attributes().items() if value is not None}
+    return {_FORMAT_KEY: COLUMNAR_FORMAT.encode(), _INFO_KEY: json.dumps(attributes).encode("utf-8"),
+            _EDGES_KEY: str(graph.n_edges).encode(), _EXTRA_KEY: json.dumps(extra or {}).encode("utf-8")}
+
+
 def write_columnar(graph: PatientGraph, stem: str | os.PathLike, *, extra: dict[str, object] | None = None) -> Path:
     """Write the columnar copy of ``graph`` at ``stem`` (edges first, then nodes; each atomically); the nodes path.
 
     ``extra``: JSON-serializable facts stored with the copy (read back by `read_columnar_metadata`).
     """
     nodes_path, edges_path = columnar_paths(stem)
-    attributes = {name: str(value) for name, value in graph.graph_attributes().items() if value is not None}
     _write_table(graph.edges.combine_chunks(), edges_path)
-    metadata = {_FORMAT_KEY: COLUMNAR_FORMAT.encode(), _INFO_KEY: json.dumps(attributes).encode("utf-8"),
-                _EDGES_KEY: str(graph.n_edges).encode(), _EXTRA_KEY: json.dumps(extra or {}).encode("utf-8")}
-    _write_table(graph.nodes.combine_chunks().replace_schema_metadata(metadata), nodes_path)
+    _write_table(graph.nodes.combine_chunks().replace_schema_metadata(_node_metadata(graph, extra)), nodes_path)
     return nodes_path
+
+
+def columnar_buffers(graph: PatientGraph, *, extra: dict[str, object] | None = None) -> tuple[pa.Buffer, pa.Buffer]:
+    """(nodes, edges) of the columnar copy as two in-memory Arrow IPC files (what a graph pack stores)."""
+    out = []
+    for table in (graph.nodes.combine_chunks().replace_schema_metadata(_node_metadata(graph, extra)),
+                  graph.edges.combine_chunks()):
+        sink = pa.BufferOutputStream()
+        with ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        out.append(sink.getvalue())
+    return out[0], out[1]
+
+
+def columnar_from_buffers(nodes: pa.Buffer, edges: pa.Buffer, where: str) -> PatientGraph:
+    """The `PatientGraph` of a columnar copy held in two IPC buffers (e.g. slices of a memory-mapped pack);
+    `GraphFileError` naming ``where`` when they are not one."""
+    try:
+        node_table, edge_table = ipc.open_file(nodes).read_all(), ipc.open_file(edges).read_all()
+    except (OSError, pa.ArrowException) as exc:
+        raise GraphFileError(f"{where}: not a readable columnar graph ({type(exc).__name__}: {exc})") from None
+    return _graph(Path(where), node_table, edge_table, Path(where))
 
 
 def _open(path: Path) -> pa.Table:
@@ -113,9 +138,11 @@ def read_columnar_metadata(stem: str | os.PathLike) -> dict[str, object]:
 def read_columnar(stem: str | os.PathLike) -> PatientGraph:
     """The `PatientGraph` whose copy `write_columnar` wrote at ``stem`` (`GraphFileError` naming the file otherwise)."""
     nodes_path, edges_path = columnar_paths(stem)
-    nodes = _open(nodes_path)
+    return _graph(nodes_path, _open(nodes_path), _open(edges_path), edges_path)
+
+
+def _graph(nodes_path: Path, nodes: pa.Table, edges: pa.Table, edges_path: Path) -> PatientGraph:
     metadata = _metadata(nodes_path, nodes.schema)
-    edges = _open(edges_path)
     try:
         attributes = json.loads(metadata[_INFO_KEY])
         n_edges = int(metadata[_EDGES_KEY])

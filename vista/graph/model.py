@@ -144,6 +144,26 @@ def attributes_text(attributes: Mapping[str, str] | None) -> str | None:
     return json.dumps(dict(sorted(attributes.items())), ensure_ascii=False)
 
 
+def attributes_texts(attributes: Iterable[Mapping[str, str] | None]) -> list[str | None]:
+    """`attributes_text` of each mapping, each distinct one encoded once (rows of a source share a few: their table).
+
+    >>> attributes_texts([{"kind": "lab"}, None, {"kind": "lab"}])
+    ['{"kind": "lab"}', None, '{"kind": "lab"}']
+    """
+    encoded: dict[tuple[tuple[str, str], ...], str | None] = {}
+    out: list[str | None] = []
+    for attributes in attributes:
+        key = tuple(sorted(attributes.items())) if attributes else ()
+        text = encoded.get(key, _MISSING)
+        if text is _MISSING:
+            text = encoded[key] = attributes_text(attributes)
+        out.append(text)
+    return out
+
+
+_MISSING = object()
+
+
 def parse_attributes(text: str | None) -> tuple[tuple[str, str], ...]:
     """The (name, value) pairs an ``attributes`` column value holds, sorted by name (empty for None)."""
     if not text:

@@ -22,7 +22,6 @@ import pyarrow as pa
 from vista.shared.cli_kit import check_output_dir
 from vista.shared.errors import CommandLineError
 from vista.graph.build import source_from_record
-from vista.graph.columnar import columnar_paths
 from vista.graph.errors import GraphFileError
 from vista.graph.store import (
     INDEX_DIR,
@@ -33,6 +32,7 @@ from vista.graph.store import (
     content_hash,
     persist_graph,
     read_manifest,
+    stored_graph_present,
     write_index_part,
 )
 from vista.shared.records import CodeCatalog, PatientRecord
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 GRAPH_SCHEMA = pa.schema([
     pa.field("graph_status", pa.string()),  # ok | error (the job's own result is kept either way)
     pa.field("graph_error", pa.string()),
-    pa.field("graph_file", pa.string()),  # the GraphML file, relative to the store (its columnar copy beside it)
+    pa.field("graph_file", pa.string()),  # where the store holds it (`vista.graph.store.read_stored_graph`)
     pa.field("graph_hash", pa.string()),
     pa.field("graph_nodes", pa.int64()),
     pa.field("graph_edges", pa.int64()),
@@ -131,9 +131,9 @@ class RecordGraphs:
         return done
 
     def _on_disk(self, entry: StoreEntry) -> bool:
-        """Whether a manifest entry's GraphML, columnar copy and index part are all in the store."""
-        graph = self.store / entry.file
-        return all(path.is_file() for path in (graph, *columnar_paths(graph), self.store / entry.index_part))
+        """Whether a manifest entry's graph (its pack record, or a former layout's files) and index part are in the
+        store."""
+        return stored_graph_present(self.store, entry.file) and (self.store / entry.index_part).is_file()
 
 
 def check_graph_store(store: Path, option: str = "--graphs") -> None:

@@ -3,18 +3,25 @@ and every ``vista`` command (``ask``, ``source``, ``display``, ``evaluate``, ``t
 
 Layout::
 
-    <root>/graphs/<bucket>/<task>.graphml      the graph as GraphML (the exchange format; written atomically)
-    <root>/graphs/<bucket>/<task>.nodes.arrow  its columnar copy (`vista.graph.columnar`), what `load` reads
-    <root>/graphs/<bucket>/<task>.edges.arrow
+    <root>/graphs/<bucket>/pack-<n>.vgp       the bucket's graphs, appended one record each (`vista.graph.packs`): a
+                                             graph's GraphML (the exchange format) and its columnar copy
+                                             (`vista.graph.columnar`, what `load` memory-maps), a new pack past 1 GiB
+    <root>/graphs/<bucket>/index.tsv          task, content hash and locator of each record, appended (writers'
+                                             lock; what a writer without the manifest looks a task up in)
     <root>/index/part-<stamp>-<id>.parquet     node index rows (`vista.graph.index.TASK_INDEX_SCHEMA`), one part
                                                per checkpoint (or per job batch); never rewritten
     <root>/manifest/part-<seq>-<id>.parquet    manifest rows (`MANIFEST_SCHEMA`), one part per checkpoint, appended;
                                                a later row of a task supersedes earlier ones
     <root>/toa/<subject>.json, <root>/display/<subject>.json   timelines and displays (`vista.toa`, `vista.display`)
 
+A graph's ``file`` (manifest column, a job row's ``graph_file``) is its **locator**,
+``graphs/<bucket>/pack-<n>.vgp@<offset>+<length>``: the pack and byte range, so a load is one seek, whatever the
+store's size (`read_stored_graph`, `stored_graphml` for the GraphML document). A store of N patients holds about
+2 × `BUCKETS` graph files plus its index and manifest parts, not three files per patient.
+
 A **task** is one graph: a patient's whole record (task name = the subject id; what ``subject_ids``/``load`` list
 and open) or, in a label-driven job, the record cut at a prediction time (``<subject>_<time>``; `load_task`).
-``<bucket>`` is the task's key modulo 100 (two digits) so no directory grows past a few thousand files.
+``<bucket>`` is the task's key modulo 100 (two digits).
 
 A graph is rewritten only when its **content hash** changed — a digest of everything it is built from: the rows (ids,
 times, codes, values, texts, provenance, units), demographics, stated encounters, the catalog entries of its codes
@@ -27,11 +34,12 @@ end (also when a build stops on an error, so an interrupted run resumes where it
 graphs built since the last checkpoint are written as one new part, then one manifest part naming them. When more
 than `MAX_MANIFEST_PARTS` manifest parts pile up they are merged into one (amortized: a merge every 64 checkpoints).
 A rebuilt graph's rows in an older index part are stale: `GraphStore.scan_index` keeps only the rows of the part
-the manifest names, and a part no graph points to any more is deleted. One writer per store (a job's actors write
-graph files and index parts, `vista.graph.task_graphs`; only its driver writes the manifest, after they finished,
-`GraphStore.register_rows`). Stores of the former layout
-(``patients/<sid>.graphml``, one ``manifest.parquet``, perhaps one ``index.parquet``) are still read; their
-graphs load from GraphML until rebuilt.
+the manifest names, and a part no graph points to any more is deleted. One manifest writer per store (a job's actors write graph records and index parts, `vista.graph.task_graphs`,
+several at once: each record is appended under its bucket's lock; only the job's driver writes the manifest, after
+they finished, `GraphStore.register_rows`). Stores of the former layouts are still read: per-graph files
+(``graphs/<bucket>/<task>.graphml`` and its ``.nodes.arrow``/``.edges.arrow`` copy) load as they are, and a build
+leaves an unchanged one where it is (a changed one is rebuilt into a pack and its files removed); the first layout
+(``patients/<sid>.graphml``, one ``manifest.parquet``, perhaps one ``index.parquet``) loads from GraphML until rebuilt.
 
 >>> import tempfile
 >>> from datetime import datetime
@@ -40,8 +48,8 @@ graphs load from GraphML until rebuilt.
 >>> store = GraphStore(tempfile.mkdtemp())
 >>> store.build_records([rec], CodeCatalog()).built, store.build_records([rec], CodeCatalog()).skipped
 (1, 1)
->>> store.load(7).events_in_order(), store.subject_ids(), store.file_of(7)
-([], [7], 'graphs/07/7.graphml')
+>>> store.load(7).events_in_order(), store.subject_ids(), store.file_of(7).startswith("graphs/07/pack-00000.vgp@")
+([], [7], True)
 """
 
 from __future__ import annotations
@@ -65,9 +73,19 @@ import pyarrow.parquet as pq
 from vista.graph.build import DEFAULT_CONFIG, GraphConfig, GraphSource, build_graph, source_from_record
 from vista.graph.columnar import columnar_paths, read_columnar, read_columnar_metadata, write_columnar
 from vista.graph.errors import GraphFileError, GraphInputError
-from vista.graph.graphml import read_graph, write_graph
+from vista.graph.graphml import read_graph
 from vista.graph.index import TASK_INDEX_SCHEMA, task_index_table
-from vista.graph.model import PatientGraph, attributes_text
+from vista.graph.model import PatientGraph, attributes_texts
+from vista.graph.packs import (
+    GRAPHS_DIR,
+    append_graph,
+    is_locator,
+    lookup,
+    packed_facts,
+    packed_graphml,
+    read_packed,
+    record_present,
+)
 from vista.graph.xml_input import source_from_xml
 from vista.shared.meds.reader import MedsDataset
 from vista.shared.atomic import atomic_path
@@ -79,7 +97,6 @@ GRAPH_FORMAT_VERSION = "vista.graph/2"
 """Part of every content hash: bump it when the graph built from the same rows changes, to rebuild every store."""
 
 BUCKETS = 100
-GRAPHS_DIR = "graphs"
 INDEX_DIR = "index"
 MANIFEST_DIR = "manifest"
 MAX_MANIFEST_PARTS = 64
@@ -103,6 +120,25 @@ MANIFEST_SCHEMA = pa.schema([
 _PART_NAME = re.compile(r"part-(\d+)-[0-9a-f]+\.parquet$")
 
 
+class _DigestSink:
+    """A write-only file that feeds a digest (the IPC stream of the rows is hashed, not kept)."""
+
+    closed = False
+
+    def __init__(self, digest) -> None:
+        self.digest = digest
+
+    def write(self, data) -> int:
+        self.digest.update(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 def content_hash(source: GraphSource, config: GraphConfig = DEFAULT_CONFIG) -> str:
     """Digest of everything the graph of ``source`` is built from (hex, 32 characters)."""
     digest = hashlib.blake2b(digest_size=16)
@@ -121,13 +157,11 @@ def content_hash(source: GraphSource, config: GraphConfig = DEFAULT_CONFIG) -> s
         "unit": pa.array(source.units, pa.string()),
         "source_code": pa.array([e.source_code for e in events], pa.string()),
         "visit_id": pa.array([e.visit_id for e in events], pa.string()),
-        "attributes": pa.array([attributes_text(a) for a in source.attributes] if source.attributes else
+        "attributes": pa.array(attributes_texts(source.attributes) if source.attributes else
                                [None] * len(events), pa.string()),
     })
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
+    with pa.ipc.new_stream(_DigestSink(digest), table.schema) as writer:  # hashed as written, never held whole
         writer.write_table(table)
-    digest.update(sink.getvalue())
     catalog = source.catalog
     seen: set[str] = set()
     todo = sorted({e.code for e in events})
@@ -156,7 +190,8 @@ def bucket_of(key: int) -> str:
 
 
 def graph_file(task: str, key: int) -> str:
-    """Where a task's GraphML lives, relative to the store root (its columnar copy sits beside it).
+    """Where the former per-graph layout kept a task's GraphML, relative to the store root (its columnar copy beside
+    it); still read, no longer written.
 
     >>> graph_file("7", 7), graph_file("7_20210301T000000", 7)
     ('graphs/07/7.graphml', 'graphs/07/7_20210301T000000.graphml')
@@ -240,17 +275,46 @@ TASK_ROW_COLUMNS = ("task", "subject_id", "prediction_time", "content_hash", "gr
 
 
 def stored_facts(root: str | os.PathLike, file: str) -> GraphFacts | None:
-    """The facts of the graph stored at ``file`` (relative to ``root``), or None: no complete columnar copy there,
-    or one this version did not write (the graph is then rebuilt)."""
-    path = Path(root) / file
+    """The facts of the graph stored at ``file`` (a pack locator or a former per-graph file, relative to ``root``),
+    or None: no complete record or columnar copy there, or one this version did not write (the graph is then rebuilt)."""
     try:
-        facts = GraphFacts(**read_columnar_metadata(path))
+        facts = GraphFacts(**(packed_facts(root, file) if is_locator(file) else read_columnar_metadata(Path(root) / file)))
     except (GraphFileError, TypeError):
         return None
-    return facts if path.is_file() and columnar_paths(path)[1].is_file() else None
+    return facts if stored_graph_present(root, file) else None
 
 
-def _facts(graph: PatientGraph, index: pa.Table, digest: str) -> GraphFacts:
+def stored_graph_present(root: str | os.PathLike, file: str) -> bool:
+    """Whether the graph stored at ``file`` is all on disk (its pack's byte range; or the former layout's GraphML
+    and columnar copy) — a check without reading it."""
+    if is_locator(file):
+        return record_present(root, file)
+    path = Path(root) / file
+    return path.is_file() and all(p.is_file() for p in columnar_paths(path))
+
+
+def read_stored_graph(root: str | os.PathLike, file: str, *, graphml: bool = False) -> PatientGraph:
+    """The graph stored at ``file``: from its columnar copy (memory-mapped), or with ``graphml`` parsed from its
+    GraphML; a former per-graph file without a columnar copy loads from GraphML."""
+    if is_locator(file):
+        return read_packed(root, file, graphml=graphml)
+    path = Path(root) / file
+    if not graphml and columnar_paths(path)[0].is_file():
+        return read_columnar(path)
+    return read_graph(path)
+
+
+def stored_graphml(root: str | os.PathLike, file: str) -> bytes:
+    """The GraphML document of the graph stored at ``file`` (what networkx, igraph, Gephi open)."""
+    if is_locator(file):
+        return packed_graphml(root, file)
+    try:
+        return (Path(root) / file).read_bytes()
+    except OSError as exc:
+        raise GraphFileError(f"{Path(root) / file}: cannot read ({exc.strerror or exc})") from None
+
+
+def graph_facts(graph: PatientGraph, index: pa.Table, digest: str) -> GraphFacts:
     return GraphFacts(
         content_hash=digest, subject_id=graph.subject_id, source=graph.info.source, n_nodes=graph.n_nodes,
         n_edges=graph.n_edges, n_events=index.num_rows - index.column("row").null_count,
@@ -282,19 +346,28 @@ def persist_graph(root: str | os.PathLike, source: GraphSource, *, task: str | N
     """
     root = Path(root)
     task = task if task is not None else str(source.subject_id)
-    file = graph_file(task, key if key is not None else source.subject_id)
+    bucket = bucket_of(key if key is not None else source.subject_id)
     digest = digest or content_hash(source, config)
-    stored = stored_facts(root, file)
-    if stored is not None and stored.content_hash == digest:
-        graph = read_columnar(root / file)
-        return GraphOutcome(stored, file, False, task_index_table(graph, task, prediction_time),
-                            graph if need_graph else None)
+    packed = lookup(root, bucket, task)
+    legacy = graph_file(task, key if key is not None else source.subject_id)
+    for file in ([packed[1]] if packed is not None and packed[0] == digest else []) + [legacy]:
+        stored = stored_facts(root, file)
+        if stored is not None and stored.content_hash == digest:
+            graph = read_stored_graph(root, file)
+            return GraphOutcome(stored, file, False, task_index_table(graph, task, prediction_time),
+                                graph if need_graph else None)
     graph = _build(source, config, digest, xml_file)
     index = task_index_table(graph, task, prediction_time)
-    facts = _facts(graph, index, digest)
-    write_graph(graph, root / file)
-    write_columnar(graph, root / file, extra={f: getattr(facts, f) for f in GraphFacts.__slots__})
+    facts = graph_facts(graph, index, digest)
+    file = append_graph(root, bucket, task, digest, graph, {f: getattr(facts, f) for f in GraphFacts.__slots__})
+    _remove_per_graph_files(root / legacy)
     return GraphOutcome(facts, file, True, index, graph)
+
+
+def _remove_per_graph_files(graphml: Path) -> None:
+    """Delete a task's files of the former per-graph layout once its graph lives in a pack."""
+    for path in (graphml, *columnar_paths(graphml)):
+        path.unlink(missing_ok=True)
 
 
 def write_index_part(root: str | os.PathLike, tables: Iterable[pa.Table]) -> str:
@@ -417,9 +490,9 @@ class GraphStore:
         return self.entry(subject_id).file
 
     def path_of(self, subject_id: int) -> Path:
-        """The subject's GraphML file (where a new build would write it, when the store has none yet)."""
-        task = self._subjects.get(subject_id)
-        return self.root / (self._entries[task].file if task is not None else graph_file(str(subject_id), subject_id))
+        """The file holding the subject's graph: its pack (or its GraphML in a store of a former layout)."""
+        file = self.entry(subject_id).file
+        return self.root / (file.partition("@")[0] if is_locator(file) else file)
 
     def content_hash_of(self, subject_id: int) -> str | None:
         task = self._subjects.get(subject_id)
@@ -427,24 +500,22 @@ class GraphStore:
 
     def load(self, subject_id: int) -> PatientGraph:
         """The stored graph of ``subject_id``, from its columnar copy (GraphML when it has none, as in stores of
-        the former layout); KeyError naming the store if it has none."""
-        return self._load(self.entry(subject_id))
+        the first layout); KeyError naming the store if it has none."""
+        return read_stored_graph(self.root, self.entry(subject_id).file)
 
     def load_task(self, task: str) -> PatientGraph:
         """The stored graph of a task by name (e.g. ``7_20210301T000000``)."""
         if task not in self._entries:
             raise KeyError(f"{self.root}: no graph for task {task}")
-        return self._load(self._entries[task])
+        return read_stored_graph(self.root, self._entries[task].file)
 
     def load_graphml(self, subject_id: int) -> PatientGraph:
-        """The stored graph of ``subject_id`` read from its GraphML file (the exchange copy; slower)."""
-        return read_graph(self.root / self.entry(subject_id).file)
+        """The stored graph of ``subject_id`` parsed from its GraphML (the exchange copy; slower)."""
+        return read_stored_graph(self.root, self.entry(subject_id).file, graphml=True)
 
-    def _load(self, entry: StoreEntry) -> PatientGraph:
-        path = self.root / entry.file
-        if columnar_paths(path)[0].is_file():
-            return read_columnar(path)
-        return read_graph(path)
+    def graphml(self, subject_id: int) -> bytes:
+        """The GraphML document of ``subject_id``'s stored graph (for networkx, igraph, Gephi…)."""
+        return stored_graphml(self.root, self.entry(subject_id).file)
 
     def manifest(self) -> pl.DataFrame:
         """The manifest (`MANIFEST_SCHEMA`) of the subjects' whole-record graphs, by subject."""
@@ -522,10 +593,7 @@ class GraphStore:
         return report
 
     def _is_current(self, entry: StoreEntry, digest: str) -> bool:
-        if entry.content_hash != digest:
-            return False
-        path = self.root / entry.file
-        return path.is_file() and all(p.is_file() for p in columnar_paths(path))
+        return entry.content_hash == digest and stored_graph_present(self.root, entry.file)
 
     def build_records(self, records: Iterable[PatientRecord], catalog: CodeCatalog) -> StoreReport:
         """`build` over MEDS patient records described by ``catalog``."""

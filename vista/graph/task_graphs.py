@@ -1,8 +1,9 @@
 """A job's tasks in a graph store: each task's graph source, its persisted graph and the folder of its timeline and
 display, so a cohort job's output directory *is* a `vista.graph.GraphStore`.
 
-Actors write each task's graph where the store keeps it (``OUT/graphs/<bucket>/<task>.graphml`` and its columnar
-copy, through `vista.graph.store.persist_graph`, which skips an unchanged graph by its content hash) and one index
+Actors write each task's graph where the store keeps it (a record appended to ``OUT/graphs/<bucket>/pack-<n>.vgp``
+under the bucket's lock, through `vista.graph.store.persist_graph`, which skips an unchanged graph by its content
+hash) and one index
 part per batch (`vista.graph.store.write_index_part`); the driver registers the run's graphs in the store's manifest
 at the end (`vista.graph.GraphStore.register_rows`). So ``vista ask/source/display/evaluate --store OUT`` open a
 job's output as they open a store `vista graph` built. Timelines and displays of whole-record tasks go where those

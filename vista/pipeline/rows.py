@@ -67,7 +67,8 @@ class VistaRow(UsageColumns):
     n_edges: int | None = None
     n_events: int | None = Field(None, description="source events in the graph (encounter rows and notes included)")
     n_encounters: int | None = Field(None, description="encounter nodes (visits and per-day pseudo-encounters)")
-    graph_file: str | None = None
+    graph_file: str | None = Field(None, description="where the graph store holds the graph: its pack and byte "
+                                   "range (`vista.graph.store.read_stored_graph`)")
     index_file: str | None = Field(None, description="the graph store's index part holding the graph's node rows "
                                    "(one part per actor batch)")
     graph_rebuilt: bool | None = Field(None, description="False: an identical graph was already on disk (same hash)")
