@@ -31,8 +31,8 @@ import pyarrow.compute as pc
 
 from vista.display.model import DisplayError, TumorBoardDisplay
 from vista.display.store import DISPLAY_DIR, DisplayStore
-from vista.graph import GraphStore, NodeType, PatientGraph, read_columnar, read_graph
-from vista.graph.columnar import columnar_paths
+from vista.graph import GraphStore, NodeType, PatientGraph
+from vista.graph.store import read_stored_graph
 from vista.graph.errors import GraphFileError
 from vista.graph.store import MANIFEST_DIR, MANIFEST_FILE
 from vista.toa.store import TOA_DIR
@@ -103,7 +103,8 @@ def _listing(directory: Path) -> set[int]:
 class StoreManifest:
     """The whole-record graphs of a store as one polars frame (subject_id, nodes, content_hash, file), read from its
     manifest parts (the newest row of each task wins, as in `vista.graph.GraphStore`), and a patient's graph read
-    from its file — what the pages need, without a Python object per manifest row."""
+    through its locator (`vista.graph.store.read_stored_graph`: a pack record, or a file of a former layout) — what
+    the pages need, without a Python object per manifest row."""
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
@@ -143,8 +144,7 @@ class StoreManifest:
         i = self.position(subject_id)
         if i is None:
             raise KeyError(f"{self.root}: no graph for subject {subject_id}")
-        path = self.root / self.files[i]
-        return read_columnar(path) if columnar_paths(path)[0].is_file() else read_graph(path)
+        return read_stored_graph(self.root, self.files[i])
 
 
 class Cohort:
