@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from vista.evaluation.bootstrap import patient_interval
+from vista.shared.bootstrap import patient_interval
 from vista.graph import GraphStore
 from vista.graph.build import build_graph
 from vista.query.bridge import answer_question, format_value
@@ -225,11 +225,11 @@ async def model_outcomes(store: Path, questions: list[Question], llm_items: list
     """The bridge, `vista ask` (patients with a timeline) and BM25 RAG, each through one gateway."""
     from vista.query import QueryConfig, ask
     from vista.query.state import load_graph, open_graph_store
-    from vista.shared.llm import LLMConfig, LLMGateway
+    from vista.shared.llm import LLMConfig, open_gateway
     from vista.toa import TimelineStore
 
     out: list[Outcome] = []
-    async with LLMGateway(LLMConfig.from_cli(llm_items)) as gateway:
+    async with open_gateway(LLMConfig.from_cli(llm_items)) as gateway:
         await gateway.discover_context_tokens()
         timelines = {}
         for sid in sorted(ask_patients):

@@ -24,7 +24,7 @@ from vista.shared.meds.task_key import TaskKey
 from trajonco.prediction_rows import PART_SCHEMA, RowContext, part_record, row_from_failure
 from vista.shared.llm import LLMConfig, LLMGateway
 from vista.shared.llm.backend import ChatReply, ChatRequest
-from vista.shared.llm.budget import BudgetLimits, RequestBudget
+from vista.shared.llm._budget import BudgetLimits, RequestBudget
 from vista.shared.testing.scripted import ScriptedBackend
 from vista.shared.llm.task_usage import usage_scope
 
@@ -89,7 +89,7 @@ def _run(out: Path, cache_dir: Path | None, *, lose: set[int] = frozenset(), end
     llm = _config(cache_dir)
 
     async def go():
-        async with LLMGateway(llm, backend=ScriptedBackend(endpoint), limiter=ledger) as inner:
+        async with LLMGateway(llm, backend=ScriptedBackend(endpoint), shared_budget=ledger) as inner:
             gateway = JobGateway(inner)  # what an actor's pipeline calls: usage counted per task
             for subject in (1, 2, 3):
                 usage = await _patient(gateway, subject)
