@@ -35,7 +35,6 @@ MEDS-Tab in its paired section against every baseline. CPU: each MEDS-Tab comman
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import subprocess
 import sys

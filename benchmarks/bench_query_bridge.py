@@ -33,7 +33,6 @@ import argparse
 import asyncio
 import dataclasses
 import datetime as dt
-import json
 import re
 import resource
 import statistics
@@ -50,12 +49,12 @@ import polars as pl
 from vista.shared.bootstrap import patient_interval
 from vista.graph import GraphStore
 from vista.graph.build import build_graph
-from vista.query.bridge import answer_question, format_value
+from vista.query.bridge import answer_question
 from vista.query.entry import PatientEntry, open_entry
 from vista.query.execute import run_plan
 from vista.query.plan import Plan
 from vista.shared.meds.reader import MedsDataset
-from vista.shared.records import Event, PatientRecord
+from vista.shared.records import PatientRecord
 from vista.shared.synth import SynthConfig, generate
 from vista.shared.synth.catalog import PROCEDURES
 from vista.shared.synth.ground_truth import OncologyRecord

@@ -25,7 +25,7 @@ from vista.query.plan import Plan, parse_plan
 from vista.shared.llm import LLMConfig, LLMGateway, open_gateway
 from vista.shared.meds.reader import MedsDataset
 from vista.shared.testing.scripted import ScriptedBackend
-from vista.toa import ExtractionStats, PatientTimeline, TimelineEvent, TimelineStore, load_profile, synthesize_episodes
+from vista.toa import ExtractionStats, PatientTimeline, TimelineEvent, load_profile, synthesize_episodes
 from vista.toa.refs import graph_version, ref_fingerprints
 
 HGB = "LOINC//718-7"
