@@ -125,7 +125,7 @@ def synthetic_backend() -> ScriptedBackend:
 
 def gateway(backend: ScriptedBackend | None = None, **config) -> LLMGateway:
     return open_gateway(LLMConfig(backend="openai", base_url="http://unused", model="synthetic", **config),
-                      backend=backend or synthetic_backend())
+                        backend=backend or synthetic_backend())
 
 
 def test_synthetic_answers_validate_against_every_agent_model():

@@ -63,7 +63,7 @@ def run(backend, question="When did immunotherapy start?", *, verify=False, conf
         **llm):
     async def go():
         gateway = open_gateway(LLMConfig(**({"model": "gpt-4.1-mini", "max_retries": 0, "max_reasks": 0} | llm)),
-                             backend=backend)
+                               backend=backend)
         return await ask(question, timeline or make_timeline(), toa_graph(), gateway, config, verify=verify)
     return asyncio.run(go())
 

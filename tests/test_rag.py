@@ -37,7 +37,7 @@ SPECS = load_variables()
 
 def gateway(backend: ScriptedBackend, **overrides) -> LLMGateway:
     return open_gateway(LLMConfig(**({"model": "scripted-model", "max_retries": 0, "max_reasks": 0} | overrides)),
-                      backend=backend)
+                        backend=backend)
 
 
 def run(coro):
