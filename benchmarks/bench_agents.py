@@ -28,7 +28,9 @@ from pathlib import Path
 
 from trajonco.agents.results import PatientResult, Variant
 from trajonco.pipeline import PipelineConfig, run_patient
-from vista.shared.llm import Backend, ChatReply, ChatRequest, LLMConfig, LLMGateway, build_backend
+from vista.shared.llm import LLMConfig, open_gateway
+from vista.shared.llm.backend import Backend, ChatReply, ChatRequest
+from vista.shared.llm.gateway import build_backend
 from vista.shared.meds.reader import MedsDataset
 from vista.shared.records import CodeCatalog, PatientRecord
 from vista.shared.synth import SynthConfig, generate
@@ -104,7 +106,7 @@ class RunFigures:
 async def run_all(patients: Sequence[ShortPatient], catalog: CodeCatalog, config: PipelineConfig, llm: LLMConfig,
                   *, concurrent: bool) -> RunFigures:
     backend = TimedBackend(build_backend(llm))
-    async with LLMGateway(llm, backend=backend) as gateway:
+    async with open_gateway(llm, backend=backend) as gateway:
         started = time.perf_counter()
         if concurrent:
             results = list(await asyncio.gather(*(

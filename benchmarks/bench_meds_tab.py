@@ -35,7 +35,6 @@ file's stem) and puts it in its paired section against every baseline. CPU: each
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import subprocess
 import sys

@@ -33,7 +33,6 @@ import argparse
 import asyncio
 import dataclasses
 import datetime as dt
-import json
 import re
 import resource
 import statistics
@@ -47,15 +46,15 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from vista.evaluation.bootstrap import patient_interval
+from vista.shared.bootstrap import patient_interval
 from vista.graph import GraphStore
 from vista.graph.build import build_graph
-from vista.query.bridge import answer_question, format_value
+from vista.query.bridge import answer_question
 from vista.query.entry import PatientEntry, open_entry
 from vista.query.execute import run_plan
 from vista.query.plan import Plan
 from vista.shared.meds.reader import MedsDataset
-from vista.shared.records import Event, PatientRecord
+from vista.shared.records import PatientRecord
 from vista.shared.synth import SynthConfig, generate
 from vista.shared.synth.catalog import PROCEDURES
 from vista.shared.synth.ground_truth import OncologyRecord
@@ -225,11 +224,11 @@ async def model_outcomes(store: Path, questions: list[Question], llm_items: list
     """The bridge, `vista ask` (patients with a timeline) and BM25 RAG, each through one gateway."""
     from vista.query import QueryConfig, ask
     from vista.query.state import load_graph, open_graph_store
-    from vista.shared.llm import LLMConfig, LLMGateway
+    from vista.shared.llm import LLMConfig, open_gateway
     from vista.toa import TimelineStore
 
     out: list[Outcome] = []
-    async with LLMGateway(LLMConfig.from_cli(llm_items)) as gateway:
+    async with open_gateway(LLMConfig.from_cli(llm_items)) as gateway:
         await gateway.discover_context_tokens()
         timelines = {}
         for sid in sorted(ask_patients):

@@ -54,7 +54,7 @@ from vista.serve.app import templates
 from vista.serve.cohort import Cohort, StoreManifest
 from vista.serve.patient import patient_page
 from vista.serve.urls import ServerUrls
-from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, open_gateway
 from vista.shared.records import CodeCatalog, CodeInfo, Event, PatientRecord
 from vista.shared.testing.scripted import ScriptedBackend
 from vista.toa import ExtractionStats, PatientTimeline, TimelineEvent, TimelineStore, load_profile, synthesize_episodes
@@ -127,7 +127,7 @@ def build_patient_store(root: Path, nodes: int) -> int:
     TimelineStore(root).save(timeline)
 
     async def display():
-        gateway = LLMGateway(LLMConfig(model="gpt-4.1-mini", max_retries=0), backend=ScriptedBackend(scripted))
+        gateway = open_gateway(LLMConfig(model="gpt-4.1-mini", max_retries=0), backend=ScriptedBackend(scripted))
         async with gateway:
             await DisplayStore(root).build(graph, timeline, gateway)
 
@@ -211,7 +211,7 @@ def bench_cohort(root: Path, patients: int, with_display: int, repeats: int) -> 
     TimelineStore(root).save(timeline)
 
     async def display():
-        gateway = LLMGateway(LLMConfig(model="gpt-4.1-mini", max_retries=0), backend=ScriptedBackend(scripted))
+        gateway = open_gateway(LLMConfig(model="gpt-4.1-mini", max_retries=0), backend=ScriptedBackend(scripted))
         async with gateway:
             return (await DisplayStore(root).build(graph, timeline, gateway))[0]
 

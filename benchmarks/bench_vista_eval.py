@@ -33,7 +33,7 @@ from rich.console import Console
 from vista.display import DisplayConfig, TumorBoardDisplay, build_display, load_variables
 from vista.evaluation import EvaluationReport, TruthCase, evaluate, load_oncology_truths
 from vista.graph import PatientGraph, build_graph
-from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, LLMGateway, open_gateway
 from vista.shared.meds.reader import MedsDataset
 from vista.shared.records import PatientRecord
 from vista.rag import RagConfig, build_index, generate_rag_display, query_text
@@ -186,8 +186,8 @@ async def main_async(args: argparse.Namespace) -> None:
     print(f"retrieval (bm25s, chunk {rag_config.chunk_size} {rag_config.chunk_unit}, overlap {rag_config.overlap}, "
           f"top-k {rag_config.top_k}, stemmer {rag_config.stemmer}):")
     retrieval_speed(cases, rag_config)
-    async with LLMGateway(writer_cfg, job_id="bench-vista-eval") as writer:
-        judge = writer if judge_cfg == writer_cfg else LLMGateway(judge_cfg, job_id="bench-vista-eval-judge")
+    async with open_gateway(writer_cfg, job_id="bench-vista-eval") as writer:
+        judge = writer if judge_cfg == writer_cfg else open_gateway(judge_cfg, job_id="bench-vista-eval-judge")
         try:
             print(f"display LLM: {writer_cfg.model} ({writer.backend.name}); judge LLM: {judge_cfg.model} "
                   f"({judge.backend.name})")

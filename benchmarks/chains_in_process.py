@@ -29,9 +29,8 @@ async def run_chains(labels: Path, dataset: Path, base_url: str, *, in_flight: i
     """Every labelled patient's chain, all started at once (the gateway serves the longest chains first)."""
     from trajonco.pipeline import run_patient
     from trajonco.pipeline_config import PipelineConfig
-    from vista.shared.llm import LLMConfig, LLMGateway
+    from vista.shared.llm import LLMConfig, open_gateway
     from vista.shared.llm.remote import JobGateway
-    from vista.shared.llm.task_usage import NullLedger
     from vista.shared.meds.patient_loader import PatientLoader
     from vista.shared.records import PatientRecord
 
@@ -42,7 +41,7 @@ async def run_chains(labels: Path, dataset: Path, base_url: str, *, in_flight: i
     llm = LLMConfig(backend="openai", base_url=base_url, model="synthetic", context_tokens=context_tokens,
                     max_concurrency=in_flight, cache_dir=cache_dir)
     config = PipelineConfig(chunk_tokens=chunk_tokens)
-    gateway = JobGateway(LLMGateway(llm, job_id="chains-in-process", ledger=NullLedger(), warn_unpriced=False))
+    gateway = JobGateway(open_gateway(llm, job_id="chains-in-process", per_task_usage=True))
     await gateway.discover_context_tokens()
     started = time.perf_counter()
 

@@ -1,9 +1,9 @@
-"""The job's one LLM budget as a Ray actor: wiring only. The logic (`vista.shared.llm.shared_budget`: the
-`BudgetService` around a `vista.shared.llm.budget.RequestBudget` and its circuit breaker, the batching `RemoteBudget`
-client with kept grants) knows nothing of Ray; this module runs the service in a named async actor
-(`LLMBudgetActor`), reaches it from the actors (`RayBudgetTransport`, `job_llm_gateway`) and holds the driver's
-handle (`JobBudget`): the limits ``--in-flight``, ``--requests-per-second`` and ``--tokens-per-minute`` hold for
-the whole job, across nodes, and a tripped breaker ends the job in one line (`JobBudget.guard`).
+"""The job's one LLM budget as a Ray actor: wiring only. The logic (the LLM package's private flow control, reached
+through its one door for jobs, `vista.shared.llm.job_flow`: the `BudgetService` around a request budget and its
+circuit breaker, the batching `RemoteBudget` client with kept grants) knows nothing of Ray; this module runs the
+service in a named async actor (`LLMBudgetActor`), reaches it from the actors (`RayBudgetTransport`,
+`job_llm_gateway`) and holds the driver's handle (`JobBudget`): the limits ``--in-flight``,
+``--requests-per-second`` and ``--tokens-per-minute`` hold for the whole job, across nodes, and a tripped breaker ends the job in one line (`JobBudget.guard`).
 
 Wiring: the driver starts the budget (`JobBudget.start`) after connecting to Ray and hands `JobBudget.ref` (a small
 `BudgetRef`) to the actors; an actor builds its gateway with `job_llm_gateway(llm, job_id, ref)`. The budget is
@@ -18,14 +18,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from vista.shared.llm import LLMConfig, LLMGateway
-from vista.shared.llm.breaker import BreakerPolicy
-from vista.shared.llm.budget import BudgetLimits, BudgetStats
+from vista.shared.llm import LLMConfig, LLMGateway, open_gateway
 from vista.shared.llm.endpoint_check import endpoint_of
 from vista.shared.llm.errors import LLMEndpointFailure
+from vista.shared.llm.job_flow import (
+    BreakerPolicy,
+    BudgetGone,
+    BudgetLimits,
+    BudgetReply,
+    BudgetService,
+    BudgetStats,
+    RemoteBudget,
+    Reports,
+    budget_limits,
+)
 from vista.shared.llm.prices import PriceTable
-from vista.shared.llm.shared_budget import BudgetGone, BudgetReply, BudgetService, RemoteBudget, Reports, budget_limits
-from vista.shared.llm.task_usage import NullLedger
 from vista.shared.runs.progress import LiveFigures
 
 log = logging.getLogger(__name__)
@@ -51,11 +58,11 @@ class BudgetRef:
 
 
 class LLMBudgetActor(BudgetService):
-    """The Ray actor holding the job's `vista.shared.llm.shared_budget.BudgetService` (async: one event loop)."""
+    """The Ray actor holding the job's `vista.shared.llm._shared_budget.BudgetService` (async: one event loop)."""
 
 
 class RayBudgetTransport:
-    """`vista.shared.llm.shared_budget.BudgetTransport` over the budget actor's handle (a lost actor is `BudgetGone`)."""
+    """`vista.shared.llm._shared_budget.BudgetTransport` over the budget actor's handle (a lost actor is `BudgetGone`)."""
 
     def __init__(self, handle):
         self.handle = handle
@@ -84,7 +91,7 @@ def job_llm_gateway(llm: LLMConfig, *, job_id: str | None, budget: BudgetRef | N
 
         handle = ray.get_actor(budget.name, namespace=budget.namespace)
         limiter = RemoteBudget(RayBudgetTransport(handle), name=budget.name, wants_tokens=budget.wants_tokens)
-    return LLMGateway(llm, job_id=job_id, ledger=NullLedger(), limiter=limiter, warn_unpriced=False)
+    return open_gateway(llm, job_id=job_id, shared_budget=limiter, per_task_usage=True)
 
 
 class JobBudget:

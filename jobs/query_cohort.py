@@ -119,11 +119,11 @@ class QueryCohortJob(CohortJob):
         from vista.query.bridge import PlanDraft, check_question, plan_from_draft, plan_messages
         from vista.query.entry import open_entry
         from vista.query.errors import PlanError
-        from vista.shared.llm import LLMGateway
+        from vista.shared.llm import open_gateway
 
         first = self.subjects[0]
         question = check_question(question, first)
-        async with LLMGateway(llm_config(self.args)) as gateway:
+        async with open_gateway(llm_config(self.args)) as gateway:
             result = await gateway.complete(plan_messages(question, open_entry(self.args.store, first)), PlanDraft,
                                             agent="query_plan", max_tokens=160)
         if not result.ok or not result.output.expressible:

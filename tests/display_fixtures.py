@@ -7,7 +7,7 @@ import datetime as dt
 import json
 
 from toa_fixtures import toa_graph
-from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, LLMGateway, open_gateway
 from vista.shared.llm.backend import ChatRequest
 from vista.toa import ExtractionStats, PatientTimeline, TimelineEvent, load_profile, synthesize_episodes
 from vista.toa.refs import graph_version, ref_fingerprints
@@ -58,4 +58,4 @@ def fake_display_model(*, refs=("t2", "t99"), summary_refs=("t5", "t42")):
 
 
 def gateway_for(backend, **overrides) -> LLMGateway:
-    return LLMGateway(LLMConfig(**({"model": "gpt-4.1-mini", "max_retries": 0} | overrides)), backend=backend)
+    return open_gateway(LLMConfig(**({"model": "gpt-4.1-mini", "max_retries": 0} | overrides)), backend=backend)

@@ -15,7 +15,8 @@ from trajonco.agents.context_fit import ContextFitError
 from trajonco.agents.results import Variant
 from trajonco.any_cancer import run_any_cancer
 from trajonco.pipeline import PipelineConfig, run_patient
-from vista.shared.llm import ChatRequest, LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, open_gateway
+from vista.shared.llm.backend import ChatRequest
 from vista.shared.testing.scripted import Delayed, ScriptedBackend
 from vista.shared.timeline import parse_timeline, render_timeline
 
@@ -81,7 +82,7 @@ def run(script: Script, config: PipelineConfig, record=None, *, max_concurrency:
         llm = LLMConfig(max_reasks=max_reasks, max_retries=0, cache_dir=cache_dir, max_concurrency=max_concurrency,
                         max_tokens=max_tokens)
         backend = ScriptedBackend(script, context_window=context_window)
-        async with LLMGateway(llm, backend=backend) as gateway:
+        async with open_gateway(llm, backend=backend) as gateway:
             result = await run_patient(record or lung_patient(n_visits=12), CATALOG, gateway, config, prediction_time=PREDICTION)
             return result, backend
     return asyncio.run(go())
@@ -318,7 +319,7 @@ def test_any_cancer_takes_the_max_over_cancers_and_names_the_strongest():
 
     async def go():
         backend = ScriptedBackend(script)
-        async with LLMGateway(LLMConfig(max_reasks=0, max_retries=0), backend=backend) as gateway:
+        async with open_gateway(LLMConfig(max_reasks=0, max_retries=0), backend=backend) as gateway:
             return await run_any_cancer(lung_patient(n_visits=4), CATALOG, gateway,
                                         PipelineConfig(chunk_tokens=2000, any_cancer_mode="max"),
                                         prediction_time=PREDICTION)
@@ -341,7 +342,7 @@ def test_any_cancer_ties_go_to_catalog_order_and_failures_are_kept():
     script = Script(worker=worker_answer, manager=manager)
 
     async def go():
-        async with LLMGateway(LLMConfig(max_reasks=0, max_retries=0), backend=ScriptedBackend(script)) as gateway:
+        async with open_gateway(LLMConfig(max_reasks=0, max_retries=0), backend=ScriptedBackend(script)) as gateway:
             return await run_any_cancer(lung_patient(n_visits=4), CATALOG, gateway,
                                         PipelineConfig(chunk_tokens=2000, any_cancer_mode="max"),
                                         prediction_time=PREDICTION)

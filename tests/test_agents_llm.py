@@ -13,7 +13,7 @@ from test_agents_chain import PREDICTION
 from test_agents_patients import CATALOG, lung_patient
 from trajonco.agents.results import Variant
 from trajonco.pipeline import PipelineConfig, run_patient
-from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, open_gateway
 from vista.shared.timeline import render_timeline
 
 pytestmark = pytest.mark.llm
@@ -25,7 +25,7 @@ def test_one_and_two_stage_chains_on_the_embedded_model(tmp_path):
     timeline_ids = set(render_timeline(record, CATALOG, PREDICTION).event_ids())
 
     async def go():
-        async with LLMGateway(LLMConfig(cache_dir=tmp_path, timeout_s=300, max_tokens=ANSWER_TOKENS)) as gateway:
+        async with open_gateway(LLMConfig(cache_dir=tmp_path, timeout_s=300, max_tokens=ANSWER_TOKENS)) as gateway:
             results = []
             for variant in (Variant.ONE_STAGE, Variant.TWO_STAGE):
                 config = PipelineConfig(variant=variant, chunk_tokens=350)
@@ -57,7 +57,7 @@ def test_any_cancer_chain_on_the_embedded_model_names_a_possible_cancer(tmp_path
     record = lung_patient(n_visits=3)
 
     async def go():
-        async with LLMGateway(LLMConfig(cache_dir=tmp_path, timeout_s=300, max_tokens=ANSWER_TOKENS)) as gateway:
+        async with open_gateway(LLMConfig(cache_dir=tmp_path, timeout_s=300, max_tokens=ANSWER_TOKENS)) as gateway:
             return await run_any_cancer(record, CATALOG, gateway, PipelineConfig(chunk_tokens=700),
                                         prediction_time=PREDICTION)
 

@@ -11,7 +11,7 @@ from trajonco.agents.results import AnyCancerResult, Variant
 from trajonco.cancers import applicable_cancers
 from trajonco.any_cancer import run_any_cancer
 from trajonco.pipeline import PipelineConfig, run_sync
-from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, open_gateway
 from vista.shared.testing.scripted import ScriptedBackend
 
 
@@ -23,7 +23,7 @@ def naming(cancer: str, score: int = 6):
 
 def run(script: Script, config: PipelineConfig, **llm):
     async def go():
-        async with LLMGateway(LLMConfig(max_retries=0, **llm), backend=ScriptedBackend(script)) as gateway:
+        async with open_gateway(LLMConfig(max_retries=0, **llm), backend=ScriptedBackend(script)) as gateway:
             return await run_any_cancer(lung_patient(n_visits=8), CATALOG, gateway, config, prediction_time=PREDICTION)
     return asyncio.run(go())
 

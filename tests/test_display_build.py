@@ -19,7 +19,8 @@ from vista.display import (
     load_variables,
 )
 from vista.display.generate import VARIABLES_AGENT, plan_groups
-from vista.shared.llm import BackendError, ErrorKind, LLMCallError, LLMCallFailed
+from vista.shared.llm import ErrorKind, LLMCallFailed
+from vista.shared.llm.errors import BackendError, LLMCallError
 from vista.shared.testing.scripted import Delayed, ScriptedBackend
 
 SPECS = load_variables()

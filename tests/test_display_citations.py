@@ -13,7 +13,7 @@ from vista.display import STRUCTURED_VARIABLES, TumorBoardDisplay, VariableValue
 from vista.display.render import citation_summary, display_markdown
 from vista.evaluation import evaluate
 from vista.evaluation.expected import EXAMPLE_TRUTH, expected_values
-from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, open_gateway
 from vista.shared.testing.scripted import ScriptedBackend
 from vista.rag import RagConfig, generate_rag_display
 from vista.shared.synth.ground_truth import OncologyRecord
@@ -89,7 +89,7 @@ def test_a_rag_value_citing_no_shown_passage_is_not_found_too():
         return json.dumps({k: {"value": f"{k} value", "source_refs": shown[:1] if k == "histology" else ["e999"]}
                            for k in keys})
 
-    gateway = LLMGateway(LLMConfig(model="m", max_retries=0, max_reasks=0), backend=ScriptedBackend(script))
+    gateway = open_gateway(LLMConfig(model="m", max_retries=0, max_reasks=0), backend=ScriptedBackend(script))
     display = asyncio.run(generate_rag_display(graph, gateway, RagConfig(chunk_size=200, chunk_unit="chars",
                                                                          overlap=0))).display
     assert display.value_of("histology").origin == "llm"
@@ -112,7 +112,7 @@ def test_the_evaluation_scores_an_uncited_answer_as_not_found_and_counts_it():
                             error="no id of the timeline cited; shown as Not found")
     legacy = VariableValue(key="diagnosis_date", value=right, origin="llm")  # a display stored before the rule
     cited = VariableValue(key="diagnosis_date", value=right, origin="llm", timeline_refs=("t2",), source_refs=("e11",))
-    judge = LLMGateway(LLMConfig(model="judge", max_retries=0), backend=ScriptedBackend(
+    judge = open_gateway(LLMConfig(model="judge", max_retries=0), backend=ScriptedBackend(
         lambda request: json.dumps({"score": 2, "rationale": "scripted"})))
     scores = {}
     for name, value in (("uncited", uncited), ("legacy", legacy), ("cited", cited)):

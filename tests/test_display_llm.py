@@ -14,7 +14,7 @@ from display_fixtures import toa_timeline
 from toa_fixtures import toa_graph
 from vista.display import DisplayConfig, DisplayStore, TumorBoardDisplay, generate_display, load_variables
 from vista.display.generate import plan_groups, variables_view
-from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, open_gateway
 from vista.shared.llm.config import EMBEDDED_MODEL_NAME
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
@@ -27,7 +27,7 @@ def test_real_model_fills_every_variable_with_checked_citations(tmp_path):
     store = DisplayStore(tmp_path)
 
     async def go():
-        async with LLMGateway(LLMConfig(max_reasks=1, max_retries=0, timeout_s=600)) as gateway:
+        async with open_gateway(LLMConfig(max_reasks=1, max_retries=0, timeout_s=600)) as gateway:
             first = await store.build(graph, timeline, gateway, config)
             second = await store.build(graph, timeline, gateway, config)
             return gateway, first, second
@@ -67,7 +67,7 @@ def test_a_long_timeline_is_fitted_to_the_embedded_models_context_window(tmp_pat
 
     async def go():
         settings = LLMConfig(max_reasks=0, max_retries=0, timeout_s=900, max_tokens=256, n_ctx=WINDOW)
-        async with LLMGateway(settings) as gateway:
+        async with open_gateway(settings) as gateway:
             view = variables_view(long_timeline(), plan_groups(load_variables(variables), config.group_size),
                                   gateway, config)
             built = await generate_display(toa_graph(), long_timeline(), gateway, config)

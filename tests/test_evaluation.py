@@ -29,7 +29,8 @@ from vista.evaluation import (
     split_sites,
 )
 from vista.evaluation.expected import EXAMPLE_TRUTH, RULES
-from vista.shared.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
+from vista.shared.llm import ErrorKind, LLMConfig, LLMGateway, open_gateway
+from vista.shared.llm.errors import BackendError
 from vista.shared.testing.scripted import ScriptedBackend
 from vista.shared.records import Demographics
 from vista.shared.synth.ground_truth import OncologyRecord
@@ -178,7 +179,7 @@ def fair_judge(request):
 
 
 def judge_gateway(script, model: str = "judge-model") -> LLMGateway:
-    return LLMGateway(LLMConfig(model=model, max_retries=0, max_reasks=0), backend=ScriptedBackend(script))
+    return open_gateway(LLMConfig(model=model, max_retries=0, max_reasks=0), backend=ScriptedBackend(script))
 
 
 def display(subject_id: int, method: str, answers: dict[str, str], failed: set[str] = frozenset(),

@@ -23,7 +23,7 @@ from vista.evaluation import (
 )
 from vista.evaluation.expected import EXAMPLE_TRUTH
 from vista.evaluation.options import judge_config
-from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, LLMGateway, open_gateway
 from vista.shared.testing.scripted import ScriptedBackend
 from vista.shared.records import Demographics
 from vista.shared.synth.ground_truth import OncologyRecord
@@ -49,7 +49,7 @@ def fair_judge(request):
 
 
 def judge(model: str = "judge-model") -> LLMGateway:
-    return LLMGateway(LLMConfig(model=model, max_retries=0, max_reasks=0), backend=ScriptedBackend(fair_judge))
+    return open_gateway(LLMConfig(model=model, max_retries=0, max_reasks=0), backend=ScriptedBackend(fair_judge))
 
 
 def display(subject_id: int, answers: dict[str, str], model: str = "writer-model", method: str = "vista"):

@@ -22,7 +22,7 @@ from trajonco.judge.prompts import candidate_text
 from trajonco.judge.runs import Candidate
 from trajonco.pipeline import PipelineConfig, run_patient
 from trajonco.prediction_rows import RowContext, row_from_result, rows_to_table
-from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, open_gateway
 from vista.shared.testing.scripted import ScriptedBackend
 from vista.shared.llm.task_usage import TaskUsage
 from vista.shared.meds.task_key import TaskKey
@@ -51,7 +51,7 @@ def manager(request, n):
 def assess(prediction_time: datetime):
     async def go():
         backend = ScriptedBackend(Script(worker=worker_answer, manager=manager), context_window=128_000)
-        async with LLMGateway(LLMConfig(max_reasks=0, max_retries=0), backend=backend) as gateway:
+        async with open_gateway(LLMConfig(max_reasks=0, max_retries=0), backend=backend) as gateway:
             return await run_patient(born_2065_patient(), CATALOG, gateway, PipelineConfig(chunk_tokens=4000),
                                      prediction_time=prediction_time)
     return asyncio.run(go())

@@ -21,7 +21,7 @@ from trajonco.fitting import (
     model_output_tokens,
 )
 from trajonco.pipeline import PipelineConfig, run_patient
-from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, open_gateway
 from vista.shared.testing.scripted import ScriptedBackend
 
 CONFIG = PipelineConfig()
@@ -85,7 +85,7 @@ def test_small_contexts_keep_the_compact_bounds_fitted_to_the_settings_max_token
 
 def test_gateway_facts_use_the_models_encoding_and_reasoning_field():
     async def go(llm):
-        async with LLMGateway(llm, backend=ScriptedBackend([], context_window=128_000)) as gateway:
+        async with open_gateway(llm, backend=ScriptedBackend([], context_window=128_000)) as gateway:
             return await gateway_facts(gateway, CONFIG)
     facts = asyncio.run(go(LLMConfig(model="gpt-4.1-mini", max_tokens_field="max_completion_tokens")))
     assert facts.encoding == "o200k_base" and facts.reasoning and facts.context_tokens == 128_000
@@ -97,7 +97,7 @@ def test_every_call_asks_for_its_agents_max_tokens():
 
     async def go():
         backend = ScriptedBackend(script, context_window=128_000)
-        async with LLMGateway(LLMConfig(model="gpt-4o", max_retries=0), backend=backend) as gateway:
+        async with open_gateway(LLMConfig(model="gpt-4o", max_retries=0), backend=backend) as gateway:
             config = PipelineConfig(variant="two_stage", chunk_tokens=500)
             return await run_patient(lung_patient(n_visits=12), CATALOG, gateway, config, prediction_time=PREDICTION)
 

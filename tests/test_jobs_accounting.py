@@ -1,5 +1,5 @@
 """The run summary's LLM accounting without Ray: the budget's ledger (the `RequestBudget` the job's budget actor
-holds, fed by a real `LLMGateway`) against the rows an output kept, and where the cache hits came from.
+holds, fed by a real gateway) against the rows an output kept, and where the cache hits came from.
 
 The defect: after a node was lost, the summary summed the rows (1.57 M tokens) while the budget had counted 2.42 M —
 the lost patients ran again from the response cache, so their new rows show 0 tokens for answers that were paid.
@@ -22,9 +22,9 @@ from vista.shared.runs.parts import PartWriter, run_llm_rows
 from vista.shared.runs.summary import RunSummary
 from vista.shared.meds.task_key import TaskKey
 from trajonco.prediction_rows import PART_SCHEMA, RowContext, part_record, row_from_failure
-from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, open_gateway
 from vista.shared.llm.backend import ChatReply, ChatRequest
-from vista.shared.llm.budget import BudgetLimits, RequestBudget
+from vista.shared.llm._budget import BudgetLimits, RequestBudget
 from vista.shared.testing.scripted import ScriptedBackend
 from vista.shared.llm.task_usage import usage_scope
 
@@ -89,7 +89,7 @@ def _run(out: Path, cache_dir: Path | None, *, lose: set[int] = frozenset(), end
     llm = _config(cache_dir)
 
     async def go():
-        async with LLMGateway(llm, backend=ScriptedBackend(endpoint), limiter=ledger) as inner:
+        async with open_gateway(llm, backend=ScriptedBackend(endpoint), shared_budget=ledger) as inner:
             gateway = JobGateway(inner)  # what an actor's pipeline calls: usage counted per task
             for subject in (1, 2, 3):
                 usage = await _patient(gateway, subject)

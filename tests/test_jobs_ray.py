@@ -251,7 +251,7 @@ def test_an_actor_killed_mid_run_is_replaced_and_its_batch_resumed(cohort, llm, 
 def test_two_stage_sends_chunk_filters_to_the_preprocessor_pool(cohort, llm, ray_session, tmp_path):
     from jobs import predict
     from trajonco.pipeline import PipelineConfig, run_patient
-    from vista.shared.llm import LLMConfig, LLMGateway
+    from vista.shared.llm import LLMConfig, open_gateway
     from vista.shared.meds.reader import MedsDataset
 
     out = tmp_path / "two_stage"
@@ -273,7 +273,7 @@ def test_two_stage_sends_chunk_filters_to_the_preprocessor_pool(cohort, llm, ray
         record = dataset.load_patients([row["subject_id"]])[row["subject_id"]]
 
         async def in_process(record=record, when=row["prediction_time"]):
-            gateway = LLMGateway(LLMConfig(backend="openai", base_url=llm.base_url, model="synthetic"))
+            gateway = open_gateway(LLMConfig(backend="openai", base_url=llm.base_url, model="synthetic"))
             return await run_patient(record, dataset.code_catalog(), gateway, config, prediction_time=when)
 
         local = asyncio.run(in_process())

@@ -36,7 +36,8 @@ from trajonco.prediction_rows import (
     row_from_result,
     rows_to_table,
 )
-from vista.shared.llm import LLMConfig, LLMGateway, response_schema
+from vista.shared.llm import LLMConfig, LLMGateway, open_gateway
+from vista.shared.llm.schema import response_schema
 from vista.shared.testing.scripted import ScriptedBackend
 from vista.shared.testing.synthetic_server import SchemaAnswerer, synthetic_content
 from vista.shared.llm.task_usage import TaskUsage, usage_scope
@@ -123,8 +124,8 @@ def synthetic_backend() -> ScriptedBackend:
 
 
 def gateway(backend: ScriptedBackend | None = None, **config) -> LLMGateway:
-    return LLMGateway(LLMConfig(backend="openai", base_url="http://unused", model="synthetic", **config),
-                      backend=backend or synthetic_backend())
+    return open_gateway(LLMConfig(backend="openai", base_url="http://unused", model="synthetic", **config),
+                        backend=backend or synthetic_backend())
 
 
 def test_synthetic_answers_validate_against_every_agent_model():
@@ -404,7 +405,7 @@ def test_any_cancer_row_keeps_the_strongest_cancer_and_every_score():
 
 def test_llm_settings_that_cannot_work_fail_on_the_driver(tmp_path, monkeypatch):
     from vista.shared.llm.endpoint_check import check_llm
-    from vista.shared.llm import LLMConfigError
+    from vista.shared.llm.errors import LLMConfigError
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(LLMConfigError, match="needs an API key"):

@@ -14,7 +14,8 @@ from trajonco.judge import RUBRIC_KEYS, JudgeReport, compare_runs, load_run, pai
 from trajonco.judge.runs import RunFileError
 from trajonco.judge.stats import cohen_kappa
 from trajonco.prediction_files import read_predictions
-from vista.shared.llm import ChatRequest, LLMConfig
+from vista.shared.llm import LLMConfig
+from vista.shared.llm.backend import ChatRequest
 from vista.shared.testing.scripted import ScriptedBackend
 
 PATIENTS = (1, 2, 3, 4, 5, 6)

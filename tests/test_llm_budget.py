@@ -10,12 +10,14 @@ import pytest
 
 from llm_models import Risk
 from vista.shared.testing.clocks import FakeClock, LoopClock, run_virtual
-from vista.shared.llm import BackendError, ChatReply, ErrorKind, LLMConfig, LLMGateway, user
+from vista.shared.llm import ErrorKind, LLMConfig, LLMGateway, user
+from vista.shared.llm.backend import ChatReply
+from vista.shared.llm.errors import BackendError
 from vista.shared.testing.scripted import ScriptedBackend
 from vista.shared.testing.scripted import Delayed
-from vista.shared.llm.breaker import AttemptReport, BreakerPolicy, CircuitBreaker
-from vista.shared.llm.budget import BudgetLimits, BudgetStats, Refusal, RequestBudget, WindowPolicy
-from vista.shared.llm.shared_budget import BudgetService, RemoteBudget
+from vista.shared.llm._breaker import AttemptReport, BreakerPolicy, CircuitBreaker
+from vista.shared.llm._budget import BudgetLimits, BudgetStats, Refusal, RequestBudget, WindowPolicy
+from vista.shared.llm._shared_budget import BudgetService, RemoteBudget
 from vista.shared.llm.cache import ResponseCache
 from vista.shared.llm.errors import LLMConfigError, LLMEndpointFailure
 
@@ -721,7 +723,7 @@ def test_synthetic_server_rejects_unknown_models_and_records_arrivals(server):
     async def go(model):
         backend = OpenAIBackend(base_url=server.base_url, api_key="k", model=model)
         try:
-            from vista.shared.llm import ChatRequest
+            from vista.shared.llm.backend import ChatRequest
 
             return await backend.complete(ChatRequest(messages=(user("hi"),), model=model, max_tokens=10, timeout_s=10))
         finally:

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from jobs.llm_budget import JobBudget
-from vista.shared.llm.shared_budget import budget_limits
+from vista.shared.llm._shared_budget import budget_limits
 from vista.shared.testing.synthetic_server import RateLimitBurst, SyntheticLLMServer
 from vista.shared.llm import LLMConfig
 

@@ -10,7 +10,8 @@ import multiprocessing
 import pytest
 
 from llm_models import Risk, WorkerAnswer
-from vista.shared.llm import BackendError, ErrorKind, LLMConfig, LLMGateway, user
+from vista.shared.llm import ErrorKind, LLMConfig, LLMGateway, user
+from vista.shared.llm.errors import BackendError
 from vista.shared.testing.scripted import ScriptedBackend
 from vista.shared.llm.cache import CachedAnswer, ResponseCache
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from vista.shared.llm import BackendError, ChatRequest, ErrorKind, user
+from vista.shared.llm import ErrorKind, user
+from vista.shared.llm.backend import ChatRequest
+from vista.shared.llm.errors import BackendError
 from vista.shared.llm.embedded import EmbeddedBackend, EmbeddedSettings, compact_json_grammar, default_model_path, default_threads
 from vista.shared.llm.errors import LLMConfigError
 

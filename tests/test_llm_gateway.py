@@ -10,19 +10,10 @@ import pytest
 from llm_models import Risk, WorkerAnswer
 from vista.shared.testing.clocks import FakeClock
 from vista.shared.testing.scripted import Delayed, ScriptedBackend
-from vista.shared.llm import (
-    BackendError,
-    ChatReply,
-    ErrorKind,
-    LLMCallFailed,
-    LLMConfig,
-    LLMGateway,
-    Message,
-    PriceTable,
-    SyncLLMGateway,
-    system,
-    user,
-)
+from vista.shared.llm import ErrorKind, LLMCallFailed, LLMConfig, LLMGateway, Message, SyncLLMGateway, system, user
+from vista.shared.llm.backend import ChatReply
+from vista.shared.llm.errors import BackendError
+from vista.shared.llm.prices import PriceTable
 from vista.shared.llm.errors import SchemaError
 from vista.shared.llm.prices import ModelPrice
 
@@ -328,7 +319,7 @@ def test_usage_and_cost_aggregate_per_agent_patient_and_job(tmp_path):
     # round trips
     gateway.ledger.to_parquet(tmp_path / "usage.parquet")
     gateway.ledger.to_json(tmp_path / "usage.json")
-    from vista.shared.llm import UsageLedger
+    from vista.shared.llm.usage import UsageLedger
 
     assert UsageLedger.from_parquet(tmp_path / "usage.parquet").records == gateway.ledger.records
     assert UsageLedger.from_json(tmp_path / "usage.json").records == gateway.ledger.records

@@ -11,7 +11,9 @@ from aiohttp import web
 
 from llm_models import Risk
 from vista.shared.testing.clocks import FakeClock
-from vista.shared.llm import BackendError, ChatRequest, ErrorKind, LLMConfig, LLMGateway, user
+from vista.shared.llm import ErrorKind, LLMConfig, LLMGateway, user
+from vista.shared.llm.backend import ChatRequest
+from vista.shared.llm.errors import BackendError
 from vista.shared.llm.errors import LLMConfigError
 from vista.shared.llm.openai_backend import OpenAIBackend
 

@@ -9,9 +9,11 @@ from datetime import datetime, timezone
 import pytest
 
 from vista.shared.testing.clocks import FakeClock
-from vista.shared.llm import CallRecord, Message, PriceTable, UsageLedger
+from vista.shared.llm import CallRecord, Message
+from vista.shared.llm.prices import PriceTable
+from vista.shared.llm.usage import UsageLedger
 from vista.shared.llm.errors import LLMConfigError
-from vista.shared.llm.pacing import Cooldown, TokenBucket
+from vista.shared.llm._pacing import Cooldown, TokenBucket
 from vista.shared.llm.retry import RetryPolicy, parse_retry_after, retry_after_from_headers
 from vista.shared.llm.usage import _POLARS_SCHEMA
 
@@ -106,7 +108,8 @@ def test_message_checks_its_fields():
 def test_records_results_and_errors_pickle_for_ray():
     import pickle
 
-    from vista.shared.llm import BackendError, ErrorKind, LLMCallError, LLMCallFailed, LLMResult
+    from vista.shared.llm import ErrorKind, LLMCallFailed, LLMResult
+    from vista.shared.llm.errors import BackendError, LLMCallError
     from vista.shared.llm.usage import utc_now
     from llm_models import Risk
 

@@ -8,10 +8,10 @@ import asyncio
 
 from llm_models import Risk
 from vista.shared.llm import LLMConfig, LLMGateway, user
-from vista.shared.llm.breaker import AttemptReport
-from vista.shared.llm.budget import BudgetLimits, RequestBudget
-from vista.shared.llm.priority import chain_calls, request_priority
-from vista.shared.llm.shared_budget import BudgetService, RemoteBudget
+from vista.shared.llm._breaker import AttemptReport
+from vista.shared.llm._budget import BudgetLimits, RequestBudget
+from vista.shared.llm._priority import chain_calls, request_priority
+from vista.shared.llm._shared_budget import BudgetService, RemoteBudget
 from vista.shared.testing.scripted import Delayed, ScriptedBackend
 
 OK = AttemptReport(answer_valid=True, tokens_used=10)

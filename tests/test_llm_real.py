@@ -8,7 +8,8 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from vista.shared.llm import ErrorKind, LLMConfig, LLMGateway, build_backend, system, user
+from vista.shared.llm import ErrorKind, LLMConfig, LLMGateway, system, user
+from vista.shared.llm.gateway import build_backend
 from vista.shared.llm.embedded import EmbeddedModel, EmbeddedSettings, default_model_path, default_threads
 from vista.shared.llm.errors import RETRYABLE_KINDS
 from vista.shared.testing.fault_proxy import FAULTS, FaultPlan, FaultProxy

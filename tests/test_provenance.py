@@ -19,7 +19,8 @@ from toa_fixtures import CATALOG, ROWS, toa_graph
 from vista.cli import main
 from vista.display import DisplayStore, display_markdown
 from vista.graph import GraphStore, build_graph
-from vista.shared.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
+from vista.shared.llm import ErrorKind, LLMConfig, LLMGateway, open_gateway
+from vista.shared.llm.errors import BackendError
 from vista.shared.testing.scripted import ScriptedBackend
 from vista.shared.llm.backend import ChatRequest
 from vista.query import answer_text, ask, load_state, load_timeline, timeline_text
@@ -48,7 +49,7 @@ def extractor(request: ChatRequest) -> str:
 
 
 def gateway(backend, **overrides) -> LLMGateway:
-    return LLMGateway(LLMConfig(**({"model": "gpt-4.1-mini", "max_retries": 0} | overrides)), backend=backend)
+    return open_gateway(LLMConfig(**({"model": "gpt-4.1-mini", "max_retries": 0} | overrides)), backend=backend)
 
 
 def record(rows=ROWS) -> PatientRecord:

@@ -12,7 +12,8 @@ import pytest
 
 from toa_fixtures import toa_graph
 from vista.toa.timeline_view import timeline_view
-from vista.shared.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
+from vista.shared.llm import ErrorKind, LLMConfig, open_gateway
+from vista.shared.llm.errors import BackendError
 from vista.shared.testing.scripted import ScriptedBackend
 from vista.shared.llm.backend import ChatRequest
 from vista.query import ContextTooLongError, QueryConfig, QueryError, ask, timeline_text
@@ -61,8 +62,8 @@ def scripted(answer: dict, verdict: dict | None = None, *, fail: str | None = No
 def run(backend, question="When did immunotherapy start?", *, verify=False, config=QueryConfig(), timeline=None,
         **llm):
     async def go():
-        gateway = LLMGateway(LLMConfig(**({"model": "gpt-4.1-mini", "max_retries": 0, "max_reasks": 0} | llm)),
-                             backend=backend)
+        gateway = open_gateway(LLMConfig(**({"model": "gpt-4.1-mini", "max_retries": 0, "max_reasks": 0} | llm)),
+                               backend=backend)
         return await ask(question, timeline or make_timeline(), toa_graph(), gateway, config, verify=verify)
     return asyncio.run(go())
 

@@ -22,10 +22,10 @@ from vista.query.entry import PatientEntry, open_entry
 from vista.query.errors import PlanError, UnknownNameError
 from vista.query.execute import run_plan
 from vista.query.plan import Plan, parse_plan
-from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, LLMGateway, open_gateway
 from vista.shared.meds.reader import MedsDataset
 from vista.shared.testing.scripted import ScriptedBackend
-from vista.toa import ExtractionStats, PatientTimeline, TimelineEvent, TimelineStore, load_profile, synthesize_episodes
+from vista.toa import ExtractionStats, PatientTimeline, TimelineEvent, load_profile, synthesize_episodes
 from vista.toa.refs import graph_version, ref_fingerprints
 
 HGB = "LOINC//718-7"
@@ -147,7 +147,7 @@ def test_episodes_by_line_and_drug_from_the_stored_timeline(tmp_path):
 
 
 def _gateway(replies: list[object]) -> LLMGateway:
-    return LLMGateway(LLMConfig(model="gpt-4.1-mini", max_retries=0, max_reasks=0), backend=ScriptedBackend(replies))
+    return open_gateway(LLMConfig(model="gpt-4.1-mini", max_retries=0, max_reasks=0), backend=ScriptedBackend(replies))
 
 
 def _draft(**fields) -> str:
@@ -230,7 +230,7 @@ def test_the_embedded_model_fills_the_plan_schema_under_its_grammar():
     entry = open_entry(store_root(), patient_with_most(HGB))
 
     async def go():
-        async with LLMGateway(LLMConfig()) as gateway:
+        async with open_gateway(LLMConfig()) as gateway:
             return await answer_question(entry, entry.subject_id, "What was the lowest hemoglobin?", gateway)
 
     answer = asyncio.run(go())

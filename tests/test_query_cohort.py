@@ -4,7 +4,6 @@ only the patients without a row."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import subprocess

@@ -12,7 +12,7 @@ import pytest
 
 from test_query import make_timeline
 from toa_fixtures import toa_graph
-from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, open_gateway
 from vista.shared.llm.config import EMBEDDED_MODEL_NAME
 from vista.query import QueryConfig, ask, verify_answer
 
@@ -24,7 +24,7 @@ def test_real_model_answers_with_checked_citations_and_verifies():
     config = QueryConfig(max_tokens=200, verify_max_tokens=200, answer_chars=160, explanation_chars=160, max_citations=4)
 
     async def go():
-        async with LLMGateway(LLMConfig(max_reasks=1, max_retries=0)) as gateway:
+        async with open_gateway(LLMConfig(max_reasks=1, max_retries=0)) as gateway:
             answer = await ask("When did pembrolizumab start?", timeline, graph, gateway, config, verify=True)
             # the model may cite nothing (then nothing is verified): run the verifier on a known citation as well
             verdict, record = await verify_answer("When did pembrolizumab start?", "It started on 2020-04-01.",

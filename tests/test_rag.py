@@ -12,7 +12,8 @@ from pydantic import ValidationError
 
 from toa_fixtures import toa_graph
 from vista.display import DEFAULT_GROUP_SIZE, DisplayConfig, STRUCTURED_VARIABLES, load_variables
-from vista.shared.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
+from vista.shared.llm import ErrorKind, LLMConfig, LLMGateway, open_gateway
+from vista.shared.llm.errors import BackendError
 from vista.shared.testing.scripted import ScriptedBackend
 from vista.rag import (
     RagConfig,
@@ -35,8 +36,8 @@ SPECS = load_variables()
 
 
 def gateway(backend: ScriptedBackend, **overrides) -> LLMGateway:
-    return LLMGateway(LLMConfig(**({"model": "scripted-model", "max_retries": 0, "max_reasks": 0} | overrides)),
-                      backend=backend)
+    return open_gateway(LLMConfig(**({"model": "scripted-model", "max_retries": 0, "max_reasks": 0} | overrides)),
+                        backend=backend)
 
 
 def run(coro):

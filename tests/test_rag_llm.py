@@ -12,7 +12,7 @@ import pytest
 
 from toa_fixtures import toa_graph
 from vista.display import STRUCTURED_VARIABLES, load_variables
-from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, open_gateway
 from vista.rag import RagConfig, generate_rag_display
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
@@ -25,7 +25,7 @@ def test_real_model_writes_a_rag_display_citing_only_graph_events():
     config = RagConfig(chunk_size=120, overlap=20, top_k=2, max_tokens=400)
 
     async def go():
-        async with LLMGateway(LLMConfig(max_reasks=1, max_retries=0)) as gateway:
+        async with open_gateway(LLMConfig(max_reasks=1, max_retries=0)) as gateway:
             return gateway, await generate_rag_display(graph, gateway, config, specs)
 
     gateway, build = asyncio.run(go())

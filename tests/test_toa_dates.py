@@ -9,7 +9,7 @@ import datetime as dt
 import json
 
 from toa_fixtures import toa_graph
-from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, open_gateway
 from vista.shared.testing.scripted import ScriptedBackend
 from vista.shared.llm.backend import ChatRequest
 from vista.toa import ChunkSize, TOAConfig, build_timeline
@@ -28,7 +28,7 @@ def build(first: list[dict], again: list[dict]):
         return json.dumps({"events": again if len(request.messages) == 4 else first})
 
     backend = ScriptedBackend(script)
-    gateway = LLMGateway(LLMConfig(model="gpt-4.1-mini", max_retries=0), backend=backend)
+    gateway = open_gateway(LLMConfig(model="gpt-4.1-mini", max_retries=0), backend=backend)
     return asyncio.run(build_timeline(toa_graph(), gateway, ONE_CHUNK)), backend
 
 
@@ -69,14 +69,15 @@ def test_the_window_is_the_unifiers_and_a_note_may_recount_an_earlier_event():
 
 
 def test_a_failed_reask_drops_the_event_with_the_reason():
-    from vista.shared.llm import BackendError, ErrorKind
+    from vista.shared.llm import ErrorKind
+    from vista.shared.llm.errors import BackendError
 
     def script(request: ChatRequest):
         if len(request.messages) == 4:
             return BackendError(ErrorKind.SERVER_ERROR, "down", status=500)
         return json.dumps({"events": [HISTOLOGY, LATE_DIAGNOSIS]})
 
-    gateway = LLMGateway(LLMConfig(model="gpt-4.1-mini", max_retries=0), backend=ScriptedBackend(script))
+    gateway = open_gateway(LLMConfig(model="gpt-4.1-mini", max_retries=0), backend=ScriptedBackend(script))
     timeline = asyncio.run(build_timeline(toa_graph(), gateway, ONE_CHUNK))
     (record,) = timeline.rejected
     assert record.reason.endswith("; re-ask failed: server_error") and timeline.stats.failed_chunks == 0

@@ -14,7 +14,7 @@ import pytest
 
 from graph_fixtures import synth_records, synth_root
 from vista.graph import build_graph
-from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, open_gateway
 from vista.toa import ChunkSize, TOAConfig, build_timeline, imaging_candidates, plan
 
 pytestmark = pytest.mark.llm
@@ -43,7 +43,7 @@ def test_real_model_builds_a_provenance_checked_timeline():
     assert 1 <= len(chunks) <= 3
 
     async def go():
-        async with LLMGateway(LLMConfig(max_reasks=1, max_retries=0)) as gateway:
+        async with open_gateway(LLMConfig(max_reasks=1, max_retries=0)) as gateway:
             return gateway, await build_timeline(graph, gateway, config)
 
     gateway, timeline = asyncio.run(go())

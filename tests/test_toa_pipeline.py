@@ -11,7 +11,8 @@ import re
 import pytest
 
 from toa_fixtures import toa_graph
-from vista.shared.llm import BackendError, ErrorKind, LLMConfig, LLMGateway
+from vista.shared.llm import ErrorKind, LLMConfig, LLMGateway, open_gateway
+from vista.shared.llm.errors import BackendError
 from vista.shared.testing.scripted import Delayed, ScriptedBackend
 from vista.shared.llm.backend import ChatRequest
 from vista.toa import ChunkSize, TimelineFileError, TimelineStore, TOAConfig, build_timeline, plan
@@ -60,7 +61,7 @@ def fake_extractor(*, skip_imaging_on: set[str] = frozenset(), bogus: bool = Tru
 
 
 def gateway_for(backend, **overrides) -> LLMGateway:
-    return LLMGateway(LLMConfig(**({"model": "gpt-4.1-mini", "max_retries": 0} | overrides)), backend=backend)
+    return open_gateway(LLMConfig(**({"model": "gpt-4.1-mini", "max_retries": 0} | overrides)), backend=backend)
 
 
 def build(config: TOAConfig, backend, **overrides):

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from toa_fixtures import CATALOG, ROWS
 from vista.graph import build_graph
-from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, open_gateway
 from vista.shared.testing.scripted import ScriptedBackend
 from vista.shared.llm.backend import ChatRequest
 from vista.shared.records import Event, PatientRecord
@@ -349,7 +349,7 @@ def _verifier(request: ChatRequest) -> str:
 
 def _net(graph):
     backend = ScriptedBackend(_verifier)
-    gateway = LLMGateway(LLMConfig(model="gpt-4.1-mini", max_retries=0), backend=backend)
+    gateway = open_gateway(LLMConfig(model="gpt-4.1-mini", max_retries=0), backend=backend)
     return asyncio.run(radiology_safety_net(gateway, graph, PROFILE, [])), backend
 
 
@@ -394,7 +394,7 @@ def test_only_the_ambiguous_residue_reaches_the_judge_with_the_hub_shown_last():
                                        "source_event_refs": refs} for d, refs, text in events]})
 
     backend = ScriptedBackend(script)
-    gateway = LLMGateway(LLMConfig(model="gpt-4.1-mini", max_retries=0), backend=backend)
+    gateway = open_gateway(LLMConfig(model="gpt-4.1-mini", max_retries=0), backend=backend)
     graph = _study_graph(report_day=0)
     timeline = asyncio.run(build_timeline(graph, gateway, TOAConfig(budget=ChunkSize(limit=100_000), safety_net=False)))
     judged = [r.messages[-1].content for r in backend.requests

@@ -20,7 +20,7 @@ INTERNAL_ERRORS = {
     "vista.shared.llm.errors.LLMEndpointFailure", "vista.shared.llm.errors.ResponseTooLarge", "vista.shared.llm.errors.SchemaError",
     "vista.shared.synth.generator.SynthShardError", "vista.shared.meds.writer.MedsWriteError", "vista.shared.prompts.PromptNotFoundError",
     "vista.shared.llm.openai_backend._TooLarge",
-    "vista.shared.llm.shared_budget.BudgetGone",  # the budget actor is gone: the client refuses waiting requests as stopped
+    "vista.shared.llm._shared_budget.BudgetGone",  # the budget actor is gone: the client refuses waiting requests as stopped
     # caught by the one command that raises them (one line, exit 2 there)
     "vista.shared.meds.omop.OmopRouteError", "vista.pipeline.config.StageChoiceError", "trajonco.judge.errors.EvaluationInputError", "trajonco.judge.runs.RunFileError",
     "baselines.errors.BaselineError", "baselines.errors.FeatureMismatchError", "baselines.errors.MetricInputError",

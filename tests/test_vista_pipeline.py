@@ -15,7 +15,7 @@ from graph_fixtures import synth_records
 from vista.cli import main
 from vista.graph import GraphStore
 from vista.graph.task_graphs import meds_source
-from vista.shared.llm import LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, open_gateway
 from vista.shared.testing.synthetic_server import SyntheticLLMServer
 from vista.shared.meds.task_key import TaskKey
 from vista.pipeline import STAGES, VISTA_SCHEMA, PipelineConfig, TaskPipeline, VistaRow
@@ -48,7 +48,7 @@ def _run(out: Path, server: SyntheticLLMServer, keys: list[TaskKey]) -> list[Vis
 
     async def llm_stages() -> None:
         config = LLMConfig(backend="openai", base_url=server.base_url, model="synthetic", cache_dir=None)
-        async with LLMGateway(config) as gateway:
+        async with open_gateway(config) as gateway:
             await gateway.discover_context_tokens()
             for run in runs:
                 await pipeline.run_llm_stages(run, gateway)

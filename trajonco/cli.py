@@ -341,10 +341,10 @@ async def _predict_with_progress(record, catalog, config, llm, when, *, any_canc
     from trajonco.cancers import CANCERS
     from trajonco.any_cancer import assess_any_cancer
     from trajonco.pipeline import assess, gateway_facts, prepare_patient
-    from vista.shared.llm import LLMGateway
+    from vista.shared.llm import open_gateway
 
     console = Console(stderr=True)
-    async with LLMGateway(llm) as gateway:
+    async with open_gateway(llm) as gateway:
         facts = await gateway_facts(gateway, config)
         prepared = prepare_patient(record, catalog, config, facts, when)
         plan = (f"subject {record.subject_id}: {prepared.timeline.n_tokens():,} timeline tokens in "

@@ -21,7 +21,8 @@ from datetime import datetime
 from typing import Protocol, TypeVar
 
 from trajonco.pipeline_config import PipelineConfig
-from vista.shared.llm import Backend, LLMConfig, LLMGateway
+from vista.shared.llm import LLMConfig, LLMGateway, open_gateway
+from vista.shared.llm.backend import Backend
 from vista.shared.llm.caller import LLMCaller
 from vista.shared.records import CodeCatalog, PatientRecord
 
@@ -42,7 +43,7 @@ def run_with_gateway(work: Callable[[LLMGateway], Awaitable[T]], *, llm: LLMConf
     closed afterwards; ``backend`` replaces the one ``llm`` describes (a `vista.shared.testing.scripted.ScriptedBackend` in tests)."""
 
     async def run() -> T:
-        async with LLMGateway(llm, backend=backend) as gateway:
+        async with open_gateway(llm, backend=backend) as gateway:
             return await work(gateway)
 
     return asyncio.run(run())

@@ -2,7 +2,7 @@
 
 Each variant returns a `VariantOutcome` (the calls, the final answer and events, the chunk statistics, the stage
 latencies, what was dropped or cut); `trajonco.pipeline.assess` turns it into a `PatientResult`. Its calls are served
-as one chain of `expected_calls` (`vista.shared.llm.priority`: a budget serves the longest remaining chain first).
+as one chain of `expected_calls` (`vista.shared.llm._priority`: a budget serves the longest remaining chain first).
 
 >>> expected_calls(Variant.ONE_STAGE, 12), expected_calls(Variant.TWO_STAGE, 12), expected_calls(Variant.SINGLE_AGENT, 12)
 (13, 25, 1)
@@ -24,7 +24,7 @@ from trajonco.agents.single_agent import run_single_agent
 from trajonco.fitting import check_worker_fits
 from trajonco.preparation import PreparedPatient
 from vista.shared.llm.caller import LLMCaller
-from vista.shared.llm.priority import chain_calls
+from vista.shared.llm import chain_calls
 
 
 @dataclass(slots=True)

@@ -97,9 +97,9 @@ def _xml_sources(directory: Path, subjects: Sequence[int] | None, coding_profile
 async def _gateway(items: Sequence[str]):
     """A gateway for the ``--llm`` settings whose context window is known (asked of the endpoint once), so the
     timeline plan — and its content hash — is the same whichever command built it."""
-    from vista.shared.llm import LLMConfig, LLMGateway
+    from vista.shared.llm import LLMConfig, open_gateway
 
-    gateway = LLMGateway(LLMConfig.from_cli(items))
+    gateway = open_gateway(LLMConfig.from_cli(items))
     await gateway.discover_context_tokens()
     return gateway
 
@@ -230,7 +230,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
     from vista.evaluation import evaluate
     from vista.evaluation.options import judge_config, load_truth_sources, with_demographics
-    from vista.shared.llm import LLMConfig, LLMGateway
+    from vista.shared.llm import LLMConfig, open_gateway
     from vista.query import load_graph, open_graph_store
     from vista.rag import RagConfig, generate_rag_display
 
@@ -257,7 +257,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 truths[sid] = with_demographics(records[sid], graph.info.demographics)
                 print(f"subject {sid}: VISTA display ({vista.calls} new calls) and RAG display ({rag.calls} new calls)",
                       file=sys.stderr)
-            async with LLMGateway(judge_settings) as judge:
+            async with open_gateway(judge_settings) as judge:
                 return await evaluate(displays, truths, judge, n_resamples=args.resamples)
 
     report = asyncio.run(run())

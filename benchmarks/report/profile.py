@@ -3,7 +3,7 @@
 From each ``jobs.predict`` prediction file: runtime per patient (``latency_total_s``: timeline to final answer;
 ``wall_s`` adds reading the record) overall, per stage (preprocessor / workers / manager / single agent) and by EHR
 length (XML tokens, chunks); tokens and dollars per patient. Per agent role, calls and tokens come from the
-part files next to the prediction file (``rows/``, or ``patients/`` JSON of older runs) or from `vista.shared.llm.UsageLedger` files.
+part files next to the prediction file (``rows/``, or ``patients/`` JSON of older runs) or from `vista.shared.llm.usage.UsageLedger` files.
 
 Model selection puts each run on AUROC vs median runtime vs median cost and marks the Pareto front: the runs no
 other run beats on all three (higher AUROC, lower runtime, lower cost) at once. A run evaluated on too few cases or
@@ -30,7 +30,7 @@ from baselines import Interval
 from benchmarks.report.errors import ReportInputError
 from benchmarks.report.predictions import LoadedPredictions
 from benchmarks.report.results import ModelResult, Quantiles, SmallSampleGuarded
-from vista.shared.llm import UsageLedger
+from vista.shared.llm.usage import UsageLedger
 
 STAGES = {"preprocess": "latency_preprocess_s", "workers": "latency_workers_s", "manager": "latency_manager_s",
           "single_agent": "latency_single_agent_s"}
@@ -252,7 +252,7 @@ def agent_roles_from_outputs(run: str, output: Path) -> list[AgentRole]:
 
 
 def agent_roles_from_ledger(path: Path) -> list[AgentRole]:
-    """Per-role totals of a `vista.shared.llm.UsageLedger` saved as parquet or JSON."""
+    """Per-role totals of a `vista.shared.llm.usage.UsageLedger` saved as parquet or JSON."""
     try:
         ledger = UsageLedger.from_json(path) if path.suffix == ".json" else UsageLedger.from_parquet(path)
     except (ValueError, OSError, TypeError, KeyError, pl.exceptions.PolarsError) as exc:

@@ -33,7 +33,7 @@ from vista.shared.atomic import make_dirs
 from trajonco.cohorts.codesets import CodeHierarchy, CodeSets, read_hierarchy
 from trajonco.cohorts.coding import ProfileSpec, choose_profile
 from trajonco.cohorts.definition import CohortDefinition
-from trajonco.cohorts.errors import CohortDataError, EmptyCohortError
+from trajonco.cohorts.errors import EmptyCohortError
 from trajonco.cohorts.explain import (
     CohortExplanation,
     code_match_report,
@@ -50,7 +50,7 @@ from trajonco.cohorts.manifest import (
     SplitCohortReport,
 )
 from trajonco.cohorts.matching import draw_control_index, match_controls
-from trajonco.cohorts.phenotype import PhenotypeStatus, classify_subjects, target_code_rows
+from trajonco.cohorts.phenotype import PhenotypeStatus, classify_subjects
 from trajonco.cohorts.population import Population, assemble_population
 from trajonco.cohorts.shards import CohortInputs, CohortShardStep
 from trajonco.cohorts.source import (

@@ -32,11 +32,11 @@ async def compare_loaded(run_a: Run, run_b: Run, gateway, *, limit: int | None =
 async def compare_runs(path_a: str | Path, path_b: str | Path, config=None, *, backend=None,
                        names: tuple[str | None, str | None] = (None, None), **options) -> JudgeReport:
     """`compare_loaded` on two run paths with a fresh gateway (``backend`` replaces the config's, e.g. in tests)."""
-    from vista.shared.llm import LLMConfig, LLMGateway
+    from vista.shared.llm import open_gateway
 
     run_a, run_b = load_run(path_a, names[0]), load_run(path_b, names[1])
     if run_a.name == run_b.name:  # e.g. two runs of the same variant and model: tell them apart by folder
         run_a, run_b = (load_run(p, n or f"{r.name} ({Path(p).name})") for p, n, r in
                         ((path_a, names[0], run_a), (path_b, names[1], run_b)))
-    async with LLMGateway(config or LLMConfig(), backend=backend, job_id="pairwise-judge") as gateway:
+    async with open_gateway(config, backend=backend, job_id="pairwise-judge") as gateway:
         return await compare_loaded(run_a, run_b, gateway, **options)

@@ -6,7 +6,7 @@ there) and bounded everywhere â€” value length, number and shape of cited ids â€
 schema. Nothing from an answer reaches a display before `vista.display.generate` has checked every cited id.
 
 >>> from vista.display.model import load_variables
->>> from vista.shared.llm import response_schema
+>>> from vista.shared.llm.schema import response_schema
 >>> specs = load_variables()[1:3]
 >>> schema = response_schema(group_answer_model(tuple(specs), value_max_chars=100, max_cited=4))
 >>> schema["required"], schema["properties"]["smoking_history"]["required"]

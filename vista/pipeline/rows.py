@@ -149,7 +149,7 @@ def vista_retry_class(status: str, error_kind: str | None) -> Literal["transient
 
 def vista_failure_kind(exc: BaseException) -> str:
     """The reason class of an exception that stopped a task (the summary counts failures by it)."""
-    from vista.shared.llm import LLMConfigError
+    from vista.shared.llm.errors import LLMConfigError
     from vista.shared.meds.errors import MedsDataError
     from vista.toa import TOAError
 

@@ -4,7 +4,7 @@ and open the cited source events from the MEDS Graph to verify.
     from vista.query import ask, load_state, open_sources
 
     state = load_state("store", 21)                      # the stored graph and TOA timeline (no model call)
-    async with LLMGateway(LLMConfig.from_env()) as gateway:
+    async with open_gateway(LLMConfig.from_env()) as gateway:
         answer = await ask("When did first-line therapy start?", state.timeline, state.graph, gateway, verify=True)
     answer.status, answer.answer, [e.event_id for e in answer.cited], answer.verification.verdict
     open_sources(state.graph, answer.source_refs)          # code, value/unit, note excerpt, shard + row

@@ -63,10 +63,10 @@ class StoreTools:
         if plan is not None:
             return answer_plan(self.entry(subject_id), plan).model_dump(mode="json")
         from vista.query.bridge import check_question
-        from vista.shared.llm import LLMConfig, LLMGateway
+        from vista.shared.llm import LLMConfig, open_gateway
 
         check_question(question, subject_id)  # type: ignore[arg-type]
-        async with LLMGateway(LLMConfig.from_cli(self.llm)) as gateway:
+        async with open_gateway(LLMConfig.from_cli(self.llm)) as gateway:
             await gateway.discover_context_tokens()
             answer = await answer_question(self.entry(subject_id), subject_id, question, gateway, BridgeConfig())  # type: ignore[arg-type]
         return answer.model_dump(mode="json")
@@ -141,7 +141,7 @@ def _as_tool_errors() -> Iterator[None]:
     """A mistake the user can fix comes back as the tool's error, one line (as the command line prints it)."""
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from vista.shared.errors import user_errors
+    from vista.shared.cli_kit import user_errors
 
     try:
         yield

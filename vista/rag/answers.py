@@ -4,7 +4,7 @@ It is made by VISTA's answer factory (`vista.display.answers.group_answer_model`
 graph ids (``e<k>``) in place of timeline ids, the same bounds, so both methods ask the model for the same thing.
 
 >>> from vista.display import load_variables
->>> from vista.shared.llm import response_schema
+>>> from vista.shared.llm.schema import response_schema
 >>> specs = tuple(load_variables()[4:6])
 >>> schema = response_schema(rag_answer_model(specs, value_max_chars=100, max_cited=4))
 >>> schema["required"], schema["properties"]["stage"]["required"]

@@ -81,10 +81,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     token = secrets.token_urlsafe(24)
     factory = None
     if not args.no_questions:
-        from vista.shared.llm import LLMConfig, LLMGateway
+        from vista.shared.llm import LLMConfig, open_gateway
 
         config = LLMConfig.from_cli(args.llm)  # a bad setting fails now, not at the first question
-        factory = lambda: LLMGateway(config)  # noqa: E731
+        factory = lambda: open_gateway(config)  # noqa: E731
     app = create_app(root, token, gateway_factory=factory)
     print(f"serving {root} read-only; open\n\n    {serve_url(args.host, args.port, token)}"
           "\n\n(Ctrl-C stops it)", flush=True)

@@ -1,7 +1,7 @@
 """At most N holders at once, the waiters served lowest rank first (ties in arrival order) rather than first come.
 
 The one waiting-line primitive of the project: the job-wide LLM budget's line (one holder, highest priority first,
-`vista.shared.llm.budget`) and a job actor's patient slots (N holders, earliest block first, `jobs.actor_base`) are
+`vista.shared.llm._budget`) and a job actor's patient slots (N holders, earliest block first, `jobs.actor_base`) are
 both this. A waiter cancelled after its grant but before it ran passes the slot on, so no slot is ever lost.
 
 >>> import asyncio

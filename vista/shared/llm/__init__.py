@@ -2,17 +2,19 @@
 
 Every agent (TrajOnco workers/manager/preprocessors, VISTA extraction) calls a model through
 `LLMGateway.complete` (or `SyncLLMGateway.complete` from synchronous code); the pipelines take any `LLMCaller`
-(`vista.shared.llm.caller`: the gateway, or a wrapper of it such as a job's `vista.shared.llm.remote.JobGateway`)::
+(`vista.shared.llm.caller`: the gateway, or a wrapper of it such as a job's `vista.shared.llm.remote.JobGateway`).
+Packages, jobs and benchmarks get a gateway one way, `open_gateway` (``LLMGateway(...)`` itself is built only by
+the gateway's own tests)::
 
     from pydantic import BaseModel, Field
     from typing import Literal
-    from vista.shared.llm import LLMConfig, LLMGateway, system, user
+    from vista.shared.llm import LLMConfig, open_gateway, system, user
 
     class Risk(BaseModel):
         level: Literal["Low", "Moderate", "High"]
         reason: str = Field(max_length=300)
 
-    async with LLMGateway(LLMConfig.from_env(), job_id="lung-2024") as gateway:
+    async with open_gateway(LLMConfig.from_env(), job_id="lung-2024") as gateway:
         result = await gateway.complete([system("You are ..."), user(xml_chunk)], Risk, agent="worker", patient_id=42)
         if result.ok:
             result.output.level         # a validated Risk
@@ -48,59 +50,39 @@ Choosing the model (fields of `LLMConfig`, or ``VISTA_LLM_<FIELD>`` environment 
 Costs come from ``vista/shared/llm/prices.toml`` (edit it, or set ``prices_path``); the response cache is
 on when ``cache_dir`` is set. The test doubles (a scripted backend, the synthetic server, a fault proxy) live in
 `vista.shared.testing`.
+
+What a pipeline may use is ``__all__`` below: the gateway and its factory, the settings, the caller protocol,
+messages, results and errors, a call's usage record, and `chain_calls` (how many calls a patient's chain has
+left: budgets serve the longest chains first). The backends, cache, prices, schema helpers and task usage are
+modules of their own for the code that needs them (``vista.shared.llm.backend``, ``.cache``, ``.prices``,
+``.schema``, ``.errors``, ``.usage``, ``.task_usage``, ``.remote``, ``.endpoint_check``). Flow control — the
+request budget, its concurrency window, circuit breaker, pacing, priority and the job-wide shared budget — is
+private (``vista.shared.llm._budget`` ...): the gateway applies it, and jobs, its only other user, reach it through
+`vista.shared.llm.job_flow`.
 """
 
-from vista.shared.llm.backend import Backend, ChatReply, ChatRequest
-from vista.shared.llm.cache import ResponseCache, cache_key
+from vista.shared.llm._priority import chain_calls
 from vista.shared.llm.caller import LLMCaller
 from vista.shared.llm.config import LLMConfig
-from vista.shared.llm.errors import (
-    BackendError,
-    ErrorKind,
-    LLMCallError,
-    LLMCallFailed,
-    LLMConfigError,
-    ResponseTooLarge,
-    SchemaError,
-)
-from vista.shared.llm.answers import parse_answer
-from vista.shared.llm.gateway import LLMGateway, LLMResult, build_backend
+from vista.shared.llm.errors import ErrorKind, LLMCallFailed
+from vista.shared.llm.gateway import LLMGateway, LLMResult, open_gateway
 from vista.shared.llm.messages import Message, assistant, system, user
-from vista.shared.llm.prices import ModelPrice, PriceTable
-from vista.shared.llm.schema import response_format, response_schema, unbounded_paths
 from vista.shared.llm.sync import SyncLLMGateway
-from vista.shared.llm.usage import CallRecord, UsageLedger, UsageSummary
+from vista.shared.llm.usage import CallRecord
 
 __all__ = [
-    "Backend",
-    "BackendError",
     "CallRecord",
-    "ChatReply",
-    "ChatRequest",
     "ErrorKind",
-    "LLMCallError",
-    "LLMCaller",
     "LLMCallFailed",
+    "LLMCaller",
     "LLMConfig",
-    "LLMConfigError",
     "LLMGateway",
     "LLMResult",
     "Message",
-    "ModelPrice",
-    "PriceTable",
-    "ResponseCache",
-    "ResponseTooLarge",
-    "SchemaError",
     "SyncLLMGateway",
-    "UsageLedger",
-    "UsageSummary",
     "assistant",
-    "build_backend",
-    "cache_key",
-    "parse_answer",
-    "response_format",
-    "response_schema",
+    "chain_calls",
+    "open_gateway",
     "system",
-    "unbounded_paths",
     "user",
 ]

@@ -145,7 +145,7 @@ def _listed_context(entries: list | None, model: str) -> int | None:
 
 
 def _priced_context(llm: LLMConfig) -> int | None:
-    from vista.shared.llm import PriceTable
+    from vista.shared.llm.prices import PriceTable
 
     priced = PriceTable.load(llm.prices_path).get(llm.model)
     return priced.context_window if priced else None

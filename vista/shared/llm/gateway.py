@@ -38,15 +38,16 @@ from pydantic import BaseModel
 
 from vista.shared.llm.answers import parse_answer, reask_turns
 from vista.shared.llm.backend import Backend, ChatReply, ChatRequest
-from vista.shared.llm.budget import AttemptReport, BudgetLimits, Grant, Limiter, Refusal, RequestBudget
+from vista.shared.llm._budget import AttemptReport, BudgetLimits, Grant, Limiter, Refusal, RequestBudget
 from vista.shared.llm.cache import CachedAnswer, ResponseCache, cache_key, canonical_json
 from vista.shared.llm.config import LLMConfig
 from vista.shared.llm.errors import BackendError, ErrorKind, LLMCallError, LLMCallFailed, LLMEndpointFailure
 from vista.shared.llm.messages import Message, as_messages, with_schema_prompt
-from vista.shared.llm.pacing import Clock, SystemClock
+from vista.shared.llm._pacing import Clock, SystemClock
 from vista.shared.llm.prices import PriceTable
-from vista.shared.llm.priority import call_done, request_priority
+from vista.shared.llm._priority import call_done, request_priority
 from vista.shared.llm.retry import RetryPolicy
+from vista.shared.llm.task_usage import NullLedger
 from vista.shared.llm.schema import JSONSchema, response_format, response_schema, schema_instructions, schema_name
 from vista.shared.llm.usage import CallRecord, UsageLedger, new_call_id, utc_now
 
@@ -121,6 +122,30 @@ def build_backend(config: LLMConfig) -> Backend:
     return OpenAIBackend(base_url=config.base_url, api_key=config.api_key(), api_key_env=config.api_key_env, model=config.model)
 
 
+def open_gateway(config: LLMConfig | None = None, *, job_id: str | None = None, backend: Backend | None = None,
+                 shared_budget: Limiter | None = None, per_task_usage: bool = False) -> LLMGateway:
+    """The gateway for ``config`` (default: the embedded model): the one way the packages, jobs and benchmarks get one.
+
+    ``job_id`` is recorded on every call (the run, or what the calls are for: ``"pairwise-judge"``); ``backend``
+    replaces the one ``config`` describes (a scripted backend in tests and benchmarks). The rest is for jobs:
+    ``shared_budget`` is the job-wide budget asked before every request (`jobs.llm_budget`, through
+    `vista.shared.llm.job_flow`); ``per_task_usage`` says the caller counts usage per task
+    (`vista.shared.llm.remote.JobGateway`), so the gateway keeps no per-call ledger (its memory does not grow with
+    the tasks it serves) and does not warn about an unpriced model (the job's driver says it once).
+    Everything else — endpoint, cache directory, limits, retries — comes from ``config``. Create it on the event
+    loop that will use it, and close it (``async with``).
+
+    >>> from vista.shared.testing.scripted import ScriptedBackend
+    >>> gateway = open_gateway(LLMConfig(model="m"), job_id="lung-2024", backend=ScriptedBackend([]))
+    >>> gateway.job_id, gateway.backend_kind, type(gateway.ledger).__name__
+    ('lung-2024', 'scripted', 'UsageLedger')
+    >>> type(open_gateway(LLMConfig(model="m"), backend=ScriptedBackend([]), per_task_usage=True).ledger).__name__
+    'NullLedger'
+    """
+    return LLMGateway(config, backend=backend, job_id=job_id, limiter=shared_budget,
+                      ledger=NullLedger() if per_task_usage else None, warn_unpriced=not per_task_usage)
+
+
 def _default_token_counter(text: str, model: str | None = None) -> int:
     """Tokens of ``text`` in ``model``'s encoding (o200k for GPT-4o/4.1-class models, else cl100k)."""
     from vista.shared.tokens import DEFAULT_ENCODING, count_tokens, model_encoding  # lazily: only needed without reported usage
@@ -132,7 +157,7 @@ class LLMGateway:
     """Typed structured-output calls to one model endpoint, with retries, re-asks, cache, pacing and usage accounting.
 
     Create it inside the event loop that will use it (or use `SyncLLMGateway` from synchronous code).
-    ``limiter``: a budget shared with other gateways (e.g. `vista.shared.llm.shared_budget.RemoteBudget`, one per job), asked
+    ``limiter``: a budget shared with other gateways (e.g. `vista.shared.llm._shared_budget.RemoteBudget`, one per job), asked
     before every request after the gateway's own limits; when it refuses because the job is stopped, `complete`
     raises `LLMEndpointFailure`.
     """
@@ -249,7 +274,7 @@ class LLMGateway:
         malformed messages (`ValueError`/`TypeError`) or an unbounded response model (`SchemaError`) — and
         `LLMEndpointFailure` when a shared ``limiter`` stopped the job (its circuit breaker tripped, the quota is
         exhausted): that is the job's failure, not this call's. Budgets serve the call by its chain's priority
-        (`vista.shared.llm.priority`), which counts one call off when it returns.
+        (`vista.shared.llm._priority`), which counts one call off when it returns.
         """
         try:
             return await self._complete(messages, response_model, agent=agent, patient_id=patient_id,

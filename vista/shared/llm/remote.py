@@ -29,7 +29,7 @@ from vista.shared.llm.answers import parse_answer
 from vista.shared.llm.caller import GatewayWrapper, LLMCaller
 from vista.shared.llm.errors import ErrorKind, LLMCallError, LLMEndpointFailure
 from vista.shared.llm.messages import Message, as_messages
-from vista.shared.llm.priority import call_done, chain_calls, request_priority
+from vista.shared.llm._priority import call_done, chain_calls, request_priority
 from vista.shared.llm.task_usage import record_usage
 from vista.shared.llm.usage import CallRecord, new_call_id
 
@@ -89,7 +89,7 @@ class RemoteCall:
     patient_id: str | None
     max_tokens: int | None = None
     use_cache: bool = True
-    calls_left: int = 0  # the asking chain's calls left (`vista.shared.llm.priority`): the answering side's budgets rank by it
+    calls_left: int = 0  # the asking chain's calls left (`vista.shared.llm._priority`): the answering side's budgets rank by it
 
 
 @dataclass(frozen=True, slots=True)

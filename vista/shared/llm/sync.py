@@ -28,7 +28,8 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from pydantic import BaseModel
 
 from vista.shared.llm.config import LLMConfig
-from vista.shared.llm.gateway import LLMGateway
+from vista.shared.llm.backend import Backend
+from vista.shared.llm.gateway import LLMGateway, open_gateway
 from vista.shared.llm.schema import JSONSchema
 from vista.shared.llm.usage import UsageLedger
 
@@ -55,15 +56,16 @@ def blocking(
 
 
 class SyncLLMGateway:
-    """Blocking front of an `LLMGateway` (same arguments); close it (or use ``with``) to stop its loop thread."""
+    """Blocking front of the `LLMGateway` that `open_gateway` gives for the same arguments; close it (or use
+    ``with``) to stop its loop thread."""
 
-    def __init__(self, config: LLMConfig | None = None, **gateway_kwargs: object):
+    def __init__(self, config: LLMConfig | None = None, *, job_id: str | None = None, backend: Backend | None = None):
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="vista-llm-gateway", daemon=True)
         self._thread.start()
 
         async def make() -> LLMGateway:
-            return LLMGateway(config, **gateway_kwargs)  # type: ignore[arg-type]
+            return open_gateway(config, job_id=job_id, backend=backend)
 
         try:
             self.gateway = self._run(make())

@@ -7,6 +7,7 @@ nothing of where it runs. Both routes must give the same result, so a step's ``r
 order in which the summaries arrive, nor on how they are grouped into tables (Ray Data may merge or split them):
 sort by a key the summaries carry (the shard, the subject) before anything order-sensitive.
 
+>>> from dataclasses import dataclass
 >>> import pyarrow as pa
 >>> @dataclass(frozen=True)
 ... class CountRows:
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar, runtime_checkable
 

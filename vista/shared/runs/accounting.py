@@ -1,7 +1,7 @@
 """What a run's LLM calls really cost: the endpoint's answers as the job's budget counted them (its ledger), set
 against the usage recorded in the rows the output kept, and where the cache hits came from.
 
-Every request an actor sends passes the job's budget (`vista.shared.llm.budget`, one for the whole job), which adds the tokens of every
+Every request an actor sends passes the job's budget (`vista.shared.llm._budget`, one for the whole job), which adds the tokens of every
 answer, so its ledger is what the endpoint answered — and billed — even when the row of the patient that asked is
 lost with its actor or node: that patient runs again, its answers now come from the response cache (0 tokens in
 its new row), and the rows alone would under-count the bill. The summary therefore shows both figures and their
@@ -32,7 +32,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from vista.shared.llm import LLMConfig
-from vista.shared.llm.budget import BudgetStats
+from vista.shared.llm.job_flow import BudgetStats
 from vista.shared.llm.prices import PriceTable
 from vista.shared.llm.task_usage import TaskUsage
 from vista.shared.storage import is_remote, normalize

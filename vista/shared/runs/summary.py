@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
-from vista.shared.llm.budget import BudgetStats
+from vista.shared.llm.job_flow import BudgetStats
 from vista.shared.runs.accounting import LLMAccounting
 from vista.shared.runs.progress import STATUS_ORDER, USAGE_FIGURES, ProgressTracker, cost_text
 from vista.shared.runs.retry import by_class

@@ -56,7 +56,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
 
 class LoopClock:
-    """The running loop's time (virtual under `VirtualTimeLoop`) as a `vista.shared.llm.pacing.Clock`; after the loop
+    """The running loop's time (virtual under `VirtualTimeLoop`) as a `vista.shared.llm._pacing.Clock`; after the loop
     ended (reading figures), the last time it showed."""
 
     last = 0.0

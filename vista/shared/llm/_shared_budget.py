@@ -1,5 +1,5 @@
 """One `RequestBudget` shared by many gateways in other processes: the service that holds it, the client each
-gateway asks (`RemoteBudget`, a `vista.shared.llm.budget.Limiter`), and the `BudgetTransport` between them.
+gateway asks (`RemoteBudget`, a `vista.shared.llm._budget.Limiter`), and the `BudgetTransport` between them.
 
 A job runs the service in a named Ray actor (`jobs.llm_budget` is only that wiring: the actor, the handle, the
 transport over it); the client and the service know nothing of Ray, so tests drive them on one event loop.
@@ -18,8 +18,8 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Protocol
 
-from vista.shared.llm.breaker import AttemptReport, BreakerPolicy, CircuitBreaker
-from vista.shared.llm.budget import BudgetLimits, BudgetStats, Grant, Refusal, RequestBudget
+from vista.shared.llm._breaker import AttemptReport, BreakerPolicy, CircuitBreaker
+from vista.shared.llm._budget import BudgetLimits, BudgetStats, Grant, Refusal, RequestBudget
 from vista.shared.llm.config import LLMConfig
 from vista.shared.llm.gateway import TIMEOUT_GRACE_S
 
@@ -118,7 +118,7 @@ class _Waiter:
 
 
 class RemoteBudget:
-    """The shared budget as seen from one process: the `vista.shared.llm.budget.Limiter` its gateway asks before each request.
+    """The shared budget as seen from one process: the `vista.shared.llm._budget.Limiter` its gateway asks before each request.
 
     Batched, because one round trip per request caps a job at what one actor can answer: measured on 2 cores with
     4 client processes, one call per acquire and per release tops out at ~670 requests/s (96% of the ideal 512/s

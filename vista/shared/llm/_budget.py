@@ -3,10 +3,10 @@ budget), requests/s, tokens/min and a shared cool-down — with the figures of w
 breaker.
 
 The same logic serves two scopes. Each `LLMGateway` holds one for its own limits (``max_concurrency``, ``qps``);
-a job holds one in a named Ray actor (`vista.shared.llm.shared_budget`, wired by `jobs.llm_budget`) that every actor and preprocessor of the job asks before
+a job holds one in a named Ray actor (`vista.shared.llm._shared_budget`, wired by `jobs.llm_budget`) that every actor and preprocessor of the job asks before
 each request, so the limits, the window, the cool-down and the breaker hold for the whole job, across nodes.
 
-429s are back-pressure, not a stop (`vista.shared.llm.window` has the whole policy): the request that got one sleeps its
+429s are back-pressure, not a stop (`vista.shared.llm._window` has the whole policy): the request that got one sleeps its
 Retry-After before retrying (the gateway does) and its slot stays taken meanwhile (so it is not refilled at once by
 a request the provider would refuse too), and the in-flight window shrinks once per episode (AIMD: by 1.5 times the
 share of recent requests refused on a 429 episode, at most ×0.75, and ×0.75 on a timeout episode; about +8 slots per
@@ -19,7 +19,7 @@ One request = `acquire` (wait for the turn; a `Grant`, or a `Refusal` when the j
 longer than the caller may wait), send, then `release` with an `AttemptReport` (tokens really used, answer valid
 or not, failure kind, Retry-After). Waiters are served by priority, then first come, first served: the head of the
 line waits until every limit allows it, the others wait behind it, and a waiter of higher priority takes the head's
-place whenever it would otherwise wait (`vista.shared.llm.priority`: the longest remaining chain first).
+place whenever it would otherwise wait (`vista.shared.llm._priority`: the longest remaining chain first).
 
 Tokens per minute are reserved up front (estimated prompt tokens + max_tokens, capped at one minute's worth) and
 corrected on release with the server's usage: unused tokens go back, extra tokens become a debt the next requests
@@ -52,10 +52,10 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vista.shared.llm.breaker import AttemptReport, CircuitBreaker
+from vista.shared.llm._breaker import AttemptReport, CircuitBreaker
 from vista.shared.llm.errors import ErrorKind
-from vista.shared.llm.pacing import Clock, Cooldown, SystemClock, TokenBucket
-from vista.shared.llm.window import ConcurrencyWindow, WindowPolicy, WindowSample
+from vista.shared.llm._pacing import Clock, Cooldown, SystemClock, TokenBucket
+from vista.shared.llm._window import ConcurrencyWindow, WindowPolicy, WindowSample
 from vista.shared.ranked_slots import RankedSlots
 
 __all__ = ["AttemptReport", "BudgetLimits", "BudgetStats", "Grant", "Limiter", "Refusal", "RequestBudget",
@@ -287,7 +287,7 @@ class RequestBudget:
                            priority: float = 0.0) -> list[Grant | Refusal]:
         """Outcomes for a prefix (at least one) of ``requests`` — ``(tokens, max_wait_s)`` each, ``priority`` that of
         the first: the first waits its turn like `acquire`; the following are granted while the limits allow it
-        right away. One call thus serves a whole batch of a remote caller's requests (see `vista.shared.llm.shared_budget`)."""
+        right away. One call thus serves a whole batch of a remote caller's requests (see `vista.shared.llm._shared_budget`)."""
         if not requests:
             raise ValueError("acquire_many needs at least one request")
         asked = self._clock.monotonic()

@@ -2,7 +2,7 @@
 
 A job that pays for every patient against a wrong URL, an unknown model, a refused key or a model whose answers
 never validate wastes hours and exits as if it had worked. The breaker watches every request of the job (all
-actors report to one `vista.shared.llm.budget.RequestBudget`) and trips, with one line saying what is wrong and what to
+actors report to one `vista.shared.llm._budget.RequestBudget`) and trips, with one line saying what is wrong and what to
 check, when:
 
 * the same endpoint-level failure repeats on consecutive requests with no answer in between (connection refused,
@@ -31,7 +31,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from vista.shared.llm.errors import ErrorKind
-from vista.shared.llm.pacing import Clock, SystemClock
+from vista.shared.llm._pacing import Clock, SystemClock
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Pacing of requests to one endpoint: a clock, token buckets (requests/s, tokens/min) and a Retry-After cool-down.
 
 Everything takes a `Clock`, so tests can run the timing logic on a fake clock without waiting. The pieces are
-combined into one limiter by `vista.shared.llm.budget.RequestBudget`.
+combined into one limiter by `vista.shared.llm._budget.RequestBudget`.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class TokenBucket:
                 self._refill()
             self._tokens -= 1.0
 
-    # Non-blocking use, for callers that wait on several limits at once (`vista.shared.llm.budget.RequestBudget`).
+    # Non-blocking use, for callers that wait on several limits at once (`vista.shared.llm._budget.RequestBudget`).
     def wait_time(self, amount: float = 1.0) -> float:
         """Seconds until ``amount`` (capped at the capacity) can be taken; 0 when it can be taken now.
 

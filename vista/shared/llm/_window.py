@@ -1,7 +1,7 @@
 """`ConcurrencyWindow`: how many requests may be in flight *now*, adapted within the configured budget (AIMD), and
 when a burst of 429s means the whole job should pause.
 
-The policy (what `vista.shared.llm.budget.RequestBudget` does with every request's outcome):
+The policy (what `vista.shared.llm._budget.RequestBudget` does with every request's outcome):
 
 * **A 429's Retry-After is a hint for that request.** The request that got it sleeps Retry-After before its retry
   (the gateway's retry loop); the others keep going.
