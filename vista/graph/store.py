@@ -71,7 +71,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from vista.graph.build import DEFAULT_CONFIG, GraphConfig, GraphSource, build_graph, source_from_record
-from vista.graph.columnar import columnar_paths, read_columnar, read_columnar_metadata, write_columnar
+from vista.graph.columnar import columnar_paths, read_columnar, read_columnar_metadata
 from vista.graph.errors import GraphFileError, GraphInputError
 from vista.graph.graphml import read_graph
 from vista.graph.index import TASK_INDEX_SCHEMA, task_index_table
