@@ -216,7 +216,8 @@ def table(figures: list[Figures], speed: float) -> str:
     lines = [f"bench_scale, {when}: {os.cpu_count()} cores, a Python loop of 10 M additions in {speed:.2f} s, "
              f"load average {load:.1f} at the end",
              "",
-             "| size | step | wall s | CPU-s | peak RSS GB | wall ÷ pass | CPU ÷ pass | growth wall / CPU / RSS | note |",
+             "| size | step | wall s | CPU-s | peak RSS GB | wall ÷ pass | CPU ÷ pass "
+             "| growth wall / CPU / RSS | note |",
              "|---|---|---:|---:|---:|---:|---:|---|---|"]
     by_key = {(f.size, f.step): f for f in figures}
     sizes = [s for s in SIZES if any(f.size == s for f in figures)]
