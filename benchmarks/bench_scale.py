@@ -13,7 +13,7 @@ and any child it waited for) and its peak resident memory. Steps:
 - ``profile``   ``trajonco profile`` (the default 200k-row sample) and ``profile-all`` (``--all-rows``);
 - ``cohort``    ``trajonco cohort lung``;
 - ``features``  summary features of the lung cohort's train and test labels, shard by shard
-                (`vista.shared.meds.shard_scan.scan_shards`, `baselines.features.SummaryFeaturizer`);
+                (`baselines.feature_step.FeatureStep` in one process: each shard read once for both);
 - ``meds-reader-convert`` and ``meds-reader``: PyPI ``meds_reader``'s one-off conversion, then reading every
                 subject's events through it (when installed; by default only up to 100k subjects: its conversion
                 alone takes minutes per 100k subjects here).
@@ -103,15 +103,14 @@ def _polars_pass(root: Path) -> str:
 def _features(root: Path, work: Path) -> str:
     import polars as pl
 
-    from baselines.features import SummaryFeaturizer
-    from vista.shared.meds.shard_scan import scan_shards
+    from baselines.feature_step import feature_step
+    from vista.shared.meds.shard_scan import checked_shards
+    from vista.shared.meds.shard_step import run_local
 
     labels = work / "lung" / "labels"
     train, test = (pl.read_parquet(labels / f"{name}.parquet") for name in ("train", "test"))
-    shards = scan_shards(root)
-    featurizer = SummaryFeaturizer()
-    X_train = featurizer.fit_transform(shards, train, source=str(labels / "train.parquet"))
-    X_test = featurizer.transform(shards, test, source=str(labels / "test.parquet"))
+    step = feature_step(checked_shards(root), train, test)
+    X_train, X_test = run_local(step, step.shards)  # each shard read once for both label sets
     return (f"train {X_train.X.shape} nnz {X_train.X.nnz:,}, test {X_test.X.shape} nnz {X_test.X.nnz:,} "
             f"({train.height:,} + {test.height:,} label rows)")
 
