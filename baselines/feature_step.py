@@ -71,7 +71,7 @@ class FeatureStep:
         return pa.concat_tables(tables)
 
     def reduce(self, tables: Sequence[pa.Table]) -> tuple[FeatureMatrix, FeatureMatrix]:
-        found = pl.from_arrow(pa.concat_tables(tables).cast(_SCHEMA)) if tables else pl.from_arrow(_SCHEMA.empty_table())
+        found = pl.from_arrow(pa.concat_tables(tables).cast(_SCHEMA) if tables else _SCHEMA.empty_table())
         assert isinstance(found, pl.DataFrame)
         longs = []
         for part, labels, source in zip(PARTS, (self.train, self.test), self.sources):

@@ -13,7 +13,7 @@ and any child it waited for) and its peak resident memory. Steps:
 - ``profile``   ``trajonco profile`` (the default 200k-row sample) and ``profile-all`` (``--all-rows``);
 - ``cohort``    ``trajonco cohort lung``;
 - ``features``  summary features of the lung cohort's train and test labels, shard by shard
-                (`vista.shared.meds.shard_scan.scan_shards`, `baselines.features.SummaryFeaturizer`);
+                (`baselines.feature_step.FeatureStep` in one process: each shard read once for both);
 - ``meds-reader-convert`` and ``meds-reader``: PyPI ``meds_reader``'s one-off conversion, then reading every
                 subject's events through it (when installed; by default only up to 100k subjects: its conversion
                 alone takes minutes per 100k subjects here).
@@ -52,12 +52,20 @@ LUNG_CODES = ["ICD10CM//C34.11", "ICD10CM//C34.90", "ICD9CM//162.3"]
 
 # ------------------------------------------------------------------------------------------------ datasets
 def dataset(data_dir: Path, size: str) -> Path:
-    """The dataset of ``size`` under ``data_dir``: reused when complete, else written (temp name, then renamed)."""
+    """The dataset of ``size`` under ``data_dir``: reused when complete, else written by a child process (under a
+    temporary name, then renamed)."""
     final = data_dir / size
-    if _complete(final, SIZES[size]):
-        return final
+    if not _complete(final, SIZES[size]):
+        subprocess.run([sys.executable, "-m", "benchmarks.bench_scale", "--write", size, "--data-dir", str(data_dir)],
+                       check=True)
+    return final
+
+
+def write(data_dir: Path, size: str) -> int:
+    """Write the dataset of ``size`` (child mode: the runner itself stays small, see `measure`)."""
     from benchmarks.bench_cohort import write_random_dataset
 
+    final = data_dir / size
     data_dir.mkdir(parents=True, exist_ok=True)
     staging = data_dir / f".{size}.tmp-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
@@ -71,16 +79,14 @@ def dataset(data_dir: Path, size: str) -> Path:
         if not _complete(final, SIZES[size]):
             raise
     print(f"  {rows:,} rows in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-    return final
+    return 0
 
 
 def _complete(root: Path, subjects: int) -> bool:
-    """True when ``root`` holds a whole dataset of the writer: every shard and the splits of ``subjects``."""
-    import pyarrow.parquet as pq
-
-    splits = root / "metadata" / "subject_splits.parquet"
+    """True when ``root`` holds a whole dataset of the writer: the splits file and every shard (a dataset is only
+    renamed into place once written, so their presence is enough)."""
     shards = -(-subjects // SHARD_SUBJECTS)
-    return (splits.is_file() and pq.read_metadata(splits).num_rows == subjects
+    return ((root / "metadata" / "subject_splits.parquet").is_file()
             and all((root / "data" / f"{i}.parquet").is_file() for i in range(shards)))
 
 
@@ -97,15 +103,14 @@ def _polars_pass(root: Path) -> str:
 def _features(root: Path, work: Path) -> str:
     import polars as pl
 
-    from baselines.features import SummaryFeaturizer
-    from vista.shared.meds.shard_scan import scan_shards
+    from baselines.feature_step import feature_step
+    from vista.shared.meds.shard_scan import checked_shards
+    from vista.shared.meds.shard_step import run_local
 
     labels = work / "lung" / "labels"
     train, test = (pl.read_parquet(labels / f"{name}.parquet") for name in ("train", "test"))
-    shards = scan_shards(root)
-    featurizer = SummaryFeaturizer()
-    X_train = featurizer.fit_transform(shards, train, source=str(labels / "train.parquet"))
-    X_test = featurizer.transform(shards, test, source=str(labels / "test.parquet"))
+    step = feature_step(checked_shards(root), train, test)
+    X_train, X_test = run_local(step, step.shards)  # each shard read once for both label sets
     return (f"train {X_train.X.shape} nnz {X_train.X.nnz:,}, test {X_test.X.shape} nnz {X_test.X.nnz:,} "
             f"({train.height:,} + {test.height:,} label rows)")
 
@@ -170,7 +175,10 @@ class Figures:
 
 
 def measure(step: str, size: str, command: list[str]) -> Figures:
-    """Run ``command``; wall, CPU (user + system of it and its waited-for children) and peak RSS from ``wait4``."""
+    """Run ``command``; wall, CPU (user + system of it and its waited-for children) and peak RSS from ``wait4``.
+
+    A child's peak RSS counts the memory of the process it was forked from (Linux carries the high-water mark across
+    exec), so this runner imports nothing heavy: the figures are the steps' own (a bare Python is about 10 MB)."""
     started = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True,
@@ -207,7 +215,8 @@ def table(figures: list[Figures], speed: float) -> str:
     lines = [f"bench_scale, {when}: {os.cpu_count()} cores, a Python loop of 10 M additions in {speed:.2f} s, "
              f"load average {load:.1f} at the end",
              "",
-             "| size | step | wall s | CPU-s | peak RSS GB | wall ÷ pass | CPU ÷ pass | growth wall / CPU / RSS | note |",
+             "| size | step | wall s | CPU-s | peak RSS GB | wall ÷ pass | CPU ÷ pass "
+             "| growth wall / CPU / RSS | note |",
              "|---|---|---:|---:|---:|---:|---:|---|---|"]
     by_key = {(f.size, f.step): f for f in figures}
     sizes = [s for s in SIZES if any(f.size == s for f in figures)]
@@ -239,11 +248,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--meds-reader-max", choices=list(SIZES), default="100k",
                         help="largest size meds_reader converts and reads (default 100k)")
     parser.add_argument("--child", choices=STEPS, help=argparse.SUPPRESS)
+    parser.add_argument("--write", choices=list(SIZES), help=argparse.SUPPRESS)
     parser.add_argument("--dataset", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         return run_child(args.child, args.dataset, args.work)
+    if args.write:
+        return write(args.data_dir, args.write)
     sizes = list(dict.fromkeys(args.sizes + (["10m"] if args.ten_million else [])))
     steps = [s for s in STEPS if s in args.steps]
     if "features" in steps and "cohort" not in steps:

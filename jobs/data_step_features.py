@@ -13,8 +13,8 @@ from jobs.data_steps import DataStepCommand, ShardRunner, register
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", required=True, help="MEDS dataset root")
-    parser.add_argument("--cohort", required=True, help="a cohort directory (`trajonco cohort`): its labels/train.parquet "
-                        "and labels/test.parquet are featurized")
+    parser.add_argument("--cohort", required=True, help="a cohort directory (`trajonco cohort`): its "
+                        "labels/train.parquet and labels/test.parquet are featurized")
     parser.add_argument("--out", required=True, help="output directory (created; files overwritten)")
     parser.add_argument("--min-prevalence", type=float, default=0.01,
                         help="share of training rows a feature must be present in (default 0.01)")

@@ -59,3 +59,18 @@ def test_a_labelled_subject_missing_from_every_shard_is_named(synth_root):
     ghost = train.head(1).with_columns(subject_id=pl.lit(10**9, pl.Int64))
     with pytest.raises(EventDataError, match="1 labelled subject"):
         SummaryFeaturizer().fit(shards, pl.concat([train, ghost]))
+
+
+def test_the_feature_step_in_one_process_equals_the_featurizer(synth_root):
+    from baselines.feature_step import feature_step
+    from vista.shared.meds.shard_scan import checked_shards
+    from vista.shared.meds.shard_step import run_local
+
+    shards = scan_shards(synth_root)
+    train, test = _labels(MedsDataset(synth_root).scan())
+    featurizer = SummaryFeaturizer()
+    expected = [featurizer.fit_transform(shards, train), featurizer.transform(shards, test)]
+    step = feature_step(checked_shards(synth_root), train, test)
+    for a, b in zip(expected, run_local(step, step.shards)):
+        assert a.feature_names == b.feature_names and (a.X != b.X).nnz == 0 and a.X.nnz > 0
+        assert np.array_equal(a.subject_ids, b.subject_ids) and np.array_equal(a.prediction_times, b.prediction_times)

@@ -132,7 +132,8 @@ def _code_batches(files: Sequence[Path], extra: Sequence[str]) -> Iterator[tuple
 
     Read with pyarrow batch by batch (a corrupt shard is skipped with a warning: the reader reports it properly).
     """
-    target = pa.schema([(schema.SUBJECT_ID, pa.int64()), (schema.CODE, pa.string()), *((c, pa.string()) for c in extra)])
+    target = pa.schema([(schema.SUBJECT_ID, pa.int64()), (schema.CODE, pa.string()),
+                        *((c, pa.string()) for c in extra)])
     for index, path in enumerate(files):
         try:
             with pq.ParquetFile(path) as parquet:

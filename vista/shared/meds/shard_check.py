@@ -198,8 +198,8 @@ def check_shard(root: str | Path | Location, shard: str, *, now_us: int, batch_s
         issue = _file_issue(shard, f"cannot read column subject_id ({one_line(exc)})")
         return ShardCheck(shard, (issue,), None, (), 0, None)
     row_group_rows = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
-    if duplicates and location.is_local:
-        fast = _clean_shard(Path((location / shard).uri), shard, subject_ids, row_group_rows, now_us)
+    if location.is_local:
+        fast = _clean_shard(Path((location / shard).uri), shard, subject_ids, row_group_rows, now_us, duplicates)
         if fast is not None:
             return fast
     layout, layout_issues = build_layout(shard, subject_ids, row_group_rows)
@@ -223,8 +223,8 @@ def check_shard(root: str | Path | Location, shard: str, *, now_us: int, batch_s
     return ShardCheck(shard, tuple(layout_issues), layout.subjects, tuple(checks.issues), checks.rows, found, error)
 
 
-def _clean_shard(path: Path, shard: str, subject_ids: pa.ChunkedArray, row_group_rows: list[int], now_us: int
-                 ) -> ShardCheck | None:
+def _clean_shard(path: Path, shard: str, subject_ids: pa.ChunkedArray, row_group_rows: list[int], now_us: int,
+                 duplicates: bool) -> ShardCheck | None:
     """The check of a shard with no problem, read whole by polars (faster than record batches, and strings checked
     as UTF-8 on read); None at the first doubt — a problem, a read error, a hash collision — so that the record-batch
     path finds and words it exactly as the reader does."""
@@ -232,7 +232,8 @@ def _clean_shard(path: Path, shard: str, subject_ids: pa.ChunkedArray, row_group
     if layout is None or issues:
         return None
     try:
-        frame = pl.read_parquet(path)
+        frame = pl.read_parquet(path, columns=None if duplicates else
+                                [c for c in MEDS_COLUMNS if c in pl.read_parquet_schema(path)])
         meds = [c for c in MEDS_COLUMNS if c in frame.columns]
         batch = frame.select(meds).to_arrow(compat_level=pl.CompatLevel.oldest()).combine_chunks().to_batches()
     except (OSError, pl.exceptions.PolarsError, pa.ArrowException):
@@ -245,8 +246,8 @@ def _clean_shard(path: Path, shard: str, subject_ids: pa.ChunkedArray, row_group
     checks.finish()
     if checks.issues:
         return None
-    found = _hashed_duplicates(shard, frame)
-    if found is None:
+    found = _hashed_duplicates(shard, frame) if duplicates else None
+    if duplicates and found is None:
         return None
     return ShardCheck(shard, (), layout.subjects, (), checks.rows, found, None)
 

@@ -56,6 +56,9 @@ MISSING_METADATA: dict[str, str] = {
 """What a missing metadata file costs (MEDS makes them optional; the tools work without them, less well)."""
 
 
+MAX_WORKERS = 4
+"""Shards checked at once by default (one per CPU up to this): memory is this many shards, whatever the machine."""
+
 ShardRunner = Callable[["ValidateStep", Sequence[Path]], ValidationReport]
 """``run(step, shards)``: a shard step's reduced result over the shards (``jobs.data_steps``: Ray Data)."""
 
@@ -68,14 +71,14 @@ def validate_dataset(root: str | Path, *, on_error: OnError = "raise", now: date
     ``on_error="raise"`` raises `MedsDataError` at the first problem; ``"quarantine"`` records every problem, drops
     the subjects/files concerned and returns the report (``report.quarantine`` can be written as JSON or parquet).
     ``duplicates=False`` skips the search for exact duplicate rows. ``workers`` shards are checked at once (default:
-    one per CPU); the first problem in dataset order is the one raised, whatever the order shards finish in.
-    ``run`` runs the step elsewhere instead (a Ray task per shard, ``python -m jobs.data_steps validate``): the
-    report is the same.
+    one per CPU, at most `MAX_WORKERS`); the first problem in dataset order is the one raised, whatever the order
+    shards finish in. ``run`` runs the step elsewhere instead (a Ray task per shard, ``python -m jobs.data_steps
+    validate``): the report is the same.
     """
     step = validate_step(root, on_error=on_error, now=now, batch_size=batch_size, duplicates=duplicates)
     if run is not None:
         return run(step, [Path(shard) for shard in step.shards])
-    return step.fold(_checks_in_order(step, workers or os.cpu_count() or 1))
+    return step.fold(_checks_in_order(step, workers or min(os.cpu_count() or 1, MAX_WORKERS)))
 
 
 def _checks_in_order(step: ValidateStep, workers: int) -> Iterator[ShardCheck]:
