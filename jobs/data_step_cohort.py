@@ -3,26 +3,9 @@ Data — the same options, checks, outputs and messages, the same labels and man
 
 from __future__ import annotations
 
-import argparse
+from jobs.data_steps import register, trajonco_command
 
-from jobs.data_steps import DataStepCommand, ShardRunner, register
-
-
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    from trajonco.cli import add_cohort_arguments
-
-    add_cohort_arguments(parser)
-
-
-def _execute(args: argparse.Namespace, run: ShardRunner) -> int:
-    from trajonco.cli import cohort_command
-
-    return cohort_command(args, run=run)
-
-
-COMMAND = register(DataStepCommand(
-    name="cohort",
-    summary="build a matched case-control cohort (MEDS labels + manifest) with a Ray task per shard",
-    add_arguments=_add_arguments,
-    execute=_execute,
+COMMAND = register(trajonco_command(
+    "cohort", "build a matched case-control cohort (MEDS labels + manifest) with a Ray task per shard",
+    arguments="add_cohort_arguments", command="cohort_command",
 ))

@@ -3,26 +3,9 @@
 
 from __future__ import annotations
 
-import argparse
+from jobs.data_steps import register, trajonco_command
 
-from jobs.data_steps import DataStepCommand, ShardRunner, register
-
-
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    from trajonco.cli import add_validate_arguments
-
-    add_validate_arguments(parser)
-
-
-def _execute(args: argparse.Namespace, run: ShardRunner) -> int:
-    from trajonco.cli import validate_command
-
-    return validate_command(args, run=run)
-
-
-COMMAND = register(DataStepCommand(
-    name="validate",
-    summary="check a MEDS dataset (schema, order, values, times, duplicates) with a Ray task per shard",
-    add_arguments=_add_arguments,
-    execute=_execute,
+COMMAND = register(trajonco_command(
+    "validate", "check a MEDS dataset (schema, order, values, times, duplicates) with a Ray task per shard",
+    arguments="add_validate_arguments", command="validate_command",
 ))

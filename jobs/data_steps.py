@@ -58,6 +58,20 @@ STEP_MODULES = ("jobs.data_step_cohort", "jobs.data_step_validate", "jobs.data_s
 """Modules that `register` a sub-command when imported (imported by `build_parser`, so ``--help`` stays light)."""
 
 
+def trajonco_command(name: str, summary: str, *, arguments: str, command: str) -> DataStepCommand:
+    """A sub-command that is a `trajonco` command run with a Ray task per shard: its options are added by
+    ``trajonco.cli.<arguments>(parser)`` and its work done by ``trajonco.cli.<command>(args, run=run)`` — the same
+    options, checks, outputs, messages and exit status as the local command (imported lazily: ``--help`` stays light)."""
+
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        getattr(importlib.import_module("trajonco.cli"), arguments)(parser)
+
+    def execute(args: argparse.Namespace, run: ShardRunner) -> int:
+        return getattr(importlib.import_module("trajonco.cli"), command)(args, run=run)
+
+    return DataStepCommand(name=name, summary=summary, add_arguments=add_arguments, execute=execute)
+
+
 def register(command: DataStepCommand) -> DataStepCommand:
     """Add a sub-command (each data step's module-level registration below)."""
     COMMANDS[command.name] = command

@@ -64,6 +64,7 @@ from vista.shared.meds.layout import ShardLayout, build_layout, cross_shard_issu
 from vista.shared.meds.metadata import DatasetMetadata, read_code_catalog, read_dataset_metadata, read_subject_splits
 from vista.shared.meds.reports import OnError, QuarantineReport, ValidationReport
 from vista.shared.meds.schema import CODE, CODES_FILE, DATA_DIR, NUMERIC_VALUE, SPLITS_FILE, SUBJECT_ID, TEXT_VALUE, TIME
+from vista.shared.meds.shard_check import checked_strings
 from vista.shared.events_bulk import gc_paused, make_events
 from vista.shared.records import CodeCatalog, CodeInfo, Event, PatientRecord
 from vista.shared.storage import Location, StorageError, resolve
@@ -77,7 +78,6 @@ DEFAULT_BATCH_SIZE = 65_536
 """Rows per record batch: large enough for vectorized checks to pay off, small enough to keep memory flat."""
 
 MEDS_COLUMNS = (SUBJECT_ID, TIME, CODE, NUMERIC_VALUE, TEXT_VALUE)
-STRING_COLUMNS = (CODE, TEXT_VALUE)  # checked for valid UTF-8 as they are read (arrow does not check on read)
 
 POLARS_SCHEMA = {SUBJECT_ID: pl.Int64, TIME: pl.Datetime("us"), CODE: pl.String, NUMERIC_VALUE: pl.Float32,
                  TEXT_VALUE: pl.String}
@@ -464,20 +464,12 @@ class MedsDataset:
                 yield from self._stream_runs(layout, runs, build=build)
 
     def _checked_strings(self, batch: pa.RecordBatch, shard: str, row: int) -> pa.RecordBatch | None:
-        """``batch`` with string views cast to large strings and every string checked as UTF-8 (arrow does not check
-        on read); None, once reported, if a string column is corrupt."""
-        for name in STRING_COLUMNS:
-            if name not in batch.schema.names:
-                continue
-            if batch.schema.field(name).type == pa.string_view():  # few compute kernels accept views
-                batch = batch.set_column(batch.schema.get_field_index(name), name,
-                                         batch.column(name).cast(pa.large_string()))
-            try:
-                batch.column(name).validate(full=True)
-            except pa.ArrowInvalid as exc:  # its message gives an index, never the bytes
-                problem = f"corrupt values in the rows from {row} ({one_line(exc)})"
-                self._report(MedsIssue(IssueKind.FILE, IssueScope.FILE, shard, problem, field=name, row=row))
-                return None
+        """``batch`` with string views cast to large strings and every string checked as UTF-8
+        (`vista.shared.meds.shard_check.checked_strings`); None, once reported, if a string column is corrupt."""
+        batch, issue = checked_strings(batch, shard, row)
+        if issue is not None:
+            self._report(issue)
+            return None
         return batch
 
     def _batches(self, layout: ShardLayout, ranges: list[tuple[int, int, int]], columns: list[str]

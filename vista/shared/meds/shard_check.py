@@ -59,7 +59,7 @@ from vista.shared.storage import Location, resolve
 __all__ = ["SHARD_CHECK_SCHEMA", "ShardCheck", "check_shard", "epoch_us", "from_table", "open_shard", "to_table"]
 
 MEDS_COLUMNS = (SUBJECT_ID, TIME, CODE, NUMERIC_VALUE, TEXT_VALUE)
-STRING_COLUMNS = (CODE, TEXT_VALUE)
+STRING_COLUMNS = (CODE, TEXT_VALUE)  # checked for valid UTF-8 as they are read (arrow does not check on read)
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,7 +128,7 @@ def open_shard(location: Location, shard: str) -> tuple[pq.FileMetaData | None, 
 
 def checked_strings(batch: pa.RecordBatch, shard: str, row: int) -> tuple[pa.RecordBatch, MedsIssue | None]:
     """``batch`` with string views cast to large strings and every string checked as UTF-8 (arrow does not check
-    on read), or the file-level issue of a corrupt string column (`MedsDataset._checked_strings`)."""
+    on read), or the file-level issue of a corrupt string column (the reader reports it, `MedsDataset._checked_strings`)."""
     for name in STRING_COLUMNS:
         if name not in batch.schema.names:
             continue
