@@ -221,10 +221,11 @@ def gold_outcomes(store: Path, questions: list[Question]) -> list[Outcome]:
     return out
 
 
-async def model_outcomes(store: Path, questions: list[Question], llm_items: list[str], ask_patients: set[int]) -> list[Outcome]:
+async def model_outcomes(store: Path, questions: list[Question], llm_items: list[str], ask_patients: set[int],
+                         rag_tokens: int | None = None) -> list[Outcome]:
     """The bridge, `vista ask` (patients with a timeline) and BM25 RAG, each through one gateway."""
     from vista.query import QueryConfig, ask
-    from vista.query.state import load_graph, open_graph_store
+    from vista.query.state import load_graph, load_timeline, open_graph_store
     from vista.shared.llm import LLMConfig, LLMGateway
     from vista.toa import TimelineStore
 
@@ -235,7 +236,10 @@ async def model_outcomes(store: Path, questions: list[Question], llm_items: list
         for sid in sorted(ask_patients):
             graph = load_graph(open_graph_store(store), sid)
             started = time.perf_counter()
-            timeline, built = await TimelineStore(store).build(graph, gateway)
+            if TimelineStore(store).path_of(sid).is_file():  # as `vista ask` reads it (even an incomplete one)
+                timeline, built = load_timeline(store, sid, graph), False
+            else:
+                timeline, built = await TimelineStore(store).build(graph, gateway)
             print(f"  timeline of subject {sid}: {len(timeline.events)} events, "
                   f"{'built' if built else 'read back'} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
             timelines[sid] = timeline
@@ -250,7 +254,7 @@ async def model_outcomes(store: Path, questions: list[Question], llm_items: list
             out.append(Outcome("bridge", q, ok, seconds, answer.usage.calls,
                                answer.usage.prompt_tokens + answer.usage.completion_tokens,
                                answer.plan.compact() if answer.plan else f"route {answer.route}: {answer.error}"))
-            out.append(await _rag(entry, q, gateway))
+            out.append(await _rag(entry, q, gateway, rag_tokens))
             if q.subject_id in timelines:
                 started = time.perf_counter()
                 reply = await ask(q.text, timelines[q.subject_id], entry.graph, gateway, QueryConfig())
@@ -264,7 +268,7 @@ async def model_outcomes(store: Path, questions: list[Question], llm_items: list
     return out
 
 
-async def _rag(entry: PatientEntry, q: Question, gateway) -> Outcome:
+async def _rag(entry: PatientEntry, q: Question, gateway, max_context_tokens: int | None) -> Outcome:
     """BM25 over the record's chunks (`vista.rag`), the best that fit the context, one call for a short answer."""
     from pydantic import BaseModel, ConfigDict, Field
 
@@ -278,7 +282,7 @@ async def _rag(entry: PatientEntry, q: Question, gateway) -> Outcome:
         answer: str = Field(max_length=200)
 
     started = time.perf_counter()
-    config = RagConfig()
+    config = RagConfig(max_context_tokens=max_context_tokens)
     index = _RAG_INDEX.get(entry.subject_id) or _RAG_INDEX.setdefault(entry.subject_id, build_index(entry.graph, config))
     hits = index.search(q.text, 16)
     chunks, _ = select_passages([hits], [count_tokens(c.text) for c in index.chunks], context_room(config, gateway))
@@ -428,6 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-questions", type=int, default=24, help="questions asked of the model-backed methods")
     parser.add_argument("--ask-patients", type=int, default=1, help="patients whose timelines are built for vista ask "
                         "(besides those the store already holds; the embedded model takes minutes per patient)")
+    parser.add_argument("--rag-tokens", type=int, help="tokens of retrieved record text per RAG call (default: what "
+                        "the model's context leaves)")
     parser.add_argument("--repeats", type=int, default=200, help="runs of each plan for the latency medians")
     parser.add_argument("--work", type=Path, help="keep the dataset and store here (reused when rerun)")
     parser.add_argument("--llm", action="append", default=[], metavar="KEY=VALUE", help="model settings (default: embedded)")
@@ -461,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
         stored = {int(p.stem) for p in (store / "toa").glob("*.json")} if (store / "toa").is_dir() else set()
         ask_patients = stored | set((with_lines or patients)[: args.ask_patients])
         picked = pick_model_questions(questions, args.model_questions, ask_patients)
-        model = asyncio.run(model_outcomes(store, picked, args.llm, ask_patients))
+        model = asyncio.run(model_outcomes(store, picked, args.llm, ask_patients, args.rag_tokens))
         same = [o for o in gold if o.question in set(picked)]
         print(f"\n{len(picked)} questions asked of the model-backed methods (`vista ask`: the {len(ask_patients)} "
               f"patient(s) with a timeline); gold plans on the same questions first:")
