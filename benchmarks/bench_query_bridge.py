@@ -263,7 +263,7 @@ async def model_outcomes(store: Path, questions: list[Question], llm_items: list
                                    reply.answer[:120]))
             mine = [o for o in out if o.question is q]
             print(f"  {n}/{len(questions)} {q.kind} (subject {q.subject_id}): "
-                  + "; ".join(f"{o.method} {'ok' if o.correct else 'wrong'} {o.seconds:.0f} s" for o in mine),
+                  + "; ".join(f"{o.method} {'ok' if o.correct else 'wrong'} {o.seconds:.0f} s ({o.note[:90]})" for o in mine),
                   file=sys.stderr, flush=True)
     return out
 
@@ -289,7 +289,7 @@ async def _rag(entry: PatientEntry, q: Question, gateway, max_context_tokens: in
     messages = [system("Answer the question about this patient from the record excerpts, in one short sentence "
                        "giving the value, count or date (YYYY-MM-DD)."),
                 user(f"Record excerpts:\n{excerpts_text(chunks)}\n\nQuestion: {q.text}")]
-    result = await gateway.complete(messages, RagAnswer, agent="rag_question", patient_id=entry.subject_id, max_tokens=80)
+    result = await gateway.complete(messages, RagAnswer, agent="rag_question", patient_id=entry.subject_id, max_tokens=160)
     text = result.output.answer if result.ok else ""
     usage = result.usage
     return Outcome("BM25 RAG", q, correct_text(q, text), time.perf_counter() - started, 1,
