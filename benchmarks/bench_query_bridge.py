@@ -468,7 +468,8 @@ def main(argv: list[str] | None = None) -> int:
         ask_patients = stored | set((with_lines or patients)[: args.ask_patients])
         picked = pick_model_questions(questions, args.model_questions, ask_patients)
         model = asyncio.run(model_outcomes(store, picked, args.llm, ask_patients, args.rag_tokens))
-        same = [o for o in gold if o.question in set(picked)]
+        asked = {id(q) for q in picked}  # (a Question holds a Plan with lists: not hashable)
+        same = [o for o in gold if id(o.question) in asked]
         print(f"\n{len(picked)} questions asked of the model-backed methods (`vista ask`: the {len(ask_patients)} "
               f"patient(s) with a timeline); gold plans on the same questions first:")
         print("\n".join(table(same + model)))
