@@ -220,10 +220,11 @@ def gold_outcomes(store: Path, questions: list[Question]) -> list[Outcome]:
     return out
 
 
-async def model_outcomes(store: Path, questions: list[Question], llm_items: list[str], ask_patients: set[int]) -> list[Outcome]:
+async def model_outcomes(store: Path, questions: list[Question], llm_items: list[str], ask_patients: set[int],
+                         rag_tokens: int | None = None) -> list[Outcome]:
     """The bridge, `vista ask` (patients with a timeline) and BM25 RAG, each through one gateway."""
     from vista.query import QueryConfig, ask
-    from vista.query.state import load_graph, open_graph_store
+    from vista.query.state import load_graph, load_timeline, open_graph_store
     from vista.shared.llm import LLMConfig, open_gateway
     from vista.toa import TimelineStore
 
@@ -234,7 +235,10 @@ async def model_outcomes(store: Path, questions: list[Question], llm_items: list
         for sid in sorted(ask_patients):
             graph = load_graph(open_graph_store(store), sid)
             started = time.perf_counter()
-            timeline, built = await TimelineStore(store).build(graph, gateway)
+            if TimelineStore(store).path_of(sid).is_file():  # as `vista ask` reads it (even an incomplete one)
+                timeline, built = load_timeline(store, sid, graph), False
+            else:
+                timeline, built = await TimelineStore(store).build(graph, gateway)
             print(f"  timeline of subject {sid}: {len(timeline.events)} events, "
                   f"{'built' if built else 'read back'} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
             timelines[sid] = timeline
@@ -249,7 +253,7 @@ async def model_outcomes(store: Path, questions: list[Question], llm_items: list
             out.append(Outcome("bridge", q, ok, seconds, answer.usage.calls,
                                answer.usage.prompt_tokens + answer.usage.completion_tokens,
                                answer.plan.compact() if answer.plan else f"route {answer.route}: {answer.error}"))
-            out.append(await _rag(entry, q, gateway))
+            out.append(await _rag(entry, q, gateway, rag_tokens))
             if q.subject_id in timelines:
                 started = time.perf_counter()
                 reply = await ask(q.text, timelines[q.subject_id], entry.graph, gateway, QueryConfig())
@@ -258,12 +262,12 @@ async def model_outcomes(store: Path, questions: list[Question], llm_items: list
                                    reply.answer[:120]))
             mine = [o for o in out if o.question is q]
             print(f"  {n}/{len(questions)} {q.kind} (subject {q.subject_id}): "
-                  + "; ".join(f"{o.method} {'ok' if o.correct else 'wrong'} {o.seconds:.0f} s" for o in mine),
+                  + "; ".join(f"{o.method} {'ok' if o.correct else 'wrong'} {o.seconds:.0f} s ({o.note[:90]})" for o in mine),
                   file=sys.stderr, flush=True)
     return out
 
 
-async def _rag(entry: PatientEntry, q: Question, gateway) -> Outcome:
+async def _rag(entry: PatientEntry, q: Question, gateway, max_context_tokens: int | None) -> Outcome:
     """BM25 over the record's chunks (`vista.rag`), the best that fit the context, one call for a short answer."""
     from pydantic import BaseModel, ConfigDict, Field
 
@@ -277,14 +281,14 @@ async def _rag(entry: PatientEntry, q: Question, gateway) -> Outcome:
         answer: str = Field(max_length=200)
 
     started = time.perf_counter()
-    config = RagConfig()
+    config = RagConfig(max_context_tokens=max_context_tokens)
     index = _RAG_INDEX.get(entry.subject_id) or _RAG_INDEX.setdefault(entry.subject_id, build_index(entry.graph, config))
     hits = index.search(q.text, 16)
     chunks, _ = select_passages([hits], [count_tokens(c.text) for c in index.chunks], context_room(config, gateway))
     messages = [system("Answer the question about this patient from the record excerpts, in one short sentence "
                        "giving the value, count or date (YYYY-MM-DD)."),
                 user(f"Record excerpts:\n{excerpts_text(chunks)}\n\nQuestion: {q.text}")]
-    result = await gateway.complete(messages, RagAnswer, agent="rag_question", patient_id=entry.subject_id, max_tokens=80)
+    result = await gateway.complete(messages, RagAnswer, agent="rag_question", patient_id=entry.subject_id, max_tokens=160)
     text = result.output.answer if result.ok else ""
     usage = result.usage
     return Outcome("BM25 RAG", q, correct_text(q, text), time.perf_counter() - started, 1,
@@ -427,6 +431,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-questions", type=int, default=24, help="questions asked of the model-backed methods")
     parser.add_argument("--ask-patients", type=int, default=1, help="patients whose timelines are built for vista ask "
                         "(besides those the store already holds; the embedded model takes minutes per patient)")
+    parser.add_argument("--rag-tokens", type=int, help="tokens of retrieved record text per RAG call (default: what "
+                        "the model's context leaves)")
     parser.add_argument("--repeats", type=int, default=200, help="runs of each plan for the latency medians")
     parser.add_argument("--work", type=Path, help="keep the dataset and store here (reused when rerun)")
     parser.add_argument("--llm", action="append", default=[], metavar="KEY=VALUE", help="model settings (default: embedded)")
@@ -460,8 +466,9 @@ def main(argv: list[str] | None = None) -> int:
         stored = {int(p.stem) for p in (store / "toa").glob("*.json")} if (store / "toa").is_dir() else set()
         ask_patients = stored | set((with_lines or patients)[: args.ask_patients])
         picked = pick_model_questions(questions, args.model_questions, ask_patients)
-        model = asyncio.run(model_outcomes(store, picked, args.llm, ask_patients))
-        same = [o for o in gold if o.question in set(picked)]
+        model = asyncio.run(model_outcomes(store, picked, args.llm, ask_patients, args.rag_tokens))
+        asked = {id(q) for q in picked}  # (a Question holds a Plan with lists: not hashable)
+        same = [o for o in gold if id(o.question) in asked]
         print(f"\n{len(picked)} questions asked of the model-backed methods (`vista ask`: the {len(ask_patients)} "
               f"patient(s) with a timeline); gold plans on the same questions first:")
         print("\n".join(table(same + model)))

@@ -254,10 +254,15 @@ async def _draft(llm: LLMCaller, messages: list[Message], subject_id: int, confi
     return result.output if result.ok else None
 
 
-def _unknown_names(error: UnknownNameError) -> str:
-    near = ", ".join(error.nearest) or "none close"
-    return (f"The name {error.name!r} is not in this patient's record. The nearest names it has are: {near}. "
-            "Answer again with one of them.")
+def _unknown_names(error: UnknownNameError, entry: PatientEntry) -> str:
+    """The re-ask: the name is not the patient's; the nearest names it has (or, when none is near — a small model
+    may write a date there — its most frequent lab, vital and drug names)."""
+    near = list(error.nearest)
+    if not near:
+        terms = sorted(entry.vocabulary.terms.values(), key=lambda t: (not t.numeric, -t.rows, t.code))
+        near = list(dict.fromkeys(t.name for t in terms if t.numeric or t.code.startswith("RXNORM//")))[:12]
+    return (f"The name {error.name!r} is not in this patient's record. The nearest names it has are: "
+            f"{', '.join(near) or 'none'}. Answer again with one of them.")
 
 
 async def _sentence(llm: LLMCaller, question: str, result: PlanResult, config: BridgeConfig,
@@ -315,7 +320,7 @@ async def answer_question(entry_or_store: PatientEntry | GraphStore | str | os.P
             result = run_plan(entry, plan_from_draft(draft))
         except UnknownNameError as exc:
             reasked = True
-            draft = await _draft(llm, plan_messages(question, entry, _unknown_names(exc)), subject_id, config, records)
+            draft = await _draft(llm, plan_messages(question, entry, _unknown_names(exc, entry)), subject_id, config, records)
             try:
                 result = run_plan(entry, plan_from_draft(draft)) if draft is not None and draft.expressible else None
             except PlanError as again:
