@@ -93,7 +93,8 @@ def timeline_for(graph) -> PatientTimeline:
 
 
 def scripted_model(request: ChatRequest) -> str:
-    """Display variables from `VALUES` (others: Not documented), the summary note, and `vista ask` answers."""
+    """Display variables from `VALUES` (others: Not documented), the summary note, the query bridge's plans and
+    `vista ask` answers."""
     name, schema = schema_of(request)
     if name == "SummaryAnswer":
         return json.dumps({"note": "Stage IV lung adenocarcinoma (PD-L1 80%) treated with first-line pembrolizumab; "
@@ -102,6 +103,11 @@ def scripted_model(request: ChatRequest) -> str:
     if name == "VariablesAnswer":
         return json.dumps({key: {"value": VALUES.get(key, ("Not documented", ()))[0],
                                  "timeline_refs": list(VALUES.get(key, ("", ()))[1])} for key in schema["properties"]})
+    if name == "PlanDraft":  # the query bridge's plan: a lab minimum is a plan; anything else goes to `vista ask`
+        question = request.messages[-1].content.rpartition("Question: ")[2].lower()
+        plan = {"expressible": "hemoglobin" in question, "target": "measure", "name": "hemoglobin",
+                "aggregate": "min", "start": None, "end": None, "line": None, "during": None}
+        return json.dumps(plan)
     if name == "AnswerDraft":
         return json.dumps({"in_timeline": True, "answer": "First-line pembrolizumab started on 2020-04-01.",
                            "cited_event_ids": ["t5"], "confidence": "high"})

@@ -99,7 +99,11 @@ def test_http_rules_and_no_patient_text_logged_at_info(store_root, caplog):
         assert http(f"{base}/patient/21/source?ids=e999&token={token}")[0] == 404
         status, body = http(f"{base}/patient/21/ask", data=f"token={token}&question=Histology%3F".encode(),
                             cookie=f"vista_serve_token={token}")
-        assert status == 200 and "pembrolizumab" in body
+        assert status == 200 and "pembrolizumab" in body and "vista ask" in body  # no plan: the timeline route, said
+        status, body = http(f"{base}/patient/22/ask", data=f"token={token}&question=Lowest+hemoglobin%3F".encode(),
+                            cookie=f"vista_serve_token={token}")
+        assert status == 200 and "Value: 11.8 g/dL on 2021-05-01" in body  # the query bridge's plan, from the graph
+        assert "LOINC//718-7" in body and "vista ask" not in body  # its cited row opened in the panel
         status, body = http(f"{base}/patient/21/similar?token={token}")
         assert status == 200 and "/patient/22" in body
     logged = "\n".join(r.getMessage() for r in caplog.records if r.levelno >= logging.INFO)
