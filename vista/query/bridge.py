@@ -141,6 +141,11 @@ def template_answer(result: PlanResult) -> str:
     return f"{_body(result, name, agg, n, unit, span)}{cites}."
 
 
+def _rows(n: int) -> str:
+    """``1 row``, ``3 rows``."""
+    return f"{n} row" if n == 1 else f"{n} rows"
+
+
 def _body(result: PlanResult, name: str, agg: str, n: int, unit: str, span: str) -> str:
     value = format_value(result.value)
     if result.plan.episodes is not None:
@@ -150,15 +155,15 @@ def _body(result: PlanResult, name: str, agg: str, n: int, unit: str, span: str)
     if agg in _AGG_WORDS:
         if result.value is None:
             return f"The {_AGG_WORDS[agg]} {name}{span} was on {result.date}"
-        return f"The {_AGG_WORDS[agg]} {name}{span} was {value}{unit} on {result.date} (of {n} rows)"
+        return f"The {_AGG_WORDS[agg]} {name}{span} was {value}{unit} on {result.date} (of {_rows(n)})"
     if agg == "count":
         return f"{value} {name} row(s){span}, the last on {result.date}"
     if agg == "mean":
-        return f"The mean {name}{span} was {value}{unit} over {n} rows, the last on {result.date}"
+        return f"The mean {name}{span} was {value}{unit} over {_rows(n)}, the last on {result.date}"
     if agg == "change":
-        return f"{name.capitalize()} changed by {value}{unit}{span} over {n} rows, to the last on {result.date}"
+        return f"{name.capitalize()} changed by {value}{unit}{span} over {_rows(n)}, to the last on {result.date}"
     if agg == "trend":
-        return f"{name.capitalize()} is {result.trend}{span}: slope {value}{unit} over {n} rows, the last on {result.date}"
+        return f"{name.capitalize()} is {result.trend}{span}: slope {value}{unit} over {_rows(n)}, the last on {result.date}"
     return f"{n} {name} row(s){span}, the first on {result.date}"
 
 
