@@ -87,8 +87,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 
 def add_parsers(sub) -> None:
     """Register ``vista query`` and ``vista mcp`` on an argparse subparsers object."""
-    from vista.cli import add_llm_option
-    from vista.shared.cli_kit import subcommand
+    from vista.shared.cli_kit import add_llm_option, subcommand
 
     p = subcommand(sub, "query", "answer a question about a patient by a deterministic graph query (the plan), "
                    "citing the MEDS rows", QUERY_EXAMPLES,

@@ -105,8 +105,7 @@ def _check_port(host: str, port: int) -> None:
 
 def add_serve_parser(sub) -> None:
     """Register ``vista serve`` on an argparse subparsers object."""
-    from vista.cli import add_llm_option
-    from vista.shared.cli_kit import subcommand
+    from vista.shared.cli_kit import add_llm_option, subcommand
 
     p = subcommand(sub, "serve", "serve a graph store as a tumor-board dashboard (read-only, token-protected), or "
                    "export patients' pages as a self-contained board packet", SERVE_EXAMPLE,
