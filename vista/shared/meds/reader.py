@@ -49,7 +49,7 @@ import pyarrow.parquet as pq
 from vista.shared.coding import CodingProfile, load_profile
 from vista.shared.coding.detect import DETECTION_SAMPLE_ROWS, profile_report
 from vista.shared.coding.terminology import standard_description
-from vista.shared.meds.checks import ProblemTally, RowCarry, RowNumbers, check_schema, epoch_us
+from vista.shared.meds.checks import ProblemTally, RowCarry, RowNumbers, epoch_us
 from vista.shared.meds.errors import (
     IssueKind,
     IssueScope,
@@ -64,7 +64,7 @@ from vista.shared.meds.layout import ShardLayout, build_layout, cross_shard_issu
 from vista.shared.meds.metadata import DatasetMetadata, read_code_catalog, read_dataset_metadata, read_subject_splits
 from vista.shared.meds.reports import OnError, QuarantineReport, ValidationReport
 from vista.shared.meds.schema import CODE, CODES_FILE, DATA_DIR, NUMERIC_VALUE, SPLITS_FILE, SUBJECT_ID, TEXT_VALUE, TIME
-from vista.shared.meds.shard_check import checked_strings
+from vista.shared.meds.shard_check import checked_strings, open_parquet, open_shard, shard_source
 from vista.shared.events_bulk import gc_paused, make_events
 from vista.shared.records import CodeCatalog, CodeInfo, Event, PatientRecord
 from vista.shared.storage import Location, StorageError, resolve
@@ -292,47 +292,28 @@ class MedsDataset:
                              subject_id=subject_id)
 
     def _source(self, shard: str) -> Path | pa.NativeFile:
-        """What `pq.ParquetFile` opens for ``shard``: its path on a local filesystem, an open handle on an object
-        store (pyarrow then reads byte ranges: the footer, the row groups asked for)."""
-        if self.location.is_local:
-            return self.root / shard  # type: ignore[operator]
-        return (self.location / shard).open_input()
+        """What `pq.ParquetFile` opens for ``shard`` (`vista.shared.meds.shard_check.shard_source`)."""
+        return shard_source(self.location, shard)
 
     def _parquet(self, shard: str, metadata: pq.FileMetaData | None = None) -> pq.ParquetFile:
-        source = self._source(shard)
-        try:
-            return pq.ParquetFile(source, metadata=metadata)
-        except BaseException:
-            if isinstance(source, pa.NativeFile):
-                source.close()
-            raise
+        return open_parquet(self.location, shard, metadata)
 
     def _file_issue(self, shard: str, problem: str, *, row: int | None = None) -> MedsIssue:
         return MedsIssue(IssueKind.FILE, IssueScope.FILE, shard, problem, row=row)
 
     def _open(self, shard: str) -> _ShardFile | None:
-        """Footer and schema of a shard, checked; None if the file is (or has just been) quarantined."""
+        """Footer and schema of a shard, checked (`vista.shared.meds.shard_check.open_shard`); None if the file is
+        (or has just been) quarantined."""
         if shard in self._bad_files:
             return None
         if shard in self._files:
             return self._files[shard]
-        try:
-            size = (self.location / shard).size()
-            if size == 0:
-                self._report(self._file_issue(shard, "file is empty (0 bytes)"))
-                return None
-            with self._parquet(shard) as parquet:
-                metadata, arrow_schema = parquet.metadata, parquet.schema_arrow
-        except (OSError, pa.ArrowException) as exc:
-            self._report(self._file_issue(shard, f"not a readable parquet file ({one_line(exc)})"))
-            return None
-        issues = check_schema(arrow_schema, shard)
-        if not issues and metadata.num_rows == 0:
-            issues.append(self._file_issue(shard, "file has 0 rows"))
+        metadata, issues = open_shard(self.location, shard)
         for issue in issues:
             self._report(issue)
-        if issues:
+        if metadata is None:
             return None
+        arrow_schema = metadata.schema.to_arrow_schema()
         info = _ShardFile(metadata, tuple(arrow_schema.names), _subject_range(metadata))
         self._files[shard] = info
         return info

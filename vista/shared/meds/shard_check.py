@@ -95,14 +95,17 @@ def _file_issue(shard: str, problem: str, *, row: int | None = None, field: str 
     return MedsIssue(IssueKind.FILE, IssueScope.FILE, shard, problem, field=field, row=row)
 
 
-def _source(location: Location, shard: str) -> Path | pa.NativeFile:
-    """What `pq.ParquetFile` opens: a local path, or an open handle on an object store (as the reader does)."""
+def shard_source(location: Location, shard: str) -> Path | pa.NativeFile:
+    """What `pq.ParquetFile` opens for ``shard``: its path on a local filesystem, an open handle on an object store
+    (pyarrow then reads byte ranges: the footer, the row groups asked for)."""
     target = location / shard
     return Path(target.uri) if location.is_local else target.open_input()
 
 
-def _parquet(location: Location, shard: str, metadata: pq.FileMetaData | None = None) -> pq.ParquetFile:
-    source = _source(location, shard)
+def open_parquet(location: Location, shard: str, metadata: pq.FileMetaData | None = None) -> pq.ParquetFile:
+    """``shard`` opened as a `pq.ParquetFile` (with its already-read footer, when given); an object-store handle is
+    closed if opening fails."""
+    source = shard_source(location, shard)
     try:
         return pq.ParquetFile(source, metadata=metadata)
     except BaseException:
@@ -112,11 +115,12 @@ def _parquet(location: Location, shard: str, metadata: pq.FileMetaData | None = 
 
 
 def open_shard(location: Location, shard: str) -> tuple[pq.FileMetaData | None, list[MedsIssue]]:
-    """Footer and schema checks of `MedsDataset._open`: the metadata, or the file-level issues."""
+    """A shard's footer and schema, checked (the reader's `MedsDataset._open` and the validate step share it): the
+    metadata, or the file-level issues."""
     try:
         if (location / shard).size() == 0:
             return None, [_file_issue(shard, "file is empty (0 bytes)")]
-        with _parquet(location, shard) as parquet:
+        with open_parquet(location, shard) as parquet:
             metadata, arrow_schema = parquet.metadata, parquet.schema_arrow
     except (OSError, pa.ArrowException) as exc:
         return None, [_file_issue(shard, f"not a readable parquet file ({one_line(exc)})")]
@@ -192,7 +196,7 @@ def check_shard(root: str | Path | Location, shard: str, *, now_us: int, batch_s
     if metadata is None:
         return ShardCheck(shard, tuple(opening), None, (), 0, None)
     try:
-        with _parquet(location, shard, metadata) as parquet:
+        with open_parquet(location, shard, metadata) as parquet:
             subject_ids = parquet.read(columns=[SUBJECT_ID]).column(0)
     except (OSError, pa.ArrowException) as exc:
         issue = _file_issue(shard, f"cannot read column subject_id ({one_line(exc)})")
@@ -268,7 +272,7 @@ def _row_pass(location: Location, shard: str, metadata: pq.FileMetaData,
     row = 0
     failure: str | None = None
     try:
-        with _parquet(location, shard, metadata) as parquet:
+        with open_parquet(location, shard, metadata) as parquet:
             for raw in parquet.iter_batches(batch_size=batch_size, columns=columns, use_threads=True):
                 batch, corrupt = checked_strings(raw.select(meds), shard, row)
                 if corrupt is not None:
