@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -137,6 +137,19 @@ def _reopen(root: Path, on_error: OnError, now: datetime, batch_size: int,
     return MedsDataset(root, on_error=on_error, now=now, batch_size=batch_size, profile=profile)
 
 
+def detect_profile(root: object, sources: Sequence[Path | pa.NativeFile]) -> CodingProfile:
+    """The coding profile a sample of ``sources`` (readable shards) fits best, logged with the fit's warnings; the
+    default profile when nothing is readable (nothing to translate either)."""
+    if not sources:
+        return load_profile(DEFAULT_PROFILE)
+    report = profile_report(root, None, sample_rows=DETECTION_SAMPLE_ROWS, files=list(sources))
+    logger.info("%s: coding profile %r detected (places %.0f%% of %s sampled rows)", root, report.profile,
+                100 * report.recognised_share, f"{report.rows:,}")
+    for warning in report.warnings:
+        logger.warning("%s (profile %s): %s; see `trajonco profile %s`", root, report.profile, warning, root)
+    return load_profile(report.profile)
+
+
 class MedsDataset:
     """A MEDS 0.4 dataset on disk, read lazily and checked as it is read.
 
@@ -184,18 +197,7 @@ class MedsDataset:
     def profile(self) -> CodingProfile:
         """The coding profile rows are read with (detected on first use when none was given)."""
         if self._profile is None:
-            usable = [self._source(shard) for shard in self._shards if self._open(shard) is not None]
-            if not usable:  # nothing readable: nothing to translate either
-                self._profile = load_profile(DEFAULT_PROFILE)
-                return self._profile
-            report = profile_report(self.root, None, sample_rows=DETECTION_SAMPLE_ROWS, files=usable)
-            logger.info("%s: coding profile %r detected (places %.0f%% of %s sampled rows)", self.root, report.profile,
-                        100 * report.recognised_share, f"{report.rows:,}")
-            for warning in report.warnings:
-                logger.warning("%s (profile %s): %s; see `trajonco profile %s`", self.root, report.profile, warning,
-                               self.root)
-            profile = load_profile(report.profile)
-            self._profile = profile
+            self._profile = detect_profile(self.root, [self._source(s) for s in self._shards if self._open(s) is not None])
         return self._profile
 
     def _latest_us(self) -> int:

@@ -30,17 +30,15 @@ from time import perf_counter
 import numpy as np
 import pyarrow as pa
 
-from vista.shared.coding import CodingProfile, load_profile
-from vista.shared.coding.detect import DETECTION_SAMPLE_ROWS, profile_report
 from vista.shared.meds.checks import epoch_us
 from vista.shared.meds.duplicates import ShardDuplicates, write_deduplicated
 from vista.shared.meds.errors import IssueKind, IssueScope, MedsFileError, MedsIssue, MedsMetadataError
 from vista.shared.meds.layout import cross_shard_issues
 from vista.shared.meds.metadata import read_code_catalog, read_dataset_metadata, read_split_subjects, splits_coverage
-from vista.shared.meds.reader import DEFAULT_BATCH_SIZE, DEFAULT_PROFILE, MedsDataset
+from vista.shared.meds.reader import DEFAULT_BATCH_SIZE, MedsDataset, detect_profile
 from vista.shared.meds.reports import DatasetWarning, OnError, QuarantineReport, ValidationReport
 from vista.shared.meds.schema import CODES_FILE, DATASET_FILE, SPLITS_FILE
-from vista.shared.meds.shard_check import ShardCheck, check_shard, from_table, open_shard, to_table
+from vista.shared.meds.shard_check import ShardCheck, check_shard, from_table, open_shard, shard_source, to_table
 from vista.shared.storage import resolve
 
 __all__ = ["DatasetWarning", "QuarantineReport", "ValidateStep", "ValidationReport", "deduplicate_dataset",
@@ -105,27 +103,12 @@ def validate_step(root: str | Path, *, on_error: OnError = "raise", now: datetim
     dataset = MedsDataset(root, on_error=on_error, now=now, batch_size=batch_size)
     given = str(root) if not isinstance(root, Path) else root.as_posix()
     usable = [shard for shard in dataset.shards if open_shard(dataset.location, shard)[0] is not None]
-    profile = _detected_profile(dataset, usable)
+    profile = detect_profile(dataset.root, [shard_source(dataset.location, s) for s in usable])
     latest = epoch_us(dataset.now)
     if profile.latest_time is not None:
         latest = max(latest, epoch_us(profile.latest_time))
     return ValidateStep(root=given, shards=dataset.shards, on_error=on_error, now=dataset.now, latest_us=latest,
                         batch_size=batch_size, duplicates=duplicates, started=perf_counter())
-
-
-def _detected_profile(dataset: MedsDataset, usable: Sequence[str]) -> CodingProfile:
-    """The profile `MedsDataset.profile` would detect (logged the same way), from the usable shards."""
-    if not usable:
-        return load_profile(DEFAULT_PROFILE)
-    files = [dataset.root / s if isinstance(dataset.root, Path) else (dataset.location / s).open_input()
-             for s in usable]
-    report = profile_report(dataset.root, None, sample_rows=DETECTION_SAMPLE_ROWS, files=files)
-    logger.info("%s: coding profile %r detected (places %.0f%% of %s sampled rows)", dataset.root, report.profile,
-                100 * report.recognised_share, f"{report.rows:,}")
-    for warning in report.warnings:
-        logger.warning("%s (profile %s): %s; see `trajonco profile %s`", dataset.root, report.profile, warning,
-                       dataset.root)
-    return load_profile(report.profile)
 
 
 @dataclass(frozen=True)
